@@ -1,0 +1,1 @@
+//! Tensor core: dtypes, storage, strided views with PyTorch semantics, ops and CPU kernels.

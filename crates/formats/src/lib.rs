@@ -1,0 +1,1 @@
+//! Model files: GGUF, safetensors, Hugging Face configs and cache layout.

@@ -1,0 +1,1 @@
+//! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: what the README's test command and .ci/run call.
+# Fetches the default model and builds the oracle venv (both cached under $TORCHNATIVE_HOME),
+# then runs every Rust test, including the parity tests against upstream.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
+export TORCHNATIVE_MODEL="$(scripts/fetch-model.sh)"
+export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh)"
+# Parity tests must run, not skip, when the suite is run through this script.
+export TORCHNATIVE_REQUIRE_ORACLE=1
+cargo test --workspace --release "$@"
