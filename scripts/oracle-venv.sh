@@ -5,13 +5,13 @@
 set -euo pipefail
 home="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 venv="$home/oracle-venv"
-stamp="$venv/.torchnative-oracle-v1"
+# Bump the stamp when the package list changes: pip then only adds what is missing.
+stamp="$venv/.torchnative-oracle-v2"
 if [ ! -f "$stamp" ]; then
   python="${PYTHON:-python3}"
-  rm -rf "$venv"
-  "$python" -m venv "$venv" >&2
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --upgrade pip >&2
-  "$venv/bin/pip" install --quiet torch==2.15.0 transformers==5.24.0 gguf numpy safetensors >&2
+  "$venv/bin/pip" install --quiet torch==2.15.0 transformers==5.24.0 accelerate gguf numpy safetensors >&2
   touch "$stamp"
 fi
 echo "$venv/bin/python"
