@@ -1,0 +1,134 @@
+"""Test-only reference for the runtime: transformers computes logits for the same model and tokens.
+
+Usage: python hf_reference.py REQUEST.json
+
+The request names a command:
+  {"cmd": "logits", "model": {"gguf": PATH} | {"dir": PATH}, "truth": {"dir": PATH}?, "out_dir": DIR,
+   "cases": [{"prompt_ids": [...], "decode_steps": N}, ...]}
+      For each case i writes, as little-endian f32 row-major files:
+        case{i}.prefill.f32 / .prefill64.f32   logits for every prompt position (f32 run / f64 run)
+        case{i}.decode.f32 / .decode64.f32     logits of each cached greedy decode step
+      and result.json: {"cases": [{"greedy": [ids...], "vocab": V}]}. The greedy path is taken
+      from the f32 run; the f64 run is teacher-forced along it so both describe the same tokens.
+      The f64 run ("truth") loads `truth` when given: transformers computes GGUF weights in f32
+      whatever dtype is asked, so a true f64 run needs the safetensors copy of the same weights.
+  {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
+      Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
+  {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3", "seed": S, "out_dir": DIR}
+      Saves a tiny randomly initialised model of that architecture (safetensors + config).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import transformers
+
+assert torch.__version__.split("+")[0] == "2.15.0", torch.__version__
+assert transformers.__version__ == "5.24.0", transformers.__version__
+transformers.utils.logging.disable_progress_bar()
+transformers.utils.logging.set_verbosity_error()
+
+
+def load(model, dtype):
+    from transformers import AutoModelForCausalLM
+
+    if "gguf" in model:
+        d, f = os.path.split(model["gguf"])
+        # Dequantize at load: a plain dense model in the asked dtype (real f64 for the truth run),
+        # serializable to safetensors.
+        cfg = transformers.GgufConfig(dequantize=True)
+        m = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=dtype, quantization_config=cfg)
+    else:
+        m = AutoModelForCausalLM.from_pretrained(model["dir"], dtype=dtype)
+    m.eval()
+    return m
+
+
+def run_case(m, prompt_ids, steps, forced=None):
+    """Full-prefix logits, then `steps` cached decode steps (greedy unless `forced`)."""
+    ids = torch.tensor([prompt_ids], dtype=torch.long)
+    out = m(input_ids=ids, use_cache=True)
+    prefill = out.logits[0].float().numpy()
+    past = out.past_key_values
+    last = out.logits[0, -1]
+    decode, greedy = [], []
+    for s in range(steps):
+        nxt = int(torch.argmax(last)) if forced is None else forced[s]
+        greedy.append(nxt)
+        out = m(input_ids=torch.tensor([[nxt]]), past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        last = out.logits[0, -1]
+        decode.append(last.float().numpy())
+    decode = np.stack(decode) if decode else np.zeros((0, prefill.shape[1]), np.float32)
+    return prefill, decode, greedy
+
+
+def cmd_logits(req):
+    out_dir = req["out_dir"]
+    torch.manual_seed(0)
+    m32 = load(req["model"], torch.float32)
+    m64 = load(req.get("truth", req["model"]), torch.float64)
+    results = []
+    with torch.no_grad():
+        for i, case in enumerate(req["cases"]):
+            steps = case.get("decode_steps", 0)
+            p32, d32, greedy = run_case(m32, case["prompt_ids"], steps)
+            p64, d64, _ = run_case(m64, case["prompt_ids"], steps, forced=greedy)
+            for name, arr in (("prefill", p32), ("prefill64", p64), ("decode", d32), ("decode64", d64)):
+                arr.astype("<f4").tofile(os.path.join(out_dir, f"case{i}.{name}.f32"))
+            results.append({"greedy": greedy, "vocab": int(p32.shape[1])})
+    with open(os.path.join(out_dir, "result.json"), "w") as f:
+        json.dump({"cases": results}, f)
+
+
+def cmd_save_safetensors(req):
+    from transformers import AutoTokenizer
+
+    m = load(req["model"], torch.float32)
+    m.save_pretrained(req["out_dir"], safe_serialization=True)
+    d, f = os.path.split(req["model"]["gguf"])
+    AutoTokenizer.from_pretrained(d, gguf_file=f).save_pretrained(req["out_dir"])
+
+
+def cmd_tiny(req):
+    from transformers import AutoModelForCausalLM
+
+    common = dict(
+        vocab_size=320, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
+    )
+    arch = req["arch"]
+    if arch == "llama":
+        cfg = transformers.LlamaConfig(**common, rope_theta=10000.0)
+    elif arch == "mistral":
+        cfg = transformers.MistralConfig(**common, rope_theta=10000.0, sliding_window=8)
+    elif arch == "qwen2":
+        cfg = transformers.Qwen2Config(**common, rope_theta=10000.0)
+    elif arch == "qwen3":
+        cfg = transformers.Qwen3Config(**common, head_dim=16, rope_theta=10000.0)
+    else:
+        raise SystemExit(f"unknown arch {arch}")
+    torch.manual_seed(req.get("seed", 0))
+    m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    # Random init leaves norms at 1 and biases at 0; perturb them so a test can see if they are
+    # ignored.
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("norm.weight"):
+                p.add_(torch.randn_like(p) * 0.1)
+            elif name.endswith(".bias"):
+                p.copy_(torch.randn_like(p) * 0.1)
+    m.save_pretrained(req["out_dir"], safe_serialization=True)
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        req = json.load(f)
+    {"logits": cmd_logits, "save_safetensors": cmd_save_safetensors, "tiny": cmd_tiny}[req["cmd"]](req)
+
+
+if __name__ == "__main__":
+    main()
