@@ -1,0 +1,133 @@
+//! Helpers shared by the integration tests: a seeded RNG, temp dirs, and the oracle / model
+//! discovery convention (skip unless `TORCHNATIVE_REQUIRE_ORACLE=1`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// SplitMix64: small, seeded, good enough for test data.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+    /// Uniform in [lo, hi).
+    pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * u
+    }
+    /// Roughly normal (sum of uniforms), mean 0, std `std`.
+    pub fn normal(&mut self, std: f32) -> f32 {
+        let s: f32 = (0..6).map(|_| self.uniform(-1.0, 1.0)).sum();
+        s * std / 2.0f32.sqrt()
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+fn require_oracle() -> bool {
+    std::env::var("TORCHNATIVE_REQUIRE_ORACLE").is_ok_and(|v| v == "1")
+}
+
+/// Skip (print and return None) or fail, per the project convention.
+fn missing(reason: &str) -> Option<PathBuf> {
+    if require_oracle() {
+        panic!("TORCHNATIVE_REQUIRE_ORACLE=1 but {reason}");
+    }
+    println!("skipped: {reason}");
+    None
+}
+
+/// The oracle python interpreter from `TORCHNATIVE_ORACLE_PYTHON`.
+pub fn oracle_python() -> Option<PathBuf> {
+    match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON") {
+        Some(p) if Path::new(&p).exists() => Some(PathBuf::from(p)),
+        Some(p) => missing(&format!("oracle python {p:?} does not exist")),
+        None => missing("TORCHNATIVE_ORACLE_PYTHON is not set"),
+    }
+}
+
+/// The default model: `TORCHNATIVE_MODEL`, else under `TORCHNATIVE_HOME` (~/.cache/torchnative).
+pub fn default_model() -> Option<PathBuf> {
+    let path = match std::env::var_os("TORCHNATIVE_MODEL") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let home = std::env::var_os("TORCHNATIVE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/torchnative"))
+                })
+                .unwrap_or_default();
+            home.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        }
+    };
+    if path.exists() {
+        Some(path)
+    } else {
+        missing(&format!("model {} not found", path.display()))
+    }
+}
+
+/// A fresh, empty temp dir for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("torchnative-quant-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+/// Run `tests/oracle/<script>` with `args`; panic with its stderr on failure.
+pub fn run_oracle(python: &Path, script: &str, args: &[&Path]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/oracle")
+        .join(script);
+    let out = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("spawn oracle python");
+    assert!(
+        out.status.success(),
+        "oracle {} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn read_f32s(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+pub fn write_f32s(path: &Path, v: &[f32]) {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, bytes).expect("write f32s");
+}
+
+/// Assert two float slices are bit-identical, reporting the first difference.
+pub fn assert_bits_eq(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g.to_bits() == w.to_bits(),
+            "{what}: element {i}: got {g:e} ({:#010x}), want {w:e} ({:#010x})",
+            g.to_bits(),
+            w.to_bits()
+        );
+    }
+}
