@@ -1,1 +1,9 @@
 //! Model files: GGUF, safetensors, Hugging Face configs and cache layout.
+//!
+//! Every file is untrusted input: parsers validate sizes and offsets before allocating or
+//! slicing, and report problems as [`FormatError`]s that name the field, value and limit.
+
+mod error;
+pub mod gguf;
+
+pub use error::{FormatError, Result};
