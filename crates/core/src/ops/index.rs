@@ -1,0 +1,838 @@
+//! Indexing and shape ops: index_select, gather, scatter, embedding, masked_select,
+//! advanced indexing, cat/stack/split/chunk, tril/triu, sort/topk, repeat, flip, roll, pad.
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{invalid, Error, Result};
+use crate::layout::{checked_numel, for_each_offsets, wrap_dim};
+use crate::ops::creation::full;
+use crate::ops::pointwise::{add_elements, where_};
+use crate::storage::Element;
+use crate::tensor::{broadcast_all_shapes, result_type_of, Tensor};
+use crate::{with_buffer, with_dtype, Device};
+
+fn require_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
+    if !matches!(index.dtype(), DType::I64 | DType::I32) {
+        return Err(invalid(
+            op,
+            format!(
+                "expected index to be int64 or int32, got {}",
+                index.dtype().name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Index values checked against `size` (no negative indices, as index_select/gather/embedding).
+pub(crate) fn index_values(op: &'static str, index: &Tensor, size: usize) -> Result<Vec<usize>> {
+    require_index_dtype(op, index)?;
+    index
+        .to_vec::<i64>()?
+        .into_iter()
+        .map(|i| {
+            if i >= 0 && (i as u64) < size as u64 {
+                Ok(i as usize)
+            } else {
+                Err(Error::IndexOutOfRange { op, index: i, size })
+            }
+        })
+        .collect()
+}
+
+/// Index values where negatives count from the end (advanced indexing).
+fn index_values_wrapping(op: &'static str, index: &Tensor, size: usize) -> Result<Vec<usize>> {
+    require_index_dtype(op, index)?;
+    index
+        .to_vec::<i64>()?
+        .into_iter()
+        .map(|i| {
+            let j = if i < 0 { i + size as i64 } else { i };
+            if j >= 0 && (j as u64) < size as u64 {
+                Ok(j as usize)
+            } else {
+                Err(Error::IndexOutOfRange { op, index: i, size })
+            }
+        })
+        .collect()
+}
+
+/// `torch.nonzero(t)`: int64 `[count, ndim]` coordinates of nonzero elements, row-major.
+pub fn nonzero(t: &Tensor) -> Result<Tensor> {
+    let flags = t.ne(false)?.to_vec::<bool>()?;
+    let shape = t.shape();
+    let mut coords = Vec::new();
+    let mut count = 0;
+    for (lin, &f) in flags.iter().enumerate() {
+        if f {
+            count += 1;
+            let mut rem = lin;
+            let start = coords.len();
+            coords.resize(start + shape.len(), 0i64);
+            for d in (0..shape.len()).rev() {
+                coords[start + d] = (rem % shape[d]) as i64;
+                rem /= shape[d];
+            }
+        }
+    }
+    Tensor::from_i64s(&coords, &[count, shape.len()], DType::I64)
+}
+
+/// Storage offsets selected by advanced indexing of `t` with `indices` on its leading dims,
+/// and the result shape (broadcast index shape followed by the remaining dims).
+pub(crate) fn advanced_index_offsets(
+    op: &'static str,
+    t: &Tensor,
+    indices: &[Tensor],
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    // Bool masks expand into one int64 index per masked dim.
+    let mut long_indices: Vec<Tensor> = Vec::new();
+    for idx in indices {
+        if idx.dtype() == DType::Bool {
+            let d0 = long_indices.len();
+            if d0 + idx.dim() > t.dim() || idx.shape() != &t.shape()[d0..d0 + idx.dim()] {
+                return Err(Error::ShapeMismatch {
+                    op,
+                    lhs: t.shape().to_vec(),
+                    rhs: idx.shape().to_vec(),
+                    reason: format!("mask does not match the indexed tensor at dim {d0}"),
+                });
+            }
+            let nz = nonzero(idx)?;
+            for k in 0..idx.dim() {
+                long_indices.push(nz.select(1, k as i64)?);
+            }
+        } else {
+            long_indices.push(idx.clone());
+        }
+    }
+    let k = long_indices.len();
+    if k > t.dim() {
+        return Err(invalid(
+            op,
+            format!("too many indices for tensor of dimension {}", t.dim()),
+        ));
+    }
+    let refs: Vec<&Tensor> = long_indices.iter().collect();
+    let bshape = broadcast_all_shapes(op, &refs)?;
+    let rest_sizes = &t.shape()[k..];
+    let rest_strides = &t.strides()[k..];
+    let mut result_shape = bshape.clone();
+    result_shape.extend_from_slice(rest_sizes);
+    checked_numel(op, &result_shape)?;
+    if t.device() == Device::Meta {
+        return Ok((vec![], result_shape));
+    }
+    let mut bases = vec![t.storage_offset(); bshape.iter().product()];
+    for (d, idx) in long_indices.iter().enumerate() {
+        let vals = index_values_wrapping(op, &idx.broadcast_to(&bshape)?, t.shape()[d])?;
+        for (b, v) in bases.iter_mut().zip(vals) {
+            *b += v * t.strides()[d];
+        }
+    }
+    let mut offsets = Vec::with_capacity(bases.len() * rest_sizes.iter().product::<usize>());
+    for b in bases {
+        for_each_offsets(rest_sizes, [rest_strides], [b], |[o]| offsets.push(o));
+    }
+    Ok((offsets, result_shape))
+}
+
+/// Reads the elements at `offsets` of `t`'s storage into a new contiguous tensor.
+fn take_offsets(
+    op: &'static str,
+    t: &Tensor,
+    offsets: &[usize],
+    shape: &[usize],
+) -> Result<Tensor> {
+    let Some(storage) = t.storage_ref() else {
+        return Tensor::meta(shape, t.dtype());
+    };
+    let buf = storage.read();
+    let out = with_buffer!(&*buf, data => Element::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>()));
+    drop(buf);
+    Tensor::from_buffer(op, out, shape)
+}
+
+/// Which combination `scatter` applies at the destination.
+#[derive(Clone, Copy, PartialEq)]
+enum ScatterReduce {
+    Replace,
+    Add,
+}
+
+/// Where each element of `index` points inside a tensor of `layout` along `dim`: iterates
+/// the index shape with the other dims' strides, adding `index * stride[dim]`.
+fn scatter_gather_offsets(
+    op: &'static str,
+    target: &Tensor,
+    dim: usize,
+    index: &Tensor,
+) -> Result<Vec<usize>> {
+    let idx = index_values(op, index, target.shape().get(dim).copied().unwrap_or(1))?;
+    let mut strides = target.strides().to_vec();
+    let dim_stride = strides.get(dim).copied().unwrap_or(0);
+    if let Some(s) = strides.get_mut(dim) {
+        *s = 0;
+    }
+    let mut offsets = Vec::with_capacity(idx.len());
+    let mut it = idx.iter();
+    for_each_offsets(
+        index.shape(),
+        [&strides[..]],
+        [target.storage_offset()],
+        |[o]| {
+            if let Some(&i) = it.next() {
+                offsets.push(o + i * dim_stride);
+            }
+        },
+    );
+    Ok(offsets)
+}
+
+fn check_index_shape(
+    op: &'static str,
+    t: &Tensor,
+    dim: usize,
+    index: &Tensor,
+    other: Option<&Tensor>,
+) -> Result<()> {
+    if index.dim() != t.dim() && !(index.dim() <= 1 && t.dim() <= 1) {
+        return Err(invalid(
+            op,
+            "index tensor must have the same number of dimensions as input tensor",
+        ));
+    }
+    for d in 0..index.dim() {
+        let too_big = (d != dim && index.shape()[d] > t.shape()[d])
+            || other.is_some_and(|o| o.dim() == index.dim() && index.shape()[d] > o.shape()[d]);
+        if too_big {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: t.shape().to_vec(),
+                rhs: index.shape().to_vec(),
+                reason: format!("index size exceeds the tensor at dimension {d}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn scatter_impl(
+    op: &'static str,
+    t: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: ScatterReduce,
+) -> Result<Tensor> {
+    let d = wrap_dim(op, dim, t.dim())?;
+    check_index_shape(
+        op,
+        t,
+        d,
+        index,
+        if src.dim() == 0 { None } else { Some(src) },
+    )?;
+    if t.device() == Device::Meta {
+        return Tensor::meta(t.shape(), t.dtype());
+    }
+    let out = t.deep_clone()?;
+    let dst_offsets = scatter_gather_offsets(op, &out, d, index)?;
+    // Source elements at the index positions (a 0-dim src is a fill value).
+    let src_view = if src.dim() == 0 {
+        src.broadcast_to(index.shape())?
+    } else {
+        let mut s = src.clone();
+        for k in 0..index.dim() {
+            s = s.narrow(k as i64, 0, index.shape()[k])?;
+        }
+        s
+    };
+    let storage = out.storage_ref().ok_or(Error::UnsupportedDevice {
+        op,
+        device: "meta".into(),
+    })?;
+    with_dtype!(t.dtype(), T => {
+        let vals = src_view.to_vec::<T>()?;
+        let mut buf = storage.write();
+        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+        for (&o, &v) in dst_offsets.iter().zip(&vals) {
+            data[o] = if reduce == ScatterReduce::Add { add_elements(data[o], v) } else { v };
+        }
+    });
+    Ok(out)
+}
+
+/// Options of `sort`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SortOptions {
+    pub descending: bool,
+}
+
+/// Total order used by sort: NaN sorts above every number (as PyTorch does).
+fn cmp_nan_last(a: f64, b: f64) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal),
+    }
+}
+
+impl Tensor {
+    /// `torch.index_select(self, dim, index)` (1-D int index; no negative indices).
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        let op = "index_select";
+        if index.dim() > 1 {
+            return Err(invalid(op, "index_select(): index should be a vector"));
+        }
+        if self.dim() == 0 {
+            index_values(op, index, 1)?;
+            return self
+                .reshape(&[1])?
+                .index(&[index.reshape(&[-1])?])?
+                .reshape(&[]);
+        }
+        let d = wrap_dim(op, dim, self.dim())?;
+        index_values(op, index, self.shape()[d])?;
+        let moved = self.transpose(0, d as i64)?;
+        moved
+            .index(&[index.reshape(&[-1])?])?
+            .transpose(0, d as i64)?
+            .contiguous()
+    }
+
+    /// `torch.gather(self, dim, index)`: `out[i][j] = self[index[i][j]][j]` for dim 0.
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        let op = "gather";
+        let d = wrap_dim(op, dim, self.dim())?;
+        check_index_shape(op, self, d, index, None)?;
+        let offsets = scatter_gather_offsets(op, self, d, index)?;
+        take_offsets(op, self, &offsets, index.shape())
+    }
+
+    /// `torch.scatter(self, dim, index, src)` (out of place).
+    pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        scatter_impl(
+            "scatter",
+            self,
+            dim,
+            index,
+            &src.to_dtype(self.dtype())?,
+            ScatterReduce::Replace,
+        )
+    }
+
+    /// `torch.scatter(self, dim, index, value)`.
+    pub fn scatter_value(&self, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+        scatter_impl(
+            "scatter",
+            self,
+            dim,
+            index,
+            &Tensor::scalar_tensor(value, self.dtype()),
+            ScatterReduce::Replace,
+        )
+    }
+
+    /// `torch.scatter_add(self, dim, index, src)`.
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        if src.dtype() != self.dtype() {
+            return Err(invalid(
+                "scatter_add",
+                format!(
+                    "expected self and src to have the same dtype, got {} and {}",
+                    self.dtype().name(),
+                    src.dtype().name()
+                ),
+            ));
+        }
+        scatter_impl("scatter_add", self, dim, index, src, ScatterReduce::Add)
+    }
+
+    /// `torch.masked_select(self, mask)`: 1-D tensor of the elements where the broadcast
+    /// mask is true.
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        let op = "masked_select";
+        if mask.dtype() != DType::Bool {
+            return Err(invalid(
+                op,
+                format!("expected a boolean mask, got {}", mask.dtype().name()),
+            ));
+        }
+        let shape = broadcast_all_shapes(op, &[self, mask])?;
+        let x = self.broadcast_to(&shape)?;
+        let m = mask.broadcast_to(&shape)?.to_vec::<bool>()?;
+        let mut offsets = Vec::new();
+        let mut i = 0;
+        for_each_offsets(x.shape(), [x.strides()], [x.storage_offset()], |[o]| {
+            if m[i] {
+                offsets.push(o);
+            }
+            i += 1;
+        });
+        let n = offsets.len();
+        take_offsets(op, &x, &offsets, &[n])
+    }
+
+    /// `torch.split(self, split_size, dim)`: views of `split_size` (last may be smaller).
+    pub fn split(&self, split_size: usize, dim: i64) -> Result<Vec<Tensor>> {
+        let d = wrap_dim("split", dim, self.dim())?;
+        let size = *self
+            .shape()
+            .get(d)
+            .ok_or_else(|| invalid("split", "cannot split a 0-dim tensor"))?;
+        if split_size == 0 {
+            return if size == 0 {
+                Ok(vec![self.clone()])
+            } else {
+                Err(invalid(
+                    "split",
+                    "split_size can only be 0 if dimension size is 0",
+                ))
+            };
+        }
+        let n = size.div_ceil(split_size).max(1);
+        (0..n)
+            .map(|i| {
+                self.narrow(
+                    d as i64,
+                    (i * split_size) as i64,
+                    split_size.min(size - i * split_size),
+                )
+            })
+            .collect()
+    }
+
+    /// `torch.split(self, sizes, dim)` with explicit sizes that must sum to the dim size.
+    pub fn split_with_sizes(&self, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
+        let d = wrap_dim("split_with_sizes", dim, self.dim())?;
+        let size = *self
+            .shape()
+            .get(d)
+            .ok_or_else(|| invalid("split_with_sizes", "cannot split a 0-dim tensor"))?;
+        if sizes.iter().sum::<usize>() != size {
+            return Err(invalid(
+                "split_with_sizes",
+                format!("split sizes {sizes:?} do not sum to dimension size {size}"),
+            ));
+        }
+        let mut start = 0;
+        sizes
+            .iter()
+            .map(|&s| {
+                let v = self.narrow(d as i64, start as i64, s);
+                start += s;
+                v
+            })
+            .collect()
+    }
+
+    /// `torch.chunk(self, chunks, dim)`: at most `chunks` views of `ceil(size / chunks)`.
+    pub fn chunk(&self, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
+        if chunks == 0 {
+            return Err(invalid(
+                "chunk",
+                "chunk expects `chunks` to be greater than 0",
+            ));
+        }
+        let d = wrap_dim("chunk", dim, self.dim())?;
+        let size = *self
+            .shape()
+            .get(d)
+            .ok_or_else(|| invalid("chunk", "cannot chunk a 0-dim tensor"))?;
+        self.split(
+            size.div_ceil(chunks).max(if size == 0 { 0 } else { 1 }),
+            dim,
+        )
+    }
+
+    fn triangle(
+        &self,
+        op: &'static str,
+        diagonal: i64,
+        keep: fn(i64, i64) -> bool,
+    ) -> Result<Tensor> {
+        if self.dim() < 2 {
+            return Err(invalid(op, "input tensor must have at least 2 dimensions"));
+        }
+        let (m, n) = (self.shape()[self.dim() - 2], self.shape()[self.dim() - 1]);
+        let mask: Vec<bool> = (0..m * n)
+            .map(|i| keep((i % n) as i64 - (i / n) as i64, diagonal))
+            .collect();
+        let mask = Tensor::from_vec(mask, &[m, n])?;
+        let zero = Tensor::scalar_tensor(Scalar::Int(0), self.dtype());
+        where_(&mask, self, &zero)?.to_dtype(self.dtype())
+    }
+
+    /// `torch.tril(self, diagonal)`: keeps elements with `col - row <= diagonal`.
+    pub fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("tril", diagonal, |d, k| d <= k)
+    }
+
+    /// `torch.triu(self, diagonal)`: keeps elements with `col - row >= diagonal`.
+    pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("triu", diagonal, |d, k| d >= k)
+    }
+
+    /// `torch.sort(self, dim, descending, stable=True)` -> (values, int64 indices).
+    pub fn sort(&self, dim: i64, options: SortOptions) -> Result<(Tensor, Tensor)> {
+        let op = "sort";
+        let n = self.dim();
+        let d = wrap_dim(op, dim, n)?;
+        if self.device() == Device::Meta {
+            return Ok((
+                Tensor::meta(self.shape(), self.dtype())?,
+                Tensor::meta(self.shape(), DType::I64)?,
+            ));
+        }
+        if n == 0 {
+            return Ok((
+                self.deep_clone()?,
+                Tensor::from_i64s(&[0], &[], DType::I64)?,
+            ));
+        }
+        let moved = self.transpose(d as i64, -1)?.contiguous()?;
+        let lane = self.shape()[d];
+        let vals = moved.to_vec::<f64>()?;
+        let ints = if self.dtype().is_float() {
+            None
+        } else {
+            Some(moved.to_vec::<i64>()?)
+        };
+        let mut order: Vec<i64> = Vec::with_capacity(vals.len());
+        if lane > 0 {
+            for (c, chunk) in vals.chunks(lane).enumerate() {
+                let mut idx: Vec<usize> = (0..lane).collect();
+                // Stable sort; descending compares reversed so equal keys keep their order.
+                match &ints {
+                    Some(iv) => {
+                        let iv = &iv[c * lane..(c + 1) * lane];
+                        if options.descending {
+                            idx.sort_by(|&a, &b| iv[b].cmp(&iv[a]));
+                        } else {
+                            idx.sort_by(|&a, &b| iv[a].cmp(&iv[b]));
+                        }
+                    }
+                    None => {
+                        if options.descending {
+                            idx.sort_by(|&a, &b| cmp_nan_last(chunk[b], chunk[a]));
+                        } else {
+                            idx.sort_by(|&a, &b| cmp_nan_last(chunk[a], chunk[b]));
+                        }
+                    }
+                }
+                order.extend(idx.into_iter().map(|i| i as i64));
+            }
+        }
+        let indices_moved = Tensor::from_i64s(&order, moved.shape(), DType::I64)?;
+        let values_moved = moved.gather(-1, &indices_moved)?;
+        Ok((
+            values_moved.transpose(d as i64, -1)?.contiguous()?,
+            indices_moved.transpose(d as i64, -1)?.contiguous()?,
+        ))
+    }
+
+    /// `torch.argsort(self, dim, descending, stable=True)`.
+    pub fn argsort(&self, dim: i64, options: SortOptions) -> Result<Tensor> {
+        Ok(self.sort(dim, options)?.1)
+    }
+
+    /// `torch.topk(self, k, dim, largest, sorted=True)` -> (values, indices); ties keep the
+    /// lower index first.
+    pub fn topk(&self, k: usize, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+        let d = wrap_dim("topk", dim, self.dim())?;
+        let size = if self.dim() == 0 { 1 } else { self.shape()[d] };
+        if k > size {
+            return Err(invalid(
+                "topk",
+                format!("selected index k ({k}) out of range for dimension size {size}"),
+            ));
+        }
+        let (v, i) = self.sort(
+            dim,
+            SortOptions {
+                descending: largest,
+            },
+        )?;
+        if self.dim() == 0 {
+            return Ok((v, i));
+        }
+        Ok((
+            v.narrow(d as i64, 0, k)?.contiguous()?,
+            i.narrow(d as i64, 0, k)?.contiguous()?,
+        ))
+    }
+
+    /// `tensor.repeat(repeats)`: tiles the tensor; `repeats.len()` must be >= ndim.
+    pub fn repeat(&self, repeats: &[usize]) -> Result<Tensor> {
+        if repeats.len() < self.dim() {
+            return Err(invalid(
+                "repeat",
+                "number of repeat dims can not be smaller than number of tensor dims",
+            ));
+        }
+        let lead = repeats.len() - self.dim();
+        let mut shape = vec![1usize; lead];
+        shape.extend_from_slice(self.shape());
+        let base = self.reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        // View as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), then merge pairs.
+        let mut inter = Vec::new();
+        let mut expanded = Vec::new();
+        let mut final_shape = Vec::new();
+        for (i, &s) in shape.iter().enumerate() {
+            inter.extend([1i64, s as i64]);
+            expanded.extend([repeats[i] as i64, s as i64]);
+            final_shape.push(
+                repeats[i]
+                    .checked_mul(s)
+                    .ok_or_else(|| invalid("repeat", "result too large"))? as i64,
+            );
+        }
+        base.reshape(&inter)?
+            .expand(&expanded)?
+            .contiguous()?
+            .reshape(&final_shape)
+    }
+
+    /// `torch.repeat_interleave(self, repeats, dim)`; `dim = None` flattens first.
+    pub fn repeat_interleave(&self, repeats: usize, dim: Option<i64>) -> Result<Tensor> {
+        let (t, d) = match dim {
+            Some(d) => (self.clone(), wrap_dim("repeat_interleave", d, self.dim())?),
+            None => (self.reshape(&[-1])?, 0),
+        };
+        let size = t.shape().get(d).copied().unwrap_or(1);
+        let rep = Tensor::from_i64s(&vec![repeats as i64; size], &[size], DType::I64)?;
+        t.repeat_interleave_tensor(&rep, Some(d as i64))
+    }
+
+    /// `torch.repeat_interleave(self, repeats_tensor, dim)`: element i repeats `repeats[i]` times.
+    pub fn repeat_interleave_tensor(&self, repeats: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        let op = "repeat_interleave";
+        let (t, d) = match dim {
+            Some(d) => (self.clone(), wrap_dim(op, d, self.dim())?),
+            None => (self.reshape(&[-1])?, 0),
+        };
+        let t = if t.dim() == 0 { t.reshape(&[1])? } else { t };
+        let size = t.shape()[d];
+        let reps = repeats.to_vec::<i64>()?;
+        let reps = if reps.len() == 1 {
+            vec![reps[0]; size]
+        } else {
+            reps
+        };
+        if reps.len() != size {
+            return Err(invalid(
+                op,
+                format!(
+                    "repeats must have the same size as input along dim ({} vs {size})",
+                    reps.len()
+                ),
+            ));
+        }
+        let mut idx = Vec::new();
+        for (i, &r) in reps.iter().enumerate() {
+            if r < 0 {
+                return Err(invalid(
+                    op,
+                    format!("repeats can not be negative (got {r})"),
+                ));
+            }
+            idx.extend(std::iter::repeat_n(i as i64, r as usize));
+        }
+        let n = idx.len();
+        t.index_select(d as i64, &Tensor::from_i64s(&idx, &[n], DType::I64)?)
+    }
+
+    /// `torch.flip(self, dims)` (a copy).
+    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+        let mut out = self.clone();
+        for &d in dims {
+            let d = wrap_dim("flip", d, self.dim())?;
+            if self.dim() == 0 {
+                continue;
+            }
+            let n = self.shape()[d];
+            let idx: Vec<i64> = (0..n as i64).rev().collect();
+            out = out.index_select(d as i64, &Tensor::from_i64s(&idx, &[n], DType::I64)?)?;
+        }
+        out.deep_clone()
+    }
+
+    /// `torch.roll(self, shifts, dims)`; empty `dims` rolls the flattened tensor.
+    pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+        if dims.is_empty() {
+            if shifts.len() != 1 {
+                return Err(invalid(
+                    "roll",
+                    "shifts must have one element when dims is empty",
+                ));
+            }
+            return self
+                .reshape(&[-1])?
+                .roll(shifts, &[0])?
+                .reshape(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>());
+        }
+        if shifts.len() != dims.len() {
+            return Err(invalid(
+                "roll",
+                format!(
+                    "shifts and dimensions must align (got {} and {})",
+                    shifts.len(),
+                    dims.len()
+                ),
+            ));
+        }
+        let mut out = self.clone();
+        for (&s, &d) in shifts.iter().zip(dims) {
+            let d = wrap_dim("roll", d, self.dim())?;
+            let n = self.shape().get(d).copied().unwrap_or(1) as i64;
+            if n == 0 {
+                continue;
+            }
+            let idx: Vec<i64> = (0..n).map(|i| (i - s).rem_euclid(n)).collect();
+            out = out.index_select(
+                d as i64,
+                &Tensor::from_i64s(&idx, &[n as usize], DType::I64)?,
+            )?;
+        }
+        out.deep_clone()
+    }
+
+    /// `torch.nn.functional.pad(self, pads, mode="constant", value)`: `pads` pairs start at
+    /// the last dim (left, right, then the dim before...); negative pads crop.
+    pub fn pad(&self, pads: &[i64], value: Scalar) -> Result<Tensor> {
+        let op = "pad";
+        if pads.len() % 2 != 0 || pads.len() / 2 > self.dim() {
+            return Err(invalid(
+                op,
+                format!(
+                    "padding length {} must be even and at most 2 * ndim ({})",
+                    pads.len(),
+                    2 * self.dim()
+                ),
+            ));
+        }
+        let mut out_shape = self.shape().to_vec();
+        let mut src = self.clone();
+        let mut dst_start = vec![0usize; self.dim()];
+        for (p, pair) in pads.chunks(2).enumerate() {
+            let d = self.dim() - 1 - p;
+            let (l, r) = (pair[0], pair[1]);
+            let size = self.shape()[d] as i64;
+            let new = size + l + r;
+            if new < 0 {
+                return Err(invalid(
+                    op,
+                    format!("resulting size {new} of dim {d} is negative"),
+                ));
+            }
+            out_shape[d] = new as usize;
+            // Crop the source for negative pads.
+            let s0 = (-l).max(0);
+            let s1 = size - (-r).max(0);
+            src = src.narrow(d as i64, s0.min(size), (s1 - s0).max(0) as usize)?;
+            dst_start[d] = l.max(0) as usize;
+        }
+        let out = full(&out_shape, value, Some(self.dtype()))?;
+        let mut region = out.clone();
+        for d in 0..self.dim() {
+            region = region.narrow(
+                d as i64,
+                dst_start[d] as i64,
+                src.shape()[d].min(out_shape[d].saturating_sub(dst_start[d])),
+            )?;
+        }
+        if region.shape() == src.shape() {
+            region.copy_(&src)?;
+        }
+        Ok(out)
+    }
+}
+
+/// `torch.nn.functional.embedding(input, weight)`: rows of the 2-D `weight` selected by the
+/// int `input` ids; result shape is `input.shape + [embedding_dim]`.
+pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
+    if weight.dim() != 2 {
+        return Err(invalid(
+            "embedding",
+            format!("weight must be 2-D, got {}-D", weight.dim()),
+        ));
+    }
+    let flat = input.reshape(&[-1])?;
+    let rows = weight.index_select(0, &flat)?;
+    let mut shape: Vec<i64> = input.shape().iter().map(|&s| s as i64).collect();
+    shape.push(weight.shape()[1] as i64);
+    rows.reshape(&shape)
+}
+
+/// `torch.cat(tensors, dim)`: dtypes promote; 1-D empty tensors are skipped (legacy rule).
+pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+    let op = "cat";
+    let parts: Vec<&Tensor> = tensors
+        .iter()
+        .copied()
+        .filter(|t| !(t.dim() == 1 && t.numel() == 0))
+        .collect();
+    let Some(first) = parts.first() else {
+        return match tensors.first() {
+            Some(t) => Ok(Tensor::empty_on(
+                &[0],
+                result_type_of(tensors)?,
+                t.device(),
+            )?),
+            None => Err(invalid(op, "expected a non-empty list of tensors")),
+        };
+    };
+    if first.dim() == 0 {
+        return Err(invalid(
+            op,
+            "zero-dimensional tensor cannot be concatenated",
+        ));
+    }
+    let d = wrap_dim(op, dim, first.dim())?;
+    let dtype = result_type_of(&parts)?;
+    let mut shape = first.shape().to_vec();
+    shape[d] = 0;
+    for t in &parts {
+        let same_rank = t.dim() == first.dim();
+        if !same_rank || (0..t.dim()).any(|k| k != d && t.shape()[k] != first.shape()[k]) {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: first.shape().to_vec(),
+                rhs: t.shape().to_vec(),
+                reason: format!("sizes must match except in dimension {d}"),
+            });
+        }
+        shape[d] += t.shape()[d];
+    }
+    let out = Tensor::empty_on(&shape, dtype, first.device())?;
+    let mut start = 0;
+    for t in &parts {
+        out.narrow(d as i64, start as i64, t.shape()[d])?.copy_(t)?;
+        start += t.shape()[d];
+    }
+    Ok(out)
+}
+
+/// `torch.stack(tensors, dim)`: all shapes equal; inserts a new dim.
+pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| invalid("stack", "expects a non-empty list of tensors"))?;
+    let d = wrap_dim("stack", dim, first.dim() + 1)?;
+    for t in tensors {
+        if t.shape() != first.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "stack",
+                lhs: first.shape().to_vec(),
+                rhs: t.shape().to_vec(),
+                reason: "stack expects each tensor to be equal size".into(),
+            });
+        }
+    }
+    let parts = tensors
+        .iter()
+        .map(|t| t.unsqueeze(d as i64))
+        .collect::<Result<Vec<_>>>()?;
+    cat(&parts.iter().collect::<Vec<_>>(), d as i64)
+}

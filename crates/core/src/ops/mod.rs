@@ -1,0 +1,9 @@
+//! Tensor operations, grouped by kind. Most are `impl Tensor` methods; multi-input ops are
+//! free functions.
+
+pub mod creation;
+pub mod index;
+pub mod linalg;
+pub mod nn;
+pub mod pointwise;
+pub mod reduce;

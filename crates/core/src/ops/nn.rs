@@ -1,0 +1,303 @@
+//! Model ops: RMSNorm, LayerNorm, rotary position embedding and scaled dot-product attention.
+//! Half-precision inputs compute in f32 and round once at the end, as PyTorch's CPU kernels do.
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{invalid, Error, Result};
+use crate::ops::creation::full;
+use crate::ops::pointwise::where_;
+use crate::tensor::Tensor;
+
+/// The dtype used for the arithmetic of a float op: halves widen to f32.
+fn compute_dtype(op: &'static str, t: &Tensor) -> Result<DType> {
+    match t.dtype() {
+        DType::F16 | DType::BF16 | DType::F32 => Ok(DType::F32),
+        DType::F64 => Ok(DType::F64),
+        d => Err(Error::UnsupportedDType { op, dtype: d }),
+    }
+}
+
+/// `torch.finfo(dtype).eps`.
+pub fn finfo_eps(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => f64::EPSILON,
+        DType::F16 => 0.000_976_562_5,
+        DType::BF16 => 0.007_812_5,
+        _ => f32::EPSILON as f64,
+    }
+}
+
+/// The dims of `x` covered by `normalized_shape` (its trailing dims), checked.
+fn norm_dims(op: &'static str, x: &Tensor, normalized_shape: &[usize]) -> Result<Vec<i64>> {
+    let k = normalized_shape.len();
+    if k == 0 || k > x.dim() || &x.shape()[x.dim() - k..] != normalized_shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: x.shape().to_vec(),
+            rhs: normalized_shape.to_vec(),
+            reason: "normalized_shape must match the trailing dims of the input".into(),
+        });
+    }
+    Ok((x.dim() - k..x.dim()).map(|d| d as i64).collect())
+}
+
+fn check_param(op: &'static str, p: Option<&Tensor>, normalized_shape: &[usize]) -> Result<()> {
+    if let Some(p) = p {
+        if p.shape() != normalized_shape {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: normalized_shape.to_vec(),
+                rhs: p.shape().to_vec(),
+                reason: "weight/bias must have normalized_shape".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)`;
+/// `eps = None` uses `finfo(x.dtype).eps`.
+pub fn rms_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
+    let op = "rms_norm";
+    let dims = norm_dims(op, x, normalized_shape)?;
+    check_param(op, weight, normalized_shape)?;
+    let c = compute_dtype(op, x)?;
+    let eps = eps.unwrap_or_else(|| finfo_eps(x.dtype()));
+    let xf = x.to_dtype(c)?;
+    let ms = xf.mul(&xf)?.mean(&dims, true)?;
+    let mut y = xf.mul(&ms.add(eps)?.rsqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(&w.to_dtype(c)?)?;
+    }
+    y.to_dtype(x.dtype())
+}
+
+/// `torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)` (biased variance).
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let op = "layer_norm";
+    let dims = norm_dims(op, x, normalized_shape)?;
+    check_param(op, weight, normalized_shape)?;
+    check_param(op, bias, normalized_shape)?;
+    let c = compute_dtype(op, x)?;
+    let xf = x.to_dtype(c)?;
+    let mean = xf.mean(&dims, true)?;
+    let centered = xf.sub(&mean)?;
+    let var = centered.mul(&centered)?.mean(&dims, true)?;
+    let mut y = centered.mul(&var.add(eps)?.rsqrt()?)?;
+    if let Some(w) = weight {
+        y = y.mul(&w.to_dtype(c)?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.to_dtype(c)?)?;
+    }
+    y.to_dtype(x.dtype())
+}
+
+/// Which channels form a rotated pair in rotary embedding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Pairs (i, i + d/2): Llama/HF `rotate_half`.
+    HalfRotation,
+    /// Pairs (2i, 2i + 1): GPT-J / original RoFormer.
+    Interleaved,
+}
+
+/// Rotary embedding parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct RopeConfig {
+    /// Frequency base (10000 in the original paper).
+    pub theta: f64,
+    pub style: RopeStyle,
+    /// Rotate only the first `rotary_dim` channels (all when `None`).
+    pub rotary_dim: Option<usize>,
+}
+
+/// Applies rotary position embedding to `x` (`[..., seq, head_dim]`) at integer
+/// `position_ids` (`[seq]`, or `[batch, seq]` for a 4-D `[batch, heads, seq, head_dim]` x).
+/// Angles follow HF: `inv_freq = 1 / theta^(2i/d)` and `angle = pos * inv_freq` in f32.
+pub fn rotary_embedding(x: &Tensor, position_ids: &Tensor, config: RopeConfig) -> Result<Tensor> {
+    let op = "rotary_embedding";
+    if x.dim() < 2 {
+        return Err(invalid(op, "input needs at least [seq, head_dim]"));
+    }
+    let c = compute_dtype(op, x)?;
+    let head_dim = x.shape()[x.dim() - 1];
+    let rd = config.rotary_dim.unwrap_or(head_dim);
+    if rd == 0 || rd % 2 != 0 || rd > head_dim {
+        return Err(invalid(
+            op,
+            format!("rotary_dim {rd} must be even, positive and <= head_dim {head_dim}"),
+        ));
+    }
+    if position_ids.dtype().is_float() || position_ids.dtype() == DType::Bool {
+        return Err(invalid(
+            op,
+            format!(
+                "position_ids must be integers, got {}",
+                position_ids.dtype().name()
+            ),
+        ));
+    }
+    let half = rd / 2;
+    let inv_freq: Vec<f32> = (0..half)
+        .map(|i| 1.0 / (config.theta as f32).powf((2 * i) as f32 / rd as f32))
+        .collect();
+    let pos = position_ids.to_vec::<f32>()?;
+    let angles: Vec<f32> = pos
+        .iter()
+        .flat_map(|&p| inv_freq.iter().map(move |&f| p * f))
+        .collect();
+    let mut ashape = position_ids.shape().to_vec();
+    ashape.push(half);
+    let angles = Tensor::from_vec(angles, &ashape)?;
+    // [batch, seq, half] against [batch, heads, seq, dim]: add the heads dim.
+    let angles = if position_ids.dim() == 2 && x.dim() == 4 {
+        angles.unsqueeze(1)?
+    } else {
+        angles
+    };
+    let cos = angles.cos()?.to_dtype(c)?;
+    let sin = angles.sin()?.to_dtype(c)?;
+    let xf = x.to_dtype(c)?;
+    let last = x.dim() as i64 - 1;
+    let rot = xf.narrow(last, 0, rd)?;
+    let (a, b) = match config.style {
+        RopeStyle::HalfRotation => (
+            rot.narrow(last, 0, half)?,
+            rot.narrow(last, half as i64, half)?,
+        ),
+        RopeStyle::Interleaved => (
+            rot.slice(last, Some(0), None, 2)?,
+            rot.slice(last, Some(1), None, 2)?,
+        ),
+    };
+    let ra = a.mul(&cos)?.sub(&b.mul(&sin)?)?;
+    let rb = b.mul(&cos)?.add(&a.mul(&sin)?)?;
+    let rotated = match config.style {
+        RopeStyle::HalfRotation => crate::ops::index::cat(&[&ra, &rb], last)?,
+        RopeStyle::Interleaved => {
+            let st = crate::ops::index::stack(&[&ra, &rb], -1)?;
+            st.flatten(last, last + 1)?
+        }
+    };
+    let out = if rd < head_dim {
+        crate::ops::index::cat(
+            &[&rotated, &xf.narrow(last, rd as i64, head_dim - rd)?],
+            last,
+        )?
+    } else {
+        rotated
+    };
+    out.to_dtype(x.dtype())
+}
+
+/// Options of [`scaled_dot_product_attention`].
+#[derive(Debug, Clone, Default)]
+pub struct SdpaOptions {
+    /// Bool (true = may attend) or additive float mask broadcastable to `[..., Lq, Lk]`.
+    pub attn_mask: Option<Tensor>,
+    /// Causal masking aligned bottom-right: query i attends keys `j <= i + (Lk - Lq)`.
+    pub is_causal: bool,
+    /// Score scale; defaults to `1 / sqrt(head_dim)`.
+    pub scale: Option<f64>,
+    /// Sliding window: query i attends only keys with `(i + Lk - Lq) - j < window`.
+    pub window: Option<usize>,
+}
+
+/// Scaled dot-product attention over `q [..., Hq, Lq, E]`, `k [..., Hkv, Lk, E]`,
+/// `v [..., Hkv, Lk, Ev]`; `Hkv` must divide `Hq` (grouped-query heads: q head h uses kv head
+/// `h / (Hq / Hkv)`). Rows with no attendable key give zeros, as PyTorch 2.15 does.
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    options: &SdpaOptions,
+) -> Result<Tensor> {
+    let op = "scaled_dot_product_attention";
+    if q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() {
+        return Err(invalid(
+            op,
+            format!(
+                "q, k, v must have the same rank >= 2, got {}, {}, {}",
+                q.dim(),
+                k.dim(),
+                v.dim()
+            ),
+        ));
+    }
+    if q.dtype() != k.dtype() || q.dtype() != v.dtype() {
+        return Err(invalid(
+            op,
+            format!(
+                "expected q, k, v to have the same dtype, got {}, {}, {}",
+                q.dtype().name(),
+                k.dtype().name(),
+                v.dtype().name()
+            ),
+        ));
+    }
+    let c = compute_dtype(op, q)?;
+    let n = q.dim();
+    let (lq, e) = (q.shape()[n - 2], q.shape()[n - 1]);
+    let lk = k.shape()[n - 2];
+    if k.shape()[n - 1] != e || v.shape()[n - 2] != lk {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: q.shape().to_vec(),
+            rhs: k.shape().to_vec(),
+            reason: "q/k head dims or k/v lengths differ".into(),
+        });
+    }
+    let (mut kk, mut vv) = (k.to_dtype(c)?, v.to_dtype(c)?);
+    if n >= 3 {
+        let (hq, hkv) = (q.shape()[n - 3], k.shape()[n - 3]);
+        if hkv != v.shape()[n - 3] || hkv == 0 || hq % hkv != 0 {
+            return Err(invalid(
+                op,
+                format!("number of kv heads ({hkv}) must divide the number of query heads ({hq})"),
+            ));
+        }
+        if hq != hkv {
+            kk = kk.repeat_interleave(hq / hkv, Some(n as i64 - 3))?;
+            vv = vv.repeat_interleave(hq / hkv, Some(n as i64 - 3))?;
+        }
+    }
+    let scale = options.scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let scores = q.to_dtype(c)?.matmul(&kk.transpose(-2, -1)?)?.mul(scale)?;
+    // Structural mask (causal / window) as a [Lq, Lk] bool "may attend" table.
+    let shift = lk as i64 - lq as i64;
+    let allowed: Vec<bool> = (0..lq * lk)
+        .map(|idx| {
+            let (i, j) = ((idx / lk.max(1)) as i64, (idx % lk.max(1)) as i64);
+            let pos = i + shift;
+            (!options.is_causal || j <= pos) && options.window.is_none_or(|w| pos - j < w as i64)
+        })
+        .collect();
+    let mut allow = Tensor::from_vec(allowed, &[lq, lk])?;
+    let mut scores = scores;
+    if let Some(m) = &options.attn_mask {
+        if m.dtype() == DType::Bool {
+            allow = allow.logical_and(m)?;
+        } else {
+            scores = scores.add(&m.to_dtype(c)?)?;
+        }
+    }
+    let neg_inf = Tensor::scalar_tensor(Scalar::Float(f64::NEG_INFINITY), c);
+    let masked = where_(&allow, &scores, &neg_inf)?;
+    let probs = masked.softmax(-1)?;
+    // Rows where nothing may be attended give NaN from softmax; PyTorch returns zeros there.
+    let any_allowed = allow.broadcast_to(masked.shape())?.any(&[-1], true)?;
+    let zero = full(&[], Scalar::Float(0.0), Some(c))?;
+    let probs = where_(&any_allowed, &probs, &zero)?;
+    probs.matmul(&vv)?.to_dtype(q.dtype())
+}

@@ -1,0 +1,739 @@
+//! Elementwise ops with broadcasting and type promotion. Every op goes through [`map_n`]:
+//! operands are cast to the compute dtype (as PyTorch does before its kernels run),
+//! broadcast, read in row-major order via the strided iterator, combined in f64 (float
+//! dtypes; exact for +,-,*,/ and sqrt after rounding back) or wrapping i64 (integer and bool
+//! dtypes), then cast to the output dtype.
+
+use crate::dtype::{DType, Scalar, DEFAULT_FLOAT};
+use crate::error::{invalid, Error, Result};
+use crate::storage::Element;
+use crate::tensor::{broadcast_all_shapes, common_device, result_type_of, Tensor};
+use crate::Device;
+
+/// Anything usable as an operand of a binary op: a tensor or a Python-style scalar.
+pub trait Operand {
+    /// The operand as a tensor (scalars become wrapped numbers).
+    fn to_operand(&self) -> Tensor;
+}
+impl Operand for Tensor {
+    fn to_operand(&self) -> Tensor {
+        self.clone()
+    }
+}
+impl Operand for &Tensor {
+    fn to_operand(&self) -> Tensor {
+        (*self).clone()
+    }
+}
+impl Operand for Scalar {
+    fn to_operand(&self) -> Tensor {
+        Tensor::wrap_scalar(*self)
+    }
+}
+macro_rules! scalar_operand {
+    ($($t:ty),*) => {$(
+        impl Operand for $t {
+            fn to_operand(&self) -> Tensor {
+                Tensor::wrap_scalar(Scalar::from(*self))
+            }
+        }
+    )*};
+}
+scalar_operand!(f64, f32, i64, i32, bool);
+
+/// The per-element function of an op, in the float and/or integer domain.
+pub(crate) enum Kernel<'a, const N: usize> {
+    Float(&'a dyn Fn([f64; N]) -> f64),
+    Int(&'a dyn Fn([i64; N]) -> Result<i64>),
+    Both(
+        &'a dyn Fn([f64; N]) -> f64,
+        &'a dyn Fn([i64; N]) -> Result<i64>,
+    ),
+}
+
+/// Applies `kernel` elementwise to the broadcast operands, computing in `compute` dtype and
+/// writing `out` dtype. Meta operands yield a meta result of the right shape and dtype.
+pub(crate) fn map_n<const N: usize>(
+    op: &'static str,
+    inputs: [&Tensor; N],
+    compute: DType,
+    out: DType,
+    kernel: Kernel<'_, N>,
+) -> Result<Tensor> {
+    let shape = broadcast_all_shapes(op, &inputs)?;
+    let float_domain = compute.is_float();
+    match (&kernel, float_domain) {
+        (Kernel::Float(_), false) | (Kernel::Int(_), true) => {
+            return Err(Error::UnsupportedDType { op, dtype: compute })
+        }
+        _ => {}
+    }
+    if common_device(op, &inputs)? == Device::Meta {
+        return Tensor::meta(&shape, out);
+    }
+    let n: usize = shape.iter().product();
+    if float_domain {
+        let cols = inputs
+            .iter()
+            .map(|t| t.to_dtype(compute)?.broadcast_to(&shape)?.to_vec::<f64>())
+            .collect::<Result<Vec<_>>>()?;
+        let f = match kernel {
+            Kernel::Float(f) | Kernel::Both(f, _) => f,
+            Kernel::Int(_) => return Err(Error::UnsupportedDType { op, dtype: compute }),
+        };
+        let values: Vec<f64> = (0..n)
+            .map(|i| f(std::array::from_fn(|k| cols[k][i])))
+            .collect();
+        Tensor::from_f64s(&values, &shape, out)
+    } else {
+        let cols = inputs
+            .iter()
+            .map(|t| t.to_dtype(compute)?.broadcast_to(&shape)?.to_vec::<i64>())
+            .collect::<Result<Vec<_>>>()?;
+        let f = match kernel {
+            Kernel::Int(f) | Kernel::Both(_, f) => f,
+            Kernel::Float(_) => return Err(Error::UnsupportedDType { op, dtype: compute }),
+        };
+        let values = (0..n)
+            .map(|i| f(std::array::from_fn(|k| cols[k][i])))
+            .collect::<Result<Vec<i64>>>()?;
+        Tensor::from_i64s(&values, &shape, out)
+    }
+}
+
+/// Adds two elements of the same dtype as PyTorch would (wrapping ints, bool or).
+pub(crate) fn add_elements<T: Element>(a: T, b: T) -> T {
+    if T::DTYPE.is_float() {
+        T::from_f64(a.to_f64() + b.to_f64())
+    } else {
+        T::from_i64(a.to_i64().wrapping_add(b.to_i64()))
+    }
+}
+
+fn promoted(a: &Tensor, b: &Tensor) -> Result<DType> {
+    result_type_of(&[a, b])
+}
+
+/// Dtype of float-only unary ops: integers and bool compute in the default float dtype.
+fn float_result(dtype: DType) -> DType {
+    if dtype.is_float() {
+        dtype
+    } else {
+        DEFAULT_FLOAT
+    }
+}
+
+/// `erf` by the series erf(x) = 2/sqrt(pi) e^{-x^2} sum x^{2n+1} 2^n / (2n+1)!!, whose terms
+/// are all positive (no cancellation); beyond |x| = 6 erf is ±1 to f64 precision.
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 6.0 {
+        return x.signum();
+    }
+    let x2 = a * a;
+    let mut term = a;
+    let mut sum = a;
+    let mut k = 0.0;
+    while term > sum * 1e-17 {
+        k += 1.0;
+        term *= 2.0 * x2 / (2.0 * k + 1.0);
+        sum += term;
+    }
+    let r = 2.0 / std::f64::consts::PI.sqrt() * (-x2).exp() * sum;
+    r.min(1.0).copysign(x)
+}
+
+/// Python-style floor division of floats, as PyTorch's `div_floor_floating` does it.
+fn floor_div_f64(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div == 0.0 {
+        return (0.0f64).copysign(a / b);
+    }
+    let mut fl = div.floor();
+    if div - fl > 0.5 {
+        fl += 1.0;
+    }
+    fl
+}
+
+fn int_floor_div(op: &'static str, a: i64, b: i64) -> Result<i64> {
+    if b == 0 {
+        return Err(invalid(op, "ZeroDivisionError"));
+    }
+    let q = a.wrapping_div(b);
+    Ok(if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    })
+}
+
+/// Integer power by squaring with wrapping; negative exponents follow C integer semantics
+/// (1 and -1 stay ±1, everything else truncates to 0).
+fn int_pow(base: i64, exp: i64) -> i64 {
+    if exp < 0 {
+        return match base {
+            1 => 1,
+            -1 => {
+                if exp % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
+            _ => 0,
+        };
+    }
+    let (mut result, mut b, mut e) = (1i64, base, exp);
+    while e > 0 {
+        if e & 1 == 1 {
+            result = result.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    result
+}
+
+/// How `div` rounds its quotient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundingMode {
+    /// True division (integers promote to the default float dtype).
+    None,
+    /// Round toward zero (`rounding_mode="trunc"`).
+    Trunc,
+    /// Round toward negative infinity (`rounding_mode="floor"`).
+    Floor,
+}
+
+/// How `gelu` evaluates the Gaussian CDF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeluApproximate {
+    /// Exact: 0.5 x (1 + erf(x / sqrt 2)).
+    None,
+    /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    Tanh,
+}
+
+fn comparison(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    f: fn(f64, f64) -> bool,
+    g: fn(i64, i64) -> bool,
+) -> Result<Tensor> {
+    let compute = promoted(a, b)?;
+    let ff = move |[x, y]: [f64; 2]| f(x, y) as u8 as f64;
+    let fi = move |[x, y]: [i64; 2]| Ok(g(x, y) as i64);
+    map_n(op, [a, b], compute, DType::Bool, Kernel::Both(&ff, &fi))
+}
+
+fn float_unary(op: &'static str, t: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
+    let d = float_result(t.dtype());
+    map_n(op, [t], d, d, Kernel::Float(&|[x]| f(x)))
+}
+
+fn float_only_unary(op: &'static str, t: &Tensor, f: &dyn Fn(f64) -> f64) -> Result<Tensor> {
+    if !t.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
+    map_n(op, [t], t.dtype(), t.dtype(), Kernel::Float(&|[x]| f(x)))
+}
+
+fn no_bool(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    Ok(())
+}
+
+/// NaN-propagating max/min, as `torch.maximum`/`torch.minimum`.
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+fn nan_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// `torch.where(condition, input, other)`; the condition must be bool.
+pub fn where_(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    if condition.dtype() != DType::Bool {
+        return Err(invalid(
+            "where",
+            format!(
+                "expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                condition.dtype().name()
+            ),
+        ));
+    }
+    let d = promoted(input, other)?;
+    let ff = |[c, x, y]: [f64; 3]| if c != 0.0 { x } else { y };
+    let fi = |[c, x, y]: [i64; 3]| Ok(if c != 0 { x } else { y });
+    // The condition is read in the compute domain: bool -> 0/1 in either domain.
+    map_n(
+        "where",
+        [condition, input, other],
+        d,
+        d,
+        Kernel::Both(&ff, &fi),
+    )
+}
+
+impl Tensor {
+    /// `torch.add(self, other)`.
+    pub fn add(&self, other: impl Operand) -> Result<Tensor> {
+        let other = other.to_operand();
+        let d = promoted(self, &other)?;
+        map_n(
+            "add",
+            [self, &other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a + b, &|[a, b]| Ok(a.wrapping_add(b))),
+        )
+    }
+
+    /// `torch.sub(self, other)`; bool operands are refused like PyTorch.
+    pub fn sub(&self, other: impl Operand) -> Result<Tensor> {
+        let other = other.to_operand();
+        if self.dtype() == DType::Bool || other.dtype() == DType::Bool {
+            return Err(invalid("sub", "subtraction, the `-` operator, with a bool tensor is not supported; use logical_not / `~` to invert a mask"));
+        }
+        let d = promoted(self, &other)?;
+        map_n(
+            "sub",
+            [self, &other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a - b, &|[a, b]| Ok(a.wrapping_sub(b))),
+        )
+    }
+
+    /// `torch.mul(self, other)` (bool * bool is logical and).
+    pub fn mul(&self, other: impl Operand) -> Result<Tensor> {
+        let other = other.to_operand();
+        let d = promoted(self, &other)?;
+        map_n(
+            "mul",
+            [self, &other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a * b, &|[a, b]| Ok(a.wrapping_mul(b))),
+        )
+    }
+
+    /// `torch.div(self, other)`: true division (integers -> default float).
+    pub fn div(&self, other: impl Operand) -> Result<Tensor> {
+        self.div_mode(other, RoundingMode::None)
+    }
+
+    /// `torch.div(self, other, rounding_mode=...)`. Integer division by zero is an error.
+    pub fn div_mode(&self, other: impl Operand, mode: RoundingMode) -> Result<Tensor> {
+        let other = other.to_operand();
+        let op = "div";
+        let d = promoted(self, &other)?;
+        match mode {
+            RoundingMode::None => {
+                let d = float_result(d);
+                map_n(op, [self, &other], d, d, Kernel::Float(&|[a, b]| a / b))
+            }
+            _ if d == DType::Bool => Err(Error::UnsupportedDType { op, dtype: d }),
+            RoundingMode::Trunc => {
+                let fi = |[a, b]: [i64; 2]| {
+                    if b == 0 {
+                        Err(invalid(op, "ZeroDivisionError"))
+                    } else {
+                        Ok(a.wrapping_div(b))
+                    }
+                };
+                map_n(
+                    op,
+                    [self, &other],
+                    d,
+                    d,
+                    Kernel::Both(&|[a, b]| (a / b).trunc(), &fi),
+                )
+            }
+            RoundingMode::Floor => map_n(
+                op,
+                [self, &other],
+                d,
+                d,
+                Kernel::Both(&|[a, b]| floor_div_f64(a, b), &|[a, b]| {
+                    int_floor_div(op, a, b)
+                }),
+            ),
+        }
+    }
+
+    /// `torch.pow(self, exponent)`. An integer tensor to a negative integer scalar is refused.
+    pub fn pow(&self, exponent: impl Operand) -> Result<Tensor> {
+        let e = exponent.to_operand();
+        let d = promoted(self, &e)?;
+        if !d.is_float() && e.is_wrapped_number() && e.item()?.to_f64() < 0.0 {
+            return Err(invalid(
+                "pow",
+                "integers to negative integer powers are not allowed",
+            ));
+        }
+        let ff = |[a, b]: [f64; 2]| a.powf(b);
+        let fi = |[a, b]: [i64; 2]| Ok(int_pow(a, b));
+        map_n("pow", [self, &e], d, d, Kernel::Both(&ff, &fi))
+    }
+
+    /// `torch.maximum` (NaN propagates).
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        let d = promoted(self, other)?;
+        map_n(
+            "maximum",
+            [self, other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| nan_max(a, b), &|[a, b]| Ok(a.max(b))),
+        )
+    }
+
+    /// `torch.minimum` (NaN propagates).
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        let d = promoted(self, other)?;
+        map_n(
+            "minimum",
+            [self, other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| nan_min(a, b), &|[a, b]| Ok(a.min(b))),
+        )
+    }
+
+    /// `torch.eq` (computed in the promoted dtype; result bool).
+    pub fn eq(&self, other: impl Operand) -> Result<Tensor> {
+        comparison(
+            "eq",
+            self,
+            &other.to_operand(),
+            |a, b| a == b,
+            |a, b| a == b,
+        )
+    }
+    /// `torch.ne`.
+    pub fn ne(&self, other: impl Operand) -> Result<Tensor> {
+        comparison(
+            "ne",
+            self,
+            &other.to_operand(),
+            |a, b| a != b,
+            |a, b| a != b,
+        )
+    }
+    /// `torch.lt`.
+    pub fn lt(&self, other: impl Operand) -> Result<Tensor> {
+        comparison("lt", self, &other.to_operand(), |a, b| a < b, |a, b| a < b)
+    }
+    /// `torch.le`.
+    pub fn le(&self, other: impl Operand) -> Result<Tensor> {
+        comparison(
+            "le",
+            self,
+            &other.to_operand(),
+            |a, b| a <= b,
+            |a, b| a <= b,
+        )
+    }
+    /// `torch.gt`.
+    pub fn gt(&self, other: impl Operand) -> Result<Tensor> {
+        comparison("gt", self, &other.to_operand(), |a, b| a > b, |a, b| a > b)
+    }
+    /// `torch.ge`.
+    pub fn ge(&self, other: impl Operand) -> Result<Tensor> {
+        comparison(
+            "ge",
+            self,
+            &other.to_operand(),
+            |a, b| a >= b,
+            |a, b| a >= b,
+        )
+    }
+
+    /// `torch.logical_and` (nonzero is true; result bool).
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical("logical_and", other, |a, b| a && b)
+    }
+    /// `torch.logical_or`.
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical("logical_or", other, |a, b| a || b)
+    }
+    /// `torch.logical_xor`.
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical("logical_xor", other, |a, b| a != b)
+    }
+    fn logical(
+        &self,
+        op: &'static str,
+        other: &Tensor,
+        f: fn(bool, bool) -> bool,
+    ) -> Result<Tensor> {
+        let a = self.ne(false)?;
+        let b = other.ne(false)?;
+        map_n(
+            op,
+            [&a, &b],
+            DType::Bool,
+            DType::Bool,
+            Kernel::Int(&|[x, y]| Ok(f(x != 0, y != 0) as i64)),
+        )
+    }
+    /// `torch.logical_not`.
+    pub fn logical_not(&self) -> Result<Tensor> {
+        self.eq(false)
+    }
+
+    /// `torch.neg` (refused for bool).
+    pub fn neg(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(invalid("neg", "negation, the `-` operator, on a bool tensor is not supported; use logical_not / `~`"));
+        }
+        let d = self.dtype();
+        map_n(
+            "neg",
+            [self],
+            d,
+            d,
+            Kernel::Both(&|[a]| -a, &|[a]| Ok(a.wrapping_neg())),
+        )
+    }
+
+    /// `torch.abs` (refused for bool).
+    pub fn abs(&self) -> Result<Tensor> {
+        no_bool("abs", self)?;
+        let d = self.dtype();
+        map_n(
+            "abs",
+            [self],
+            d,
+            d,
+            Kernel::Both(&|[a]| a.abs(), &|[a]| Ok(a.wrapping_abs())),
+        )
+    }
+
+    /// `torch.exp` (integers -> default float).
+    pub fn exp(&self) -> Result<Tensor> {
+        float_unary("exp", self, f64::exp)
+    }
+    /// `torch.log`.
+    pub fn log(&self) -> Result<Tensor> {
+        float_unary("log", self, f64::ln)
+    }
+    /// `torch.log1p`.
+    pub fn log1p(&self) -> Result<Tensor> {
+        float_unary("log1p", self, f64::ln_1p)
+    }
+    /// `torch.sqrt`.
+    pub fn sqrt(&self) -> Result<Tensor> {
+        float_unary("sqrt", self, f64::sqrt)
+    }
+    /// `torch.rsqrt`.
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        float_unary("rsqrt", self, |x| 1.0 / x.sqrt())
+    }
+    /// `torch.sin`.
+    pub fn sin(&self) -> Result<Tensor> {
+        float_unary("sin", self, f64::sin)
+    }
+    /// `torch.cos`.
+    pub fn cos(&self) -> Result<Tensor> {
+        float_unary("cos", self, f64::cos)
+    }
+    /// `torch.tanh`.
+    pub fn tanh(&self) -> Result<Tensor> {
+        float_unary("tanh", self, f64::tanh)
+    }
+    /// `torch.sigmoid`.
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        float_unary("sigmoid", self, |x| 1.0 / (1.0 + (-x).exp()))
+    }
+    /// `torch.nn.functional.silu` (float dtypes only).
+    pub fn silu(&self) -> Result<Tensor> {
+        float_only_unary("silu", self, &|x| x / (1.0 + (-x).exp()))
+    }
+    /// `torch.nn.functional.gelu` (float dtypes only).
+    pub fn gelu(&self, approximate: GeluApproximate) -> Result<Tensor> {
+        match approximate {
+            GeluApproximate::None => float_only_unary("gelu", self, &|x| {
+                0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
+            }),
+            GeluApproximate::Tanh => float_only_unary("gelu", self, &|x| {
+                let k = (2.0 / std::f64::consts::PI).sqrt();
+                0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+            }),
+        }
+    }
+    /// `torch.relu` (refused for bool).
+    pub fn relu(&self) -> Result<Tensor> {
+        no_bool("relu", self)?;
+        let d = self.dtype();
+        let ff = |[a]: [f64; 1]| if a.is_nan() { a } else { a.max(0.0) };
+        map_n("relu", [self], d, d, Kernel::Both(&ff, &|[a]| Ok(a.max(0))))
+    }
+
+    fn rounding(&self, op: &'static str, f: fn(f64) -> f64) -> Result<Tensor> {
+        no_bool(op, self)?;
+        let d = self.dtype();
+        map_n(op, [self], d, d, Kernel::Both(&|[a]| f(a), &|[a]| Ok(a)))
+    }
+    /// `torch.floor` (integers are returned unchanged, as a copy).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.rounding("floor", f64::floor)
+    }
+    /// `torch.ceil`.
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.rounding("ceil", f64::ceil)
+    }
+    /// `torch.round` (half to even).
+    pub fn round(&self) -> Result<Tensor> {
+        self.rounding("round", f64::round_ties_even)
+    }
+
+    /// `torch.isnan`.
+    pub fn isnan(&self) -> Result<Tensor> {
+        let d = self.dtype();
+        map_n(
+            "isnan",
+            [self],
+            d,
+            DType::Bool,
+            Kernel::Both(&|[a]| a.is_nan() as u8 as f64, &|_| Ok(0)),
+        )
+    }
+    /// `torch.isinf`.
+    pub fn isinf(&self) -> Result<Tensor> {
+        let d = self.dtype();
+        map_n(
+            "isinf",
+            [self],
+            d,
+            DType::Bool,
+            Kernel::Both(&|[a]| a.is_infinite() as u8 as f64, &|_| Ok(0)),
+        )
+    }
+
+    /// `torch.clamp(self, min, max)`: bounds take part in type promotion; NaN stays NaN; when
+    /// min > max every element becomes max.
+    pub fn clamp(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        let mut ops: Vec<&Tensor> = vec![self];
+        ops.extend(min);
+        ops.extend(max);
+        if ops.len() == 1 {
+            return Err(invalid(
+                "clamp",
+                "at least one of 'min' or 'max' must not be None",
+            ));
+        }
+        let d = result_type_of(&ops)?;
+        if d == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "clamp",
+                dtype: d,
+            });
+        }
+        // A missing bound is represented by an infinite/extreme tensor so one kernel serves.
+        let lo = match min {
+            Some(m) => m.clone(),
+            None => Tensor::scalar_tensor(
+                if d.is_float() {
+                    Scalar::Float(f64::NEG_INFINITY)
+                } else {
+                    Scalar::Int(i64::MIN)
+                },
+                d,
+            ),
+        };
+        let hi = match max {
+            Some(m) => m.clone(),
+            None => Tensor::scalar_tensor(
+                if d.is_float() {
+                    Scalar::Float(f64::INFINITY)
+                } else {
+                    Scalar::Int(i64::MAX)
+                },
+                d,
+            ),
+        };
+        let ff = |[x, l, h]: [f64; 3]| {
+            if x.is_nan() || l.is_nan() || h.is_nan() {
+                f64::NAN
+            } else {
+                x.max(l).min(h)
+            }
+        };
+        map_n(
+            "clamp",
+            [self, &lo, &hi],
+            d,
+            d,
+            Kernel::Both(&ff, &|[x, l, h]| Ok(x.max(l).min(h))),
+        )
+    }
+
+    /// `clamp` with scalar bounds.
+    pub fn clamp_scalar(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        let lo = min.map(Tensor::wrap_scalar);
+        let hi = max.map(Tensor::wrap_scalar);
+        self.clamp(lo.as_ref(), hi.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_reference_values() {
+        // Reference values from Abramowitz & Stegun table 7.1.
+        assert!((erf(0.5) - 0.520_499_877_813_046_5).abs() < 1e-15);
+        assert!((erf(1.0) - 0.842_700_792_949_714_9).abs() < 1e-15);
+        assert!((erf(-2.0) + 0.995_322_265_018_952_7).abs() < 1e-15);
+        assert_eq!(erf(7.0), 1.0);
+        assert_eq!(erf(0.0), 0.0);
+    }
+
+    #[test]
+    fn floor_division_matches_python() {
+        assert_eq!(floor_div_f64(7.0, -2.0), -4.0);
+        assert_eq!(floor_div_f64(-7.0, 2.0), -4.0);
+        assert_eq!(int_floor_div("div", -7, 2).unwrap(), -4);
+        assert_eq!(int_floor_div("div", 7, -2).unwrap(), -4);
+        assert!(int_floor_div("div", 1, 0).is_err());
+    }
+
+    #[test]
+    fn int_pow_wraps_and_handles_negatives() {
+        assert_eq!(int_pow(3, 4), 81);
+        assert_eq!(int_pow(2, 64), 0);
+        assert_eq!(int_pow(-1, -3), -1);
+        assert_eq!(int_pow(5, -1), 0);
+    }
+}

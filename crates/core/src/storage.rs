@@ -1,0 +1,369 @@
+//! Typed element buffers shared between tensors, and PyTorch's element casts.
+
+use crate::dtype::DType;
+use half::{bf16, f16};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// A Rust element type that maps 1:1 to a [`DType`], with PyTorch's conversion rules.
+pub trait Element: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static {
+    /// The dtype this type stores.
+    const DTYPE: DType;
+    /// Exact widening to f64 (integers beyond 2^53 round).
+    fn to_f64(self) -> f64;
+    /// Integer value; floats convert like C++ `static_cast` on x86 (see [`float_to_i64`]).
+    fn to_i64(self) -> i64;
+    /// Conversion from a float value, as PyTorch's `.to(dtype)` does.
+    fn from_f64(v: f64) -> Self;
+    /// Conversion from an integer value, as PyTorch's `.to(dtype)` does (wrapping for ints).
+    fn from_i64(v: i64) -> Self;
+    /// Borrow the buffer's elements if it holds this type.
+    fn slice(buf: &Buffer) -> Option<&[Self]>;
+    /// Mutably borrow the buffer's elements if it holds this type.
+    fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]>;
+    /// Wrap a vector into a buffer.
+    fn into_buffer(v: Vec<Self>) -> Buffer;
+}
+
+/// Float to int64 as PyTorch does on x86: truncation toward zero; NaN and out-of-range
+/// values give `i64::MIN` (the CPU's "integer indefinite" result).
+pub fn float_to_i64(v: f64) -> i64 {
+    if v.is_nan() || v >= 9.223_372_036_854_775_807e18 || v < -9.223_372_036_854_775_808e18 {
+        i64::MIN
+    } else {
+        v.trunc() as i64
+    }
+}
+
+/// Float to a narrower int: PyTorch converts through int32 (out-of-range gives `i32::MIN`)
+/// and then keeps the low bits, e.g. 300.0 -> uint8 44, -1.0 -> uint8 255.
+fn float_to_i32_bits(v: f64) -> i32 {
+    if v.is_nan() || v >= 2_147_483_648.0 || v <= -2_147_483_649.0 {
+        i32::MIN
+    } else {
+        v.trunc() as i32
+    }
+}
+
+macro_rules! int_element {
+    ($t:ty, $variant:ident, $from_f:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            fn from_f64(v: f64) -> Self {
+                $from_f(v)
+            }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            fn slice(buf: &Buffer) -> Option<&[Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+        }
+    };
+}
+
+int_element!(i64, I64, float_to_i64);
+int_element!(i32, I32, float_to_i32_bits);
+int_element!(i16, I16, |v| float_to_i32_bits(v) as i16);
+int_element!(i8, I8, |v| float_to_i32_bits(v) as i8);
+int_element!(u8, U8, |v| float_to_i32_bits(v) as u8);
+
+macro_rules! float_element {
+    ($t:ty, $variant:ident, $to:expr, $from_f:expr, $from_i:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn to_f64(self) -> f64 {
+                $to(self)
+            }
+            fn to_i64(self) -> i64 {
+                let v = $to(self);
+                float_to_i64(v)
+            }
+            fn from_f64(v: f64) -> Self {
+                $from_f(v)
+            }
+            fn from_i64(v: i64) -> Self {
+                $from_i(v)
+            }
+            fn slice(buf: &Buffer) -> Option<&[Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+        }
+    };
+}
+
+float_element!(f64, F64, |x: f64| x, |v| v, |v: i64| v as f64);
+float_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |v: i64| v
+    as f32);
+// Half types convert through f32, as c10::Half / c10::BFloat16 do (round to nearest even).
+float_element!(
+    f16,
+    F16,
+    |x: f16| x.to_f64(),
+    |v: f64| f16::from_f32(v as f32),
+    |v: i64| f16::from_f32(v as f32)
+);
+float_element!(
+    bf16,
+    BF16,
+    |x: bf16| x.to_f64(),
+    |v: f64| bf16::from_f32(v as f32),
+    |v: i64| bf16::from_f32(v as f32)
+);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0 // NaN is nonzero, so true
+    }
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    fn slice(buf: &Buffer) -> Option<&[Self]> {
+        match buf {
+            Buffer::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+        match buf {
+            Buffer::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn into_buffer(v: Vec<Self>) -> Buffer {
+        Buffer::Bool(v)
+    }
+}
+
+/// Cast one element with PyTorch's rules: float sources go through their float value,
+/// integer and bool sources through their integer value (so int64 -> f32 rounds once).
+pub fn cast_element<S: Element, D: Element>(s: S) -> D {
+    if S::DTYPE.is_float() {
+        D::from_f64(s.to_f64())
+    } else {
+        D::from_i64(s.to_i64())
+    }
+}
+
+/// A contiguous typed array of elements.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Buffer {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    I16(Vec<i16>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    Bool(Vec<bool>),
+}
+
+/// Calls `$body` with `$v` bound to the buffer's typed slice/vector, monomorphised per dtype.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_buffer {
+    ($buf:expr, $v:ident => $body:expr) => {
+        match $buf {
+            $crate::storage::Buffer::F32($v) => $body,
+            $crate::storage::Buffer::F64($v) => $body,
+            $crate::storage::Buffer::F16($v) => $body,
+            $crate::storage::Buffer::BF16($v) => $body,
+            $crate::storage::Buffer::I64($v) => $body,
+            $crate::storage::Buffer::I32($v) => $body,
+            $crate::storage::Buffer::I16($v) => $body,
+            $crate::storage::Buffer::I8($v) => $body,
+            $crate::storage::Buffer::U8($v) => $body,
+            $crate::storage::Buffer::Bool($v) => $body,
+        }
+    };
+}
+
+/// Calls `$body` with the type alias `$T` set to the element type of `$dtype`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+impl Buffer {
+    /// A zero-filled buffer of `len` elements.
+    pub fn zeros(dtype: DType, len: usize) -> Buffer {
+        with_dtype!(dtype, T => T::into_buffer(vec![T::default(); len]))
+    }
+
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::F32(_) => DType::F32,
+            Buffer::F64(_) => DType::F64,
+            Buffer::F16(_) => DType::F16,
+            Buffer::BF16(_) => DType::BF16,
+            Buffer::I64(_) => DType::I64,
+            Buffer::I32(_) => DType::I32,
+            Buffer::I16(_) => DType::I16,
+            Buffer::I8(_) => DType::I8,
+            Buffer::U8(_) => DType::U8,
+            Buffer::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_buffer!(self, v => v.len())
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Builds a buffer of `dtype` from f64 values, casting each like `.to(dtype)`.
+    pub fn from_f64s(dtype: DType, values: &[f64]) -> Buffer {
+        with_dtype!(dtype, T => T::into_buffer(values.iter().map(|&v| T::from_f64(v)).collect()))
+    }
+
+    /// Builds a buffer of `dtype` from i64 values, casting each like `.to(dtype)`.
+    pub fn from_i64s(dtype: DType, values: &[i64]) -> Buffer {
+        with_dtype!(dtype, T => T::into_buffer(values.iter().map(|&v| T::from_i64(v)).collect()))
+    }
+}
+
+/// Reference-counted, interior-mutable storage: every view of a tensor holds a clone of the
+/// same `Arc`, so writes through one view are seen by all.
+#[derive(Debug, Clone)]
+pub struct Storage(Arc<RwLock<Buffer>>);
+
+impl Storage {
+    /// Wraps a buffer.
+    pub fn new(buf: Buffer) -> Storage {
+        Storage(Arc::new(RwLock::new(buf)))
+    }
+
+    /// Read access. A poisoned lock (a panic while writing elsewhere) still yields the data:
+    /// buffers hold plain numbers, so there is no invariant to protect.
+    pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write access (see [`Storage::read`] on poisoning).
+    pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when both handles point to the same storage.
+    pub fn same(&self, other: &Storage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_to_int_matches_pytorch_x86() {
+        // Values observed from torch 2.15 on x86-64.
+        assert_eq!(u8::from_f64(300.0), 44);
+        assert_eq!(u8::from_f64(-1.0), 255);
+        assert_eq!(i8::from_f64(-129.7), 127);
+        assert_eq!(i32::from_f64(1e10), i32::MIN);
+        assert_eq!(i64::from_f64(f64::NAN), i64::MIN);
+        assert_eq!(i64::from_f64(-2.9), -2);
+        assert!(bool::from_f64(f64::NAN));
+    }
+
+    #[test]
+    fn int64_to_f32_rounds_once() {
+        let v: i64 = (1 << 40) + (1 << 16) + 1; // just above a tie at f32 precision
+        let direct: f32 = cast_element(v);
+        assert_eq!(direct, v as f32);
+    }
+
+    #[test]
+    fn half_round_to_nearest_even() {
+        // 1 + 2^-11 is exactly half-way between two f16 values: ties to even (1.0).
+        assert_eq!(f16::from_f64(1.0 + 2f64.powi(-11)).to_f64(), 1.0);
+        assert_eq!(f16::from_f64(65520.0).to_f64(), f64::INFINITY);
+    }
+}

@@ -1,0 +1,969 @@
+//! The `Tensor` handle: storage + layout + dtype, constructors, element access, views,
+//! casts and in-place writes. Cloning a `Tensor` (Rust `Clone`) makes another handle to the
+//! same storage, like assigning a Python variable; [`Tensor::deep_clone`] copies the data.
+
+use crate::dtype::{result_type, DType, Device, OperandKind, Scalar};
+use crate::error::{invalid, Error, Result};
+use crate::layout::{
+    broadcast_shapes, checked_numel, compute_view_strides, for_each_offsets, infer_shape, wrap_dim,
+    Layout,
+};
+use crate::storage::{cast_element, Buffer, Element, Storage};
+use crate::{with_buffer, with_dtype};
+
+/// An n-dimensional strided view of typed storage (CPU) or a shape-only tensor (Meta).
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    /// `None` for Meta tensors.
+    storage: Option<Storage>,
+    layout: Layout,
+    dtype: DType,
+    /// A Python scalar turned into a 0-dim tensor; it ranks lowest in type promotion.
+    wrapped_number: bool,
+}
+
+/// Refuses a meta tensor for an op that needs data.
+fn needs_data<'a>(op: &'static str, t: &'a Tensor) -> Result<&'a Storage> {
+    t.storage.as_ref().ok_or(Error::UnsupportedDevice {
+        op,
+        device: "meta".into(),
+    })
+}
+
+/// `canCast` from c10: float results cannot go into integer outputs, nor non-bool into bool.
+pub fn can_cast(from: DType, to: DType) -> bool {
+    !((from.is_float() && !to.is_float()) || (from != DType::Bool && to == DType::Bool))
+}
+
+impl Tensor {
+    // ----- construction -----
+
+    /// Wraps a buffer as a contiguous tensor of `shape`.
+    pub(crate) fn from_buffer(op: &'static str, buf: Buffer, shape: &[usize]) -> Result<Tensor> {
+        let numel = checked_numel(op, shape)?;
+        if numel != buf.len() {
+            return Err(invalid(
+                op,
+                format!(
+                    "shape {shape:?} needs {numel} elements but {} were given",
+                    buf.len()
+                ),
+            ));
+        }
+        Ok(Tensor {
+            dtype: buf.dtype(),
+            storage: Some(Storage::new(buf)),
+            layout: Layout::contiguous(shape),
+            wrapped_number: false,
+        })
+    }
+
+    /// A tensor of `shape` that owns `data` (row-major).
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_buffer("from_vec", T::into_buffer(data), shape)
+    }
+
+    /// A tensor of `shape` holding a copy of `data` (row-major).
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_vec(data.to_vec(), shape)
+    }
+
+    /// Builds a tensor of `dtype` from f64 values, casting like `.to(dtype)`.
+    pub fn from_f64s(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::from_buffer("from_f64s", Buffer::from_f64s(dtype, values), shape)
+    }
+
+    /// Builds a tensor of `dtype` from i64 values, casting like `.to(dtype)`.
+    pub fn from_i64s(values: &[i64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::from_buffer("from_i64s", Buffer::from_i64s(dtype, values), shape)
+    }
+
+    /// A 0-dim tensor holding `value` cast to `dtype` (`torch.tensor(value, dtype=dtype)`).
+    pub fn scalar_tensor(value: Scalar, dtype: DType) -> Tensor {
+        let buf = match value {
+            Scalar::Float(f) => Buffer::from_f64s(dtype, &[f]),
+            Scalar::Int(i) => Buffer::from_i64s(dtype, &[i]),
+            Scalar::Bool(b) => Buffer::from_i64s(dtype, &[b as i64]),
+        };
+        Tensor {
+            dtype,
+            storage: Some(Storage::new(buf)),
+            layout: Layout::contiguous(&[]),
+            wrapped_number: false,
+        }
+    }
+
+    /// A Python scalar as an operand: a 0-dim "wrapped number" (float -> f64 data, int ->
+    /// i64, bool -> bool) that ranks lowest in type promotion.
+    pub fn wrap_scalar(value: Scalar) -> Tensor {
+        let dtype = match value {
+            Scalar::Float(_) => DType::F64,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
+        };
+        let mut t = Tensor::scalar_tensor(value, dtype);
+        t.wrapped_number = true;
+        t
+    }
+
+    /// A tensor with shape and dtype but no data.
+    pub fn meta(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        checked_numel("meta", shape)?;
+        Ok(Tensor {
+            storage: None,
+            layout: Layout::contiguous(shape),
+            dtype,
+            wrapped_number: false,
+        })
+    }
+
+    /// Uninitialised-in-PyTorch, zero-filled here: a new contiguous tensor on `device`.
+    pub fn empty_on(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        match device {
+            Device::Meta => Tensor::meta(shape, dtype),
+            Device::Cpu => {
+                let n = checked_numel("empty", shape)?;
+                Tensor::from_buffer("empty", Buffer::zeros(dtype, n), shape)
+            }
+        }
+    }
+
+    // ----- accessors -----
+
+    /// Sizes of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.sizes
+    }
+    /// Strides of each dimension, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.layout.strides
+    }
+    /// Offset of element 0 in the storage, in elements.
+    pub fn storage_offset(&self) -> usize {
+        self.layout.offset
+    }
+    /// The full layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.layout.sizes.len()
+    }
+    /// Size of dimension `dim` (negative counts from the end).
+    pub fn size(&self, dim: i64) -> Result<usize> {
+        if self.dim() == 0 {
+            return Err(Error::DimOutOfRange {
+                op: "size",
+                dim,
+                ndim: 0,
+            });
+        }
+        Ok(self.layout.sizes[wrap_dim("size", dim, self.dim())?])
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// Cpu for tensors with data, Meta otherwise.
+    pub fn device(&self) -> Device {
+        if self.storage.is_some() {
+            Device::Cpu
+        } else {
+            Device::Meta
+        }
+    }
+    /// True when row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+    /// True for a Python scalar wrapped as a tensor.
+    pub fn is_wrapped_number(&self) -> bool {
+        self.wrapped_number
+    }
+    /// True when both tensors are views of the same storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        match (&self.storage, &other.storage) {
+            (Some(a), Some(b)) => a.same(b),
+            _ => false,
+        }
+    }
+    /// How this tensor takes part in `result_type` (with the dtype it counts as).
+    pub fn promotion_operand(&self) -> (DType, OperandKind) {
+        if self.wrapped_number {
+            let d = if self.dtype.is_float() {
+                crate::dtype::DEFAULT_FLOAT
+            } else {
+                self.dtype
+            };
+            (d, OperandKind::WrappedNumber)
+        } else if self.dim() == 0 {
+            (self.dtype, OperandKind::ZeroDim)
+        } else {
+            (self.dtype, OperandKind::Dimensioned)
+        }
+    }
+
+    pub(crate) fn storage_ref(&self) -> Option<&Storage> {
+        self.storage.as_ref()
+    }
+
+    /// A view sharing storage with a new layout (caller guarantees it stays in bounds).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            wrapped_number: false,
+        }
+    }
+
+    // ----- element access -----
+
+    /// All elements in row-major order, each cast to `T` like `.to(dtype)` would.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let storage = needs_data("to_vec", self)?;
+        let buf = storage.read();
+        let mut out = Vec::with_capacity(self.numel());
+        with_buffer!(&*buf, data => {
+            for_each_offsets(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o]| {
+                out.push(cast_element(data[o]));
+            });
+        });
+        Ok(out)
+    }
+
+    /// The single element of a one-element tensor as a Python-style scalar.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(invalid(
+                "item",
+                format!(
+                    "a tensor with {} elements cannot be converted to a scalar",
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(if self.dtype.is_float() {
+            Scalar::Float(self.to_vec::<f64>()?[0])
+        } else if self.dtype == DType::Bool {
+            Scalar::Bool(self.to_vec::<bool>()?[0])
+        } else {
+            Scalar::Int(self.to_vec::<i64>()?[0])
+        })
+    }
+
+    // ----- copies and casts -----
+
+    /// A contiguous copy of `self` cast to `dtype`.
+    fn copy_as(&self, dtype: DType) -> Result<Tensor> {
+        if self.storage.is_none() {
+            return Tensor::meta(self.shape(), dtype);
+        }
+        let buf = with_dtype!(dtype, T => T::into_buffer(self.to_vec::<T>()?));
+        Tensor::from_buffer("copy", buf, self.shape())
+    }
+
+    /// `tensor.to(dtype)`: returns `self` (shared) when the dtype already matches.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype {
+            return Ok(self.clone());
+        }
+        self.copy_as(dtype)
+    }
+
+    /// `tensor.to(device)`: Cpu -> Meta drops data; Meta -> Cpu is refused (no data exists).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        match (self.device(), device) {
+            (a, b) if a == b => Ok(self.clone()),
+            (Device::Cpu, Device::Meta) => Tensor::meta(self.shape(), self.dtype),
+            _ => Err(Error::UnsupportedDevice {
+                op: "to (copy out of meta tensor)",
+                device: "meta".into(),
+            }),
+        }
+    }
+
+    /// `tensor.contiguous()`: `self` when already contiguous, else a row-major copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.copy_as(self.dtype)
+    }
+
+    /// `tensor.clone()`: a new tensor with its own (row-major) storage.
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        self.copy_as(self.dtype)
+    }
+
+    // ----- views -----
+
+    /// `tensor.view(shape)` (one `-1` allowed); fails when strides forbid aliasing.
+    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
+        let sizes = infer_shape("view", shape, self.numel())?;
+        let strides =
+            compute_view_strides(self.shape(), self.strides(), &sizes).ok_or_else(|| {
+                invalid(
+                    "view",
+                    format!(
+                    "view size {sizes:?} is not compatible with input size {:?} and stride {:?} \
+                     (at least one dimension spans across two contiguous subspaces); use reshape",
+                    self.shape(),
+                    self.strides()
+                ),
+                )
+            })?;
+        Ok(self.with_layout(Layout {
+            sizes,
+            strides,
+            offset: self.layout.offset,
+        }))
+    }
+
+    /// `tensor.reshape(shape)`: a view when strides allow, otherwise a copy.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let sizes = infer_shape("reshape", shape, self.numel())?;
+        match compute_view_strides(self.shape(), self.strides(), &sizes) {
+            Some(strides) => Ok(self.with_layout(Layout {
+                sizes,
+                strides,
+                offset: self.layout.offset,
+            })),
+            None => {
+                let c = self.copy_as(self.dtype)?;
+                Ok(c.with_layout(Layout::contiguous(&sizes)))
+            }
+        }
+    }
+
+    /// `tensor.permute(dims)`.
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        let n = self.dim();
+        if dims.len() != n {
+            return Err(invalid(
+                "permute",
+                format!(
+                    "number of dims {} does not match tensor dims {n}",
+                    dims.len()
+                ),
+            ));
+        }
+        let mut seen = vec![false; n];
+        let mut layout = Layout {
+            sizes: vec![],
+            strides: vec![],
+            offset: self.layout.offset,
+        };
+        for &d in dims {
+            let d = wrap_dim("permute", d, n)?;
+            if std::mem::replace(&mut seen[d], true) {
+                return Err(invalid("permute", format!("repeated dim {d} in {dims:?}")));
+            }
+            layout.sizes.push(self.layout.sizes[d]);
+            layout.strides.push(self.layout.strides[d]);
+        }
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.transpose(dim0, dim1)`.
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            wrap_dim("transpose", dim0, 0)?;
+            wrap_dim("transpose", dim1, 0)?;
+            return Ok(self.with_layout(self.layout.clone()));
+        }
+        let a = wrap_dim("transpose", dim0, self.dim())?;
+        let b = wrap_dim("transpose", dim1, self.dim())?;
+        let mut layout = self.layout.clone();
+        layout.sizes.swap(a, b);
+        layout.strides.swap(a, b);
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.t()`: transpose of a tensor with at most 2 dims.
+    pub fn t(&self) -> Result<Tensor> {
+        match self.dim() {
+            0 | 1 => Ok(self.with_layout(self.layout.clone())),
+            2 => self.transpose(0, 1),
+            n => Err(invalid(
+                "t",
+                format!("expects a tensor with <= 2 dimensions, but self is {n}D"),
+            )),
+        }
+    }
+
+    /// `tensor.narrow(dim, start, length)` (negative start counts from the end).
+    pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(invalid("narrow", "cannot be applied to a 0-dim tensor"));
+        }
+        let d = wrap_dim("narrow", dim, self.dim())?;
+        let size = self.layout.sizes[d];
+        let start = if start < 0 {
+            start + size as i64
+        } else {
+            start
+        };
+        if start < 0 || start as usize > size || length > size - start as usize {
+            return Err(invalid(
+                "narrow",
+                format!("start ({start}) + length ({length}) exceeds dimension size ({size})"),
+            ));
+        }
+        let mut layout = self.layout.clone();
+        layout.offset += start as usize * layout.strides[d];
+        layout.sizes[d] = length;
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor[..., start:end:step, ...]` on `dim`, with Python's clamping of start/end.
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(invalid("slice", "cannot be applied to a 0-dim tensor"));
+        }
+        if step <= 0 {
+            return Err(invalid(
+                "slice",
+                format!("step must be positive, got {step}"),
+            ));
+        }
+        let d = wrap_dim("slice", dim, self.dim())?;
+        let size = self.layout.sizes[d] as i64;
+        let clamp = |v: i64| {
+            if v < 0 {
+                (v + size).max(0)
+            } else {
+                v.min(size)
+            }
+        };
+        let s = clamp(start.unwrap_or(0));
+        let e = clamp(end.unwrap_or(size)).max(s);
+        let len = (e - s + step - 1) / step;
+        let mut layout = self.layout.clone();
+        if len > 0 {
+            layout.offset += s as usize * layout.strides[d];
+        }
+        layout.sizes[d] = len as usize;
+        layout.strides[d] = layout.strides[d].saturating_mul(step as usize);
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.select(dim, index)`: removes `dim`, keeping the `index`-th slice.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(invalid("select", "cannot be applied to a 0-dim tensor"));
+        }
+        let d = wrap_dim("select", dim, self.dim())?;
+        let size = self.layout.sizes[d];
+        let i = if index < 0 {
+            index + size as i64
+        } else {
+            index
+        };
+        if i < 0 || i >= size as i64 {
+            return Err(Error::IndexOutOfRange {
+                op: "select",
+                index,
+                size,
+            });
+        }
+        let mut layout = self.layout.clone();
+        layout.offset += i as usize * layout.strides[d];
+        layout.sizes.remove(d);
+        layout.strides.remove(d);
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.expand(sizes)`: `-1` keeps a size; new leading dims and size-1 dims broadcast
+    /// with stride 0.
+    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
+        let n = sizes.len();
+        if n < self.dim() {
+            return Err(invalid(
+                "expand",
+                format!(
+                    "the number of sizes provided ({n}) must be >= the number of dims ({})",
+                    self.dim()
+                ),
+            ));
+        }
+        let lead = n - self.dim();
+        let mut layout = Layout {
+            sizes: vec![0; n],
+            strides: vec![0; n],
+            offset: self.layout.offset,
+        };
+        for i in 0..n {
+            let want = sizes[i];
+            if i < lead {
+                if want < 0 {
+                    return Err(invalid(
+                        "expand",
+                        format!("-1 is not allowed in a leading, non-existing dimension ({i})"),
+                    ));
+                }
+                layout.sizes[i] = want as usize;
+                continue;
+            }
+            let (have, stride) = (self.layout.sizes[i - lead], self.layout.strides[i - lead]);
+            if want == -1 || want as usize == have && want >= 0 {
+                layout.sizes[i] = have;
+                layout.strides[i] = stride;
+            } else if have == 1 && want >= 0 {
+                layout.sizes[i] = want as usize;
+            } else {
+                return Err(Error::ShapeMismatch {
+                    op: "expand",
+                    lhs: self.shape().to_vec(),
+                    rhs: sizes.iter().map(|&s| s.max(0) as usize).collect(),
+                    reason: format!("the expanded size {want} must match the existing size {have} at non-singleton dimension {i}"),
+                });
+            }
+        }
+        checked_numel("expand", &layout.sizes)?;
+        Ok(self.with_layout(layout))
+    }
+
+    /// `torch.broadcast_to(tensor, shape)`.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        let s: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
+        if shape.len() < self.dim() {
+            return Err(Error::ShapeMismatch {
+                op: "broadcast_to",
+                lhs: self.shape().to_vec(),
+                rhs: shape.to_vec(),
+                reason: "target has fewer dimensions".into(),
+            });
+        }
+        self.expand(&s)
+    }
+
+    /// `tensor.unsqueeze(dim)` (dim in `[-ndim-1, ndim]`).
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        let d = wrap_dim("unsqueeze", dim, self.dim() + 1)?;
+        let mut layout = self.layout.clone();
+        let stride = if d < self.dim() {
+            layout.sizes[d] * layout.strides[d]
+        } else {
+            1
+        };
+        layout.sizes.insert(d, 1);
+        layout.strides.insert(d, stride);
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.squeeze()`: removes all size-1 dims.
+    pub fn squeeze(&self) -> Tensor {
+        let mut layout = Layout {
+            sizes: vec![],
+            strides: vec![],
+            offset: self.layout.offset,
+        };
+        for (&s, &st) in self.layout.sizes.iter().zip(&self.layout.strides) {
+            if s != 1 {
+                layout.sizes.push(s);
+                layout.strides.push(st);
+            }
+        }
+        self.with_layout(layout)
+    }
+
+    /// `tensor.squeeze(dims)`: removes the listed dims that have size 1.
+    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
+        let mut drop = vec![false; self.dim()];
+        for &d in dims {
+            let d = wrap_dim("squeeze", d, self.dim())?;
+            if self.dim() > 0 && self.layout.sizes[d] == 1 {
+                drop[d] = true;
+            }
+        }
+        let mut layout = Layout {
+            sizes: vec![],
+            strides: vec![],
+            offset: self.layout.offset,
+        };
+        for i in 0..self.dim() {
+            if !drop[i] {
+                layout.sizes.push(self.layout.sizes[i]);
+                layout.strides.push(self.layout.strides[i]);
+            }
+        }
+        Ok(self.with_layout(layout))
+    }
+
+    /// `tensor.flatten(start_dim, end_dim)` (a view when possible, like reshape).
+    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return self.reshape(&[1]);
+        }
+        let s = wrap_dim("flatten", start_dim, self.dim())?;
+        let e = wrap_dim("flatten", end_dim, self.dim())?;
+        if s > e {
+            return Err(invalid("flatten", "start_dim cannot come after end_dim"));
+        }
+        let mut shape: Vec<i64> = self.shape()[..s].iter().map(|&x| x as i64).collect();
+        shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
+        shape.extend(self.shape()[e + 1..].iter().map(|&x| x as i64));
+        self.reshape(&shape)
+    }
+
+    /// `tensor.unflatten(dim, sizes)` (one `-1` allowed in `sizes`).
+    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(invalid("unflatten", "cannot be applied to a 0-dim tensor"));
+        }
+        let d = wrap_dim("unflatten", dim, self.dim())?;
+        let inner = infer_shape("unflatten", sizes, self.layout.sizes[d])?;
+        let mut shape: Vec<i64> = self.shape()[..d].iter().map(|&x| x as i64).collect();
+        shape.extend(inner.iter().map(|&x| x as i64));
+        shape.extend(self.shape()[d + 1..].iter().map(|&x| x as i64));
+        self.view(&shape)
+    }
+
+    /// `torch.as_strided(tensor, size, stride, storage_offset)`; refuses layouts that reach
+    /// past the end of the storage.
+    pub fn as_strided(&self, sizes: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+        if sizes.len() != strides.len() {
+            return Err(invalid(
+                "as_strided",
+                format!(
+                    "mismatch in length of strides {} and shape {}",
+                    strides.len(),
+                    sizes.len()
+                ),
+            ));
+        }
+        checked_numel("as_strided", sizes)?;
+        let mut extent = offset as u128 + 1;
+        for (&s, &st) in sizes.iter().zip(strides) {
+            if s == 0 {
+                extent = 0;
+                break;
+            }
+            extent += (s as u128 - 1) * st as u128;
+        }
+        if let Some(storage) = &self.storage {
+            let len = storage.read().len() as u128;
+            if extent > len {
+                return Err(invalid(
+                    "as_strided",
+                    format!("setStorage: sizes {sizes:?}, strides {strides:?}, offset {offset} require {extent} elements but storage has {len}"),
+                ));
+            }
+        }
+        Ok(self.with_layout(Layout {
+            sizes: sizes.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        }))
+    }
+
+    /// `torch.diagonal(tensor, offset, dim1, dim2)`: a view; the diagonal becomes the last dim.
+    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        let a = wrap_dim("diagonal", dim1, self.dim())?;
+        let b = wrap_dim("diagonal", dim2, self.dim())?;
+        if a == b || self.dim() < 2 {
+            return Err(invalid(
+                "diagonal",
+                "dimensions cannot be identical and the tensor needs >= 2 dims",
+            ));
+        }
+        let (sa, sb) = (self.layout.sizes[a] as i64, self.layout.sizes[b] as i64);
+        let (len, start) = if offset >= 0 {
+            (
+                (sa.min(sb - offset)).max(0),
+                offset * self.layout.strides[b] as i64,
+            )
+        } else {
+            (
+                (sa + offset).min(sb).max(0),
+                -offset * self.layout.strides[a] as i64,
+            )
+        };
+        let mut layout = Layout {
+            sizes: vec![],
+            strides: vec![],
+            offset: self.layout.offset,
+        };
+        if len > 0 {
+            layout.offset += start as usize;
+        }
+        for i in 0..self.dim() {
+            if i != a && i != b {
+                layout.sizes.push(self.layout.sizes[i]);
+                layout.strides.push(self.layout.strides[i]);
+            }
+        }
+        layout.sizes.push(len as usize);
+        layout
+            .strides
+            .push(self.layout.strides[a] + self.layout.strides[b]);
+        Ok(self.with_layout(layout))
+    }
+
+    // ----- in-place writes -----
+
+    /// Writes `values` (row-major, already of this dtype) through this view's layout.
+    fn write_values<T: Element>(&self, op: &'static str, values: &[T]) -> Result<()> {
+        let storage = needs_data(op, self)?;
+        let mut buf = storage.write();
+        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType {
+            op,
+            dtype: T::DTYPE,
+        })?;
+        let mut it = values.iter();
+        for_each_offsets(
+            &self.layout.sizes,
+            [&self.layout.strides[..]],
+            [self.layout.offset],
+            |[o]| {
+                if let Some(v) = it.next() {
+                    data[o] = *v;
+                }
+            },
+        );
+        Ok(())
+    }
+
+    /// Refuses in-place writes to views where several elements share one memory location
+    /// (e.g. expanded tensors), as PyTorch does.
+    fn check_no_internal_overlap(&self, op: &'static str) -> Result<()> {
+        let overlaps = self
+            .layout
+            .sizes
+            .iter()
+            .zip(&self.layout.strides)
+            .any(|(&s, &st)| s > 1 && st == 0);
+        if overlaps {
+            return Err(invalid(
+                op,
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory location; clone() first",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `tensor.copy_(src)`: broadcasts `src` to this shape, casts to this dtype and writes
+    /// through the view. `src` is read completely before writing, so overlap is safe.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.check_no_internal_overlap("copy_")?;
+        let src = src
+            .broadcast_to(self.shape())
+            .map_err(|_| Error::ShapeMismatch {
+                op: "copy_",
+                lhs: self.shape().to_vec(),
+                rhs: src.shape().to_vec(),
+                reason: "source does not broadcast to destination".into(),
+            })?;
+        if self.storage.is_none() {
+            return Ok(());
+        }
+        needs_data("copy_", &src)?;
+        with_dtype!(self.dtype, T => {
+            let values = src.to_vec::<T>()?;
+            self.write_values("copy_", &values)
+        })
+    }
+
+    /// Writes an out-of-place result into `self`, checking shape and cast rules of in-place ops.
+    pub(crate) fn assign_result(&self, op: &'static str, result: &Tensor) -> Result<()> {
+        if result.shape() != self.shape() {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: self.shape().to_vec(),
+                rhs: result.shape().to_vec(),
+                reason: "output shape doesn't match the broadcast shape".into(),
+            });
+        }
+        if !can_cast(result.dtype, self.dtype) {
+            return Err(invalid(
+                op,
+                format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    result.dtype.name(),
+                    self.dtype.name()
+                ),
+            ));
+        }
+        self.check_no_internal_overlap(op)?;
+        self.copy_(result)
+    }
+
+    /// `tensor.fill_(value)`.
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        self.check_no_internal_overlap("fill_")?;
+        self.copy_(&Tensor::scalar_tensor(value, self.dtype))
+    }
+
+    /// `tensor.add_(other)` (in place, `other` broadcasts to `self`).
+    pub fn add_(&self, other: &Tensor) -> Result<()> {
+        self.assign_result("add_", &self.add(other)?)
+    }
+
+    /// `tensor.mul_(other)`.
+    pub fn mul_(&self, other: &Tensor) -> Result<()> {
+        self.assign_result("mul_", &self.mul(other)?)
+    }
+
+    /// `tensor.masked_fill_(mask, value)`: `mask` (bool) broadcasts to `self`.
+    pub fn masked_fill_(&self, mask: &Tensor, value: Scalar) -> Result<()> {
+        let result = self.masked_fill(mask, value)?;
+        self.assign_result("masked_fill_", &result)
+    }
+
+    /// Out-of-place `masked_fill` (result has `self`'s dtype; mask broadcasts both ways).
+    pub fn masked_fill(&self, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+        if mask.dtype != DType::Bool {
+            return Err(invalid(
+                "masked_fill",
+                format!(
+                    "only supports boolean masks, but got mask with dtype {}",
+                    mask.dtype.name()
+                ),
+            ));
+        }
+        let fill = Tensor::scalar_tensor(value, self.dtype);
+        crate::ops::pointwise::where_(mask, &fill, self).and_then(|t| t.to_dtype(self.dtype))
+    }
+
+    /// `tensor.index_copy_(dim, index, source)`: `self.select(dim, index[i]) = source.select(dim, i)`.
+    pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
+        let op = "index_copy_";
+        let d = wrap_dim(op, dim, self.dim())?;
+        let idx = crate::ops::index::index_values(
+            op,
+            index,
+            if self.dim() == 0 { 1 } else { self.shape()[d] },
+        )?;
+        if index.dim() > 1 {
+            return Err(invalid(op, "index should have dimension 1 or 0"));
+        }
+        let mut expected = self.shape().to_vec();
+        if self.dim() > 0 {
+            expected[d] = idx.len();
+        }
+        if source.shape() != expected.as_slice() && !(self.dim() == 0 && source.numel() == 1) {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: expected,
+                rhs: source.shape().to_vec(),
+                reason: "source has the wrong shape".into(),
+            });
+        }
+        if source.dtype != self.dtype {
+            return Err(invalid(
+                op,
+                format!(
+                    "self and source expected to have the same dtype, but got {} and {}",
+                    self.dtype.name(),
+                    source.dtype.name()
+                ),
+            ));
+        }
+        if self.dim() == 0 {
+            return self.copy_(&source.reshape(&[])?);
+        }
+        let src = source.contiguous()?.deep_clone()?; // read before any write
+        for (i, &j) in idx.iter().enumerate() {
+            self.select(d as i64, j as i64)?
+                .copy_(&src.select(d as i64, i as i64)?)?;
+        }
+        Ok(())
+    }
+
+    /// `tensor.index_put_(indices, values, accumulate)`: advanced indexing on the leading
+    /// `indices.len()` dims (int64 index tensors broadcast together, or bool masks).
+    pub fn index_put_(&self, indices: &[Tensor], values: &Tensor, accumulate: bool) -> Result<()> {
+        let op = "index_put_";
+        self.check_no_internal_overlap(op)?;
+        let (offsets, result_shape) = crate::ops::index::advanced_index_offsets(op, self, indices)?;
+        let values = values
+            .to_dtype(self.dtype)?
+            .broadcast_to(&result_shape)
+            .map_err(|_| Error::ShapeMismatch {
+                op,
+                lhs: result_shape.clone(),
+                rhs: values.shape().to_vec(),
+                reason: "values do not broadcast to the indexed shape".into(),
+            })?;
+        let storage = needs_data(op, self)?;
+        with_dtype!(self.dtype, T => {
+            let vals = values.to_vec::<T>()?;
+            let mut buf = storage.write();
+            let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+            for (&o, &v) in offsets.iter().zip(&vals) {
+                data[o] = if accumulate { crate::ops::pointwise::add_elements(data[o], v) } else { v };
+            }
+        });
+        Ok(())
+    }
+
+    /// `tensor[indices]` with advanced indexing (see [`Tensor::index_put_`]).
+    pub fn index(&self, indices: &[Tensor]) -> Result<Tensor> {
+        let op = "index";
+        let (offsets, result_shape) = crate::ops::index::advanced_index_offsets(op, self, indices)?;
+        if self.storage.is_none() {
+            return Tensor::meta(&result_shape, self.dtype);
+        }
+        let storage = needs_data(op, self)?;
+        let buf = storage.read();
+        let out = with_buffer!(&*buf, data => {
+            let v: Vec<_> = offsets.iter().map(|&o| data[o]).collect();
+            Element::into_buffer(v)
+        });
+        drop(buf);
+        Tensor::from_buffer(op, out, &result_shape)
+    }
+}
+
+/// The common shape of several tensors under broadcasting.
+pub fn broadcast_all_shapes(op: &'static str, tensors: &[&Tensor]) -> Result<Vec<usize>> {
+    let mut shape: Vec<usize> = vec![];
+    for t in tensors {
+        shape = broadcast_shapes(op, &shape, t.shape())?;
+    }
+    Ok(shape)
+}
+
+/// `torch.result_type` over tensors (wrapped numbers rank lowest).
+pub fn result_type_of(tensors: &[&Tensor]) -> Result<DType> {
+    let ops: Vec<_> = tensors.iter().map(|t| t.promotion_operand()).collect();
+    result_type(&ops)
+}
+
+/// The device an op on these tensors runs on: Meta when any non-scalar operand is meta;
+/// CPU 0-dim tensors may mix with meta (as PyTorch allows for CPU scalars).
+pub(crate) fn common_device(op: &'static str, tensors: &[&Tensor]) -> Result<Device> {
+    let mut dev = None;
+    for t in tensors {
+        if t.device() == Device::Cpu && t.dim() == 0 {
+            continue;
+        }
+        match dev {
+            None => dev = Some(t.device()),
+            Some(d) if d != t.device() => {
+                return Err(Error::UnsupportedDevice {
+                    op,
+                    device: format!(
+                        "expected all tensors on the same device, found {} and {}",
+                        d.name(),
+                        t.device().name()
+                    ),
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(dev.unwrap_or(Device::Cpu))
+}
