@@ -1,0 +1,165 @@
+//! Vector primitives: dot, add, scale, SwiGLU, argmax.
+//!
+//! Layout contract for all: slices are contiguous; the output length defines the work and the
+//! inputs must be at least that long (checked with `assert!` where a shorter input would make
+//! the SIMD path read out of bounds, with `debug_assert!` elsewhere).
+
+use super::cpu::{active_isa, Isa};
+use super::simd::{dispatch, exp_scalar, simd_entries, Simd};
+
+// ---------------------------------------------------------------- dot
+
+/// Dot product of two equal-length vectors, f32 accumulation (several SIMD accumulators).
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    dot_f32_with(active_isa(), a, b)
+}
+
+pub(crate) fn dot_f32_with(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "dot_f32: lengths differ");
+    dispatch!(isa, dot_scalar, dot_avx512, dot_avx2; (a, b))
+}
+
+pub(crate) fn dot_scalar(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Caller guarantees `a.len() == b.len()`.
+#[inline(always)]
+pub(crate) unsafe fn dot_simd<S: Simd>(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len();
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let w = S::W;
+    let mut acc = [S::splat(0.0); 4];
+    let mut i = 0;
+    while i + 4 * w <= n {
+        for (j, slot) in acc.iter_mut().enumerate() {
+            *slot = S::fma(S::load(pa.add(i + j * w)), S::load(pb.add(i + j * w)), *slot);
+        }
+        i += 4 * w;
+    }
+    while i + w <= n {
+        acc[0] = S::fma(S::load(pa.add(i)), S::load(pb.add(i)), acc[0]);
+        i += w;
+    }
+    if i < n {
+        let r = n - i;
+        acc[1] = S::fma(S::load_partial(pa.add(i), r), S::load_partial(pb.add(i), r), acc[1]);
+    }
+    S::hsum(S::add(S::add(acc[0], acc[1]), S::add(acc[2], acc[3])))
+}
+simd_entries!(dot_simd => dot_avx512, dot_avx2; (a: &[f32], b: &[f32]) -> f32);
+
+// ---------------------------------------------------------------- add / scale
+
+/// `out[i] = a[i] + b[i]`; `a` and `b` at least `out.len()` long.
+pub fn add_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
+    assert!(a.len() >= out.len() && b.len() >= out.len(), "add_f32: input shorter than out");
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = x + y;
+    }
+}
+
+/// `acc[i] += x[i]` (residual connections); `x` at least `acc.len()` long.
+pub fn add_inplace_f32(acc: &mut [f32], x: &[f32]) {
+    assert!(x.len() >= acc.len(), "add_inplace_f32: x shorter than acc");
+    for (a, v) in acc.iter_mut().zip(x) {
+        *a += v;
+    }
+}
+
+/// `x[i] *= s` in place.
+pub fn scale_f32(x: &mut [f32], s: f32) {
+    for v in x {
+        *v *= s;
+    }
+}
+
+// ---------------------------------------------------------------- SwiGLU
+
+/// SwiGLU: `out[i] = silu(gate[i]) * up[i]` with `silu(g) = g / (1 + exp(-g))`;
+/// `gate` and `up` at least `out.len()` long.
+pub fn silu_mul_f32(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    silu_mul_f32_with(active_isa(), gate, up, out)
+}
+
+pub(crate) fn silu_mul_f32_with(isa: Isa, gate: &[f32], up: &[f32], out: &mut [f32]) {
+    assert!(gate.len() >= out.len() && up.len() >= out.len(), "silu_mul_f32: input shorter than out");
+    dispatch!(isa, silu_mul_scalar, silu_mul_avx512, silu_mul_avx2; (gate, up, out))
+}
+
+pub(crate) fn silu_mul_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+        *o = g / (1.0 + exp_scalar(-g)) * u;
+    }
+}
+
+#[inline(always)]
+unsafe fn silu_mul_simd<S: Simd>(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let n = out.len();
+    let (pg, pu, po) = (gate.as_ptr(), up.as_ptr(), out.as_mut_ptr());
+    let one = S::splat(1.0);
+    let neg = S::splat(-1.0);
+    let f = |g: S::V, u: S::V| {
+        let e = S::exp(S::mul(g, neg));
+        S::mul(S::div(g, S::add(one, e)), u)
+    };
+    let mut i = 0;
+    while i + S::W <= n {
+        S::store(po.add(i), f(S::load(pg.add(i)), S::load(pu.add(i))));
+        i += S::W;
+    }
+    if i < n {
+        let r = n - i;
+        S::store_partial(po.add(i), r, f(S::load_partial(pg.add(i), r), S::load_partial(pu.add(i), r)));
+    }
+}
+simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2; (gate: &[f32], up: &[f32], out: &mut [f32]));
+
+// ---------------------------------------------------------------- argmax
+
+/// Index of the largest value (the first one on ties), like `torch.argmax`: a NaN counts as
+/// larger than everything, so the first NaN wins. `None` for an empty slice.
+pub fn argmax_f32(x: &[f32]) -> Option<usize> {
+    argmax_f32_with(active_isa(), x)
+}
+
+pub(crate) fn argmax_f32_with(isa: Isa, x: &[f32]) -> Option<usize> {
+    if x.is_empty() {
+        return None;
+    }
+    if let Some(i) = x.iter().position(|v| v.is_nan()) {
+        // Rare (a broken model); the plain scan keeps the common path single-pass-plus-find.
+        return Some(i);
+    }
+    let max = max_f32_with(isa, x);
+    x.iter().position(|&v| v == max)
+}
+
+/// Largest value of a non-empty slice (NaN-free input assumed; see `argmax_f32`).
+pub(crate) fn max_f32_with(isa: Isa, x: &[f32]) -> f32 {
+    dispatch!(isa, max_scalar, max_avx512, max_avx2; (x))
+}
+
+pub(crate) fn max_scalar(x: &[f32]) -> f32 {
+    x.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+}
+
+#[inline(always)]
+pub(crate) unsafe fn max_simd<S: Simd>(x: &[f32]) -> f32 {
+    let n = x.len();
+    let p = x.as_ptr();
+    let mut acc = [S::splat(f32::NEG_INFINITY); 2];
+    let mut i = 0;
+    while i + 2 * S::W <= n {
+        acc[0] = S::max(acc[0], S::load(p.add(i)));
+        acc[1] = S::max(acc[1], S::load(p.add(i + S::W)));
+        i += 2 * S::W;
+    }
+    let mut m = S::hmax(S::max(acc[0], acc[1]));
+    while i < n {
+        m = m.max(*p.add(i));
+        i += 1;
+    }
+    m
+}
+simd_entries!(max_simd => max_avx512, max_avx2; (x: &[f32]) -> f32);

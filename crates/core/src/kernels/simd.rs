@@ -1,0 +1,454 @@
+//! A minimal f32 SIMD abstraction so each kernel body is written once and instantiated per
+//! instruction set. Every method is `#[inline(always)]`; the kernels call them only from
+//! `#[target_feature]` entry points, where the intrinsics inline into straight-line code.
+//!
+//! Safety contract of every method: the caller runs on a CPU with the implementing type's
+//! features, and every pointer is valid for the number of elements the method names.
+
+#![allow(clippy::missing_safety_doc)]
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Operations on a vector of `W` f32 lanes.
+pub(crate) trait Simd: Copy {
+    type V: Copy;
+    const W: usize;
+    unsafe fn splat(x: f32) -> Self::V;
+    unsafe fn load(p: *const f32) -> Self::V;
+    /// Loads `n < W` lanes, the rest zero.
+    unsafe fn load_partial(p: *const f32, n: usize) -> Self::V;
+    unsafe fn store(p: *mut f32, v: Self::V);
+    /// Stores the first `n < W` lanes.
+    unsafe fn store_partial(p: *mut f32, n: usize, v: Self::V);
+    /// Loads `W` IEEE binary16 values (as raw bits), widened exactly to f32.
+    unsafe fn load_f16(p: *const u16) -> Self::V;
+    unsafe fn load_f16_partial(p: *const u16, n: usize) -> Self::V;
+    /// Loads `W` bfloat16 values (as raw bits), widened exactly to f32.
+    unsafe fn load_bf16(p: *const u16) -> Self::V;
+    unsafe fn load_bf16_partial(p: *const u16, n: usize) -> Self::V;
+    /// Narrows to binary16 with round-to-nearest-even, stores `W` values.
+    unsafe fn store_f16(p: *mut u16, v: Self::V);
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn div(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b + c`, fused.
+    unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// Lane-wise max; returns `b` where either is NaN (x86 semantics), so pass data as `b`
+    /// to propagate NaN.
+    unsafe fn max(a: Self::V, b: Self::V) -> Self::V;
+    /// Lane-wise min, NaN semantics as `max`.
+    unsafe fn min(a: Self::V, b: Self::V) -> Self::V;
+    /// Rounds to the nearest integer (ties to even), as f32.
+    unsafe fn round(a: Self::V) -> Self::V;
+    /// `a * 2^n` for integral `n` in [-126, 127].
+    unsafe fn scale_pow2(a: Self::V, n: Self::V) -> Self::V;
+    /// Lanes where `a < b` keep `v`, others become 0.
+    unsafe fn zero_unless_not_less(a: Self::V, b: Self::V, v: Self::V) -> Self::V;
+    unsafe fn hsum(a: Self::V) -> f32;
+    unsafe fn hmax(a: Self::V) -> f32;
+
+    /// exp(x) with ~1-2 ulp error (Cephes expf polynomial); inputs below ln(2^-126) give 0,
+    /// above ~88.38 give ~3.4e38; NaN propagates.
+    #[inline(always)]
+    unsafe fn exp(x: Self::V) -> Self::V {
+        const LO: f32 = -87.336_55; // ln(2^-126): smallest normal result
+        let x_in = x;
+        let x = Self::min(Self::splat(88.376_26), Self::max(Self::splat(LO), x));
+        let n = Self::round(Self::mul(x, Self::splat(std::f32::consts::LOG2_E)));
+        // r = x - n*ln2 in two steps (Cody-Waite) to keep r exact.
+        let r = Self::fma(n, Self::splat(-0.693_359_4), x);
+        let r = Self::fma(n, Self::splat(2.121_944_4e-4), r);
+        let mut p = Self::splat(1.987_569_1e-4);
+        p = Self::fma(p, r, Self::splat(1.398_199_9e-3));
+        p = Self::fma(p, r, Self::splat(8.333_452e-3));
+        p = Self::fma(p, r, Self::splat(4.166_579_6e-2));
+        p = Self::fma(p, r, Self::splat(1.666_666_5e-1));
+        p = Self::fma(p, r, Self::splat(5.000_000_1e-1));
+        let r2 = Self::mul(r, r);
+        let y = Self::add(Self::fma(p, r2, r), Self::splat(1.0));
+        let y = Self::scale_pow2(y, n);
+        // Results that would be subnormal (x < LO) flush to 0; NaN compares false and stays.
+        Self::zero_unless_not_less(x_in, Self::splat(LO), y)
+    }
+}
+
+/// Scalar twin of [`Simd::exp`]'s contract, used by scalar reference paths: libm `expf`.
+#[inline]
+pub(crate) fn exp_scalar(x: f32) -> f32 {
+    x.exp()
+}
+
+/// AVX-512 (F/BW/VL/DQ) with 16 lanes.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl Simd for Avx512 {
+    type V = __m512;
+    const W: usize = 16;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> __m512 {
+        _mm512_set1_ps(x)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> __m512 {
+        _mm512_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn load_partial(p: *const f32, n: usize) -> __m512 {
+        _mm512_maskz_loadu_ps(((1u32 << n) - 1) as u16, p)
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: __m512) {
+        _mm512_storeu_ps(p, v)
+    }
+    #[inline(always)]
+    unsafe fn store_partial(p: *mut f32, n: usize, v: __m512) {
+        _mm512_mask_storeu_ps(p, ((1u32 << n) - 1) as u16, v)
+    }
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u16) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    }
+    #[inline(always)]
+    unsafe fn load_f16_partial(p: *const u16, n: usize) -> __m512 {
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(((1u32 << n) - 1) as u16, p as *const i16))
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u16) -> __m512 {
+        let h = _mm256_loadu_si256(p as *const __m256i);
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+    #[inline(always)]
+    unsafe fn load_bf16_partial(p: *const u16, n: usize) -> __m512 {
+        let h = _mm256_maskz_loadu_epi16(((1u32 << n) - 1) as u16, p as *const i16);
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+    #[inline(always)]
+    unsafe fn store_f16(p: *mut u16, v: __m512) {
+        let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+        _mm256_storeu_si256(p as *mut __m256i, h)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m512, b: __m512) -> __m512 {
+        _mm512_add_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: __m512, b: __m512) -> __m512 {
+        _mm512_sub_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: __m512, b: __m512) -> __m512 {
+        _mm512_mul_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn div(a: __m512, b: __m512) -> __m512 {
+        _mm512_div_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn max(a: __m512, b: __m512) -> __m512 {
+        _mm512_max_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn min(a: __m512, b: __m512) -> __m512 {
+        _mm512_min_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn round(a: __m512) -> __m512 {
+        _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(a: __m512, n: __m512) -> __m512 {
+        _mm512_scalef_ps(a, n)
+    }
+    #[inline(always)]
+    unsafe fn zero_unless_not_less(a: __m512, b: __m512, v: __m512) -> __m512 {
+        let less = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b);
+        _mm512_maskz_mov_ps(!less, v)
+    }
+    #[inline(always)]
+    unsafe fn hsum(a: __m512) -> f32 {
+        _mm512_reduce_add_ps(a)
+    }
+    #[inline(always)]
+    unsafe fn hmax(a: __m512) -> f32 {
+        _mm512_reduce_max_ps(a)
+    }
+}
+
+/// AVX2 + FMA + F16C with 8 lanes.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Simd for Avx2 {
+    type V = __m256;
+    const W: usize = 8;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> __m256 {
+        _mm256_set1_ps(x)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> __m256 {
+        _mm256_loadu_ps(p)
+    }
+    #[inline(always)]
+    unsafe fn load_partial(p: *const f32, n: usize) -> __m256 {
+        let mut buf = [0f32; 8];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        _mm256_loadu_ps(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: __m256) {
+        _mm256_storeu_ps(p, v)
+    }
+    #[inline(always)]
+    unsafe fn store_partial(p: *mut f32, n: usize, v: __m256) {
+        let mut buf = [0f32; 8];
+        _mm256_storeu_ps(buf.as_mut_ptr(), v);
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), p, n);
+    }
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u16) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+    #[inline(always)]
+    unsafe fn load_f16_partial(p: *const u16, n: usize) -> __m256 {
+        let mut buf = [0u16; 8];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        Self::load_f16(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u16) -> __m256 {
+        let h = _mm_loadu_si128(p as *const __m128i);
+        _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+    }
+    #[inline(always)]
+    unsafe fn load_bf16_partial(p: *const u16, n: usize) -> __m256 {
+        let mut buf = [0u16; 8];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        Self::load_bf16(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f16(p: *mut u16, v: __m256) {
+        let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
+        _mm_storeu_si128(p as *mut __m128i, h)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m256, b: __m256) -> __m256 {
+        _mm256_add_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: __m256, b: __m256) -> __m256 {
+        _mm256_sub_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: __m256, b: __m256) -> __m256 {
+        _mm256_mul_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn div(a: __m256, b: __m256) -> __m256 {
+        _mm256_div_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn max(a: __m256, b: __m256) -> __m256 {
+        _mm256_max_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn min(a: __m256, b: __m256) -> __m256 {
+        _mm256_min_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn round(a: __m256) -> __m256 {
+        _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(a: __m256, n: __m256) -> __m256 {
+        // Build 2^n from the exponent field; n is within the normal range by contract.
+        let e = _mm256_slli_epi32::<23>(_mm256_add_epi32(
+            _mm256_cvtps_epi32(n),
+            _mm256_set1_epi32(127),
+        ));
+        _mm256_mul_ps(a, _mm256_castsi256_ps(e))
+    }
+    #[inline(always)]
+    unsafe fn zero_unless_not_less(a: __m256, b: __m256, v: __m256) -> __m256 {
+        let less = _mm256_cmp_ps::<_CMP_LT_OQ>(a, b);
+        _mm256_andnot_ps(less, v)
+    }
+    #[inline(always)]
+    unsafe fn hsum(a: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+    #[inline(always)]
+    unsafe fn hmax(a: __m256) -> f32 {
+        let s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+        let s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_max_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+}
+
+/// Declares `#[target_feature]` entry points for a generic SIMD kernel body:
+/// `simd_entries!(body => avx512_name, avx2_name; (arg: Ty, ...) -> Ret);`
+/// The generated functions are `unsafe`: call them only when [`super::cpu::detected_isa`]
+/// reports the matching level.
+macro_rules! simd_entries {
+    ($body:ident => $avx512:ident, $avx2:ident; ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+        unsafe fn $avx512($($arg: $ty),*) $(-> $ret)? {
+            unsafe { $body::<$crate::kernels::simd::Avx512>($($arg),*) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn $avx2($($arg: $ty),*) $(-> $ret)? {
+            unsafe { $body::<$crate::kernels::simd::Avx2>($($arg),*) }
+        }
+    };
+}
+pub(crate) use simd_entries;
+
+/// Dispatches on an [`Isa`](super::Isa) to a scalar function or the entries made by
+/// [`simd_entries!`]: `dispatch!(isa, scalar_fn, avx512_fn, avx2_fn; (args...))`.
+macro_rules! dispatch {
+    ($isa:expr, $scalar:path, $avx512:ident, $avx2:ident; ($($arg:expr),* $(,)?)) => {{
+        #[allow(unreachable_patterns)]
+        match $crate::kernels::cpu::supported_or_lower($isa) {
+            // SAFETY: supported_or_lower never returns a level this CPU lacks.
+            #[cfg(target_arch = "x86_64")]
+            $crate::kernels::Isa::Avx512 => unsafe { $avx512($($arg),*) },
+            #[cfg(target_arch = "x86_64")]
+            $crate::kernels::Isa::Avx2 => unsafe { $avx2($($arg),*) },
+            _ => $scalar($($arg),*),
+        }
+    }};
+}
+pub(crate) use dispatch;
+
+/// One-lane "vector": the portable path for generic kernel bodies on any target.
+#[derive(Clone, Copy)]
+pub(crate) struct Scalar;
+
+impl Simd for Scalar {
+    type V = f32;
+    const W: usize = 1;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> f32 {
+        *p
+    }
+    #[inline(always)]
+    unsafe fn load_partial(_p: *const f32, _n: usize) -> f32 {
+        0.0 // n < W = 1 means n == 0
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: f32) {
+        *p = v
+    }
+    #[inline(always)]
+    unsafe fn store_partial(_p: *mut f32, _n: usize, _v: f32) {}
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u16) -> f32 {
+        half::f16::from_bits(*p).to_f32()
+    }
+    #[inline(always)]
+    unsafe fn load_f16_partial(_p: *const u16, _n: usize) -> f32 {
+        0.0
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u16) -> f32 {
+        f32::from_bits((*p as u32) << 16)
+    }
+    #[inline(always)]
+    unsafe fn load_bf16_partial(_p: *const u16, _n: usize) -> f32 {
+        0.0
+    }
+    #[inline(always)]
+    unsafe fn store_f16(p: *mut u16, v: f32) {
+        *p = half::f16::from_f32(v).to_bits()
+    }
+    #[inline(always)]
+    unsafe fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    unsafe fn sub(a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    unsafe fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    unsafe fn div(a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    unsafe fn fma(a: f32, b: f32, c: f32) -> f32 {
+        // Not fused: mul_add is a slow libm call without hardware FMA.
+        a * b + c
+    }
+    #[inline(always)]
+    unsafe fn max(a: f32, b: f32) -> f32 {
+        if b.is_nan() || b > a {
+            b
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    unsafe fn min(a: f32, b: f32) -> f32 {
+        if b.is_nan() || b < a {
+            b
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    unsafe fn round(a: f32) -> f32 {
+        a.round_ties_even()
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(a: f32, n: f32) -> f32 {
+        a * 2f32.powi(n as i32)
+    }
+    #[inline(always)]
+    unsafe fn zero_unless_not_less(a: f32, b: f32, v: f32) -> f32 {
+        if a < b {
+            0.0
+        } else {
+            v
+        }
+    }
+    #[inline(always)]
+    unsafe fn hsum(a: f32) -> f32 {
+        a
+    }
+    #[inline(always)]
+    unsafe fn hmax(a: f32) -> f32 {
+        a
+    }
+    #[inline(always)]
+    unsafe fn exp(x: f32) -> f32 {
+        exp_scalar(x)
+    }
+}

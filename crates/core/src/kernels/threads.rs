@@ -1,0 +1,134 @@
+//! The threading policy of every kernel, in one place: one persistent rayon pool for the
+//! process, and one rule for how much work a task must have before it is worth splitting.
+
+use super::KernelError;
+use rayon::prelude::*;
+use std::sync::{Arc, RwLock};
+
+/// Minimum number of f32 multiply-adds (or element visits) a task should get before splitting
+/// pays for the ~2-5 µs a fork/join costs on a busy pool.
+pub(crate) const MIN_WORK_PER_TASK: usize = 32 * 1024;
+
+static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn build_pool(n: usize) -> Result<Arc<rayon::ThreadPool>, KernelError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("torchnative-kernel-{i}"))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| KernelError::ThreadPool(e.to_string()))
+}
+
+/// The process-wide kernel pool, built on first use with the available parallelism.
+pub(crate) fn pool() -> Arc<rayon::ThreadPool> {
+    if let Some(pool) = POOL.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return Arc::clone(pool);
+    }
+    let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(pool) = slot.as_ref() {
+        return Arc::clone(pool);
+    }
+    // Building a pool only fails when the OS refuses threads; fall back to one thread inline.
+    let pool = build_pool(default_threads())
+        .or_else(|_| build_pool(1))
+        .expect("cannot start even one kernel thread");
+    *slot = Some(Arc::clone(&pool));
+    pool
+}
+
+/// Sets the number of threads of the kernel pool (replacing the pool; call it at start-up,
+/// not per token). `n` must be at least 1.
+pub fn set_num_threads(n: usize) -> Result<(), KernelError> {
+    if n == 0 {
+        return Err(KernelError::InvalidThreadCount { requested: n });
+    }
+    let pool = build_pool(n)?;
+    *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(pool);
+    Ok(())
+}
+
+/// Number of threads kernels split work over (default: the available parallelism).
+pub fn num_threads() -> usize {
+    pool().current_num_threads()
+}
+
+/// How many tasks `total_work` units of work should be split into.
+pub(crate) fn task_count(total_work: usize, threads: usize) -> usize {
+    (total_work / MIN_WORK_PER_TASK).clamp(1, threads.max(1))
+}
+
+/// Runs `f(chunk_index, chunk)` over `out` split into chunks of `chunk_len` elements (the
+/// last may be shorter), in parallel on the pool when `work_per_chunk * chunks` is large
+/// enough, else inline. Chunks are grouped so each task gets roughly equal work.
+pub(crate) fn for_each_chunk_mut<T, F>(out: &mut [T], chunk_len: usize, work_per_chunk: usize, f: F)
+where
+    T: Send,
+    F: Fn(usize, &mut [T]) + Sync,
+{
+    let chunk_len = chunk_len.max(1);
+    let chunks = out.len().div_ceil(chunk_len);
+    if chunks == 0 {
+        return;
+    }
+    let pool = pool();
+    let tasks = task_count(work_per_chunk.saturating_mul(chunks), pool.current_num_threads())
+        .min(chunks);
+    if tasks <= 1 {
+        for (i, chunk) in out.chunks_mut(chunk_len).enumerate() {
+            f(i, chunk);
+        }
+        return;
+    }
+    // Rayon splits adaptively (work stealing) down to `min_chunks`, which balances uneven
+    // chunks such as causal attention rows.
+    let min_chunks = (MIN_WORK_PER_TASK / work_per_chunk.max(1)).max(1);
+    pool.install(|| {
+        out.par_chunks_mut(chunk_len)
+            .enumerate()
+            .with_min_len(min_chunks)
+            .for_each(|(i, chunk)| f(i, chunk))
+    });
+}
+
+/// Runs `f` on the kernel pool (so nested rayon calls, e.g. inside the gemm crate, use it).
+pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    pool().install(f)
+}
+
+/// Runs `f(range)` over `0..n_items` split into contiguous ranges whose bounds are multiples
+/// of `align` (except the end), in parallel when `n_items * work_per_item` is large enough.
+pub(crate) fn for_each_range<F>(n_items: usize, work_per_item: usize, align: usize, f: F)
+where
+    F: Fn(std::ops::Range<usize>) + Sync,
+{
+    if n_items == 0 {
+        return;
+    }
+    let pool = pool();
+    let align = align.max(1);
+    let tasks = task_count(n_items.saturating_mul(work_per_item), pool.current_num_threads());
+    let per_task = n_items.div_ceil(tasks).div_ceil(align) * align;
+    let tasks = n_items.div_ceil(per_task);
+    if tasks <= 1 {
+        f(0..n_items);
+        return;
+    }
+    pool.install(|| {
+        (0..tasks).into_par_iter().for_each(|t| {
+            let start = t * per_task;
+            f(start..(start + per_task).min(n_items))
+        })
+    });
+}
+
+/// A raw output pointer shared by tasks that write provably disjoint parts of it.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedMut<T>(pub *mut T);
+// SAFETY: users only write disjoint index ranges from different tasks (see each call site).
+unsafe impl<T: Send> Send for SharedMut<T> {}
+unsafe impl<T: Send> Sync for SharedMut<T> {}
