@@ -5,5 +5,8 @@
 
 mod error;
 pub mod gguf;
+mod json;
+mod mapped;
+pub mod safetensors;
 
 pub use error::{FormatError, Result};

@@ -12,13 +12,12 @@ mod value;
 mod write;
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
-use memmap2::Mmap;
 use torchnative_quant::GgmlType;
 
 use crate::error::{malformed, FormatError, Result};
+use crate::mapped::{map_file, Bytes};
 pub use value::MetadataValue;
 use value::ValueType;
 pub use write::{gguf_bytes, write_gguf, TensorToWrite};
@@ -55,24 +54,9 @@ impl TensorInfo {
     }
 }
 
-/// The bytes a [`GgufFile`] reads: a read-only memory map, or an owned buffer.
-enum Storage {
-    Mapped(Mmap),
-    Owned(Vec<u8>),
-}
-
-impl Storage {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Storage::Mapped(m) => m,
-            Storage::Owned(v) => v,
-        }
-    }
-}
-
 /// A validated GGUF file. Tensor data stays in the map and is handed out as slices.
 pub struct GgufFile {
-    storage: Storage,
+    storage: Bytes,
     version: u32,
     metadata: Vec<(String, MetadataValue)>,
     metadata_index: HashMap<String, usize>,
@@ -100,16 +84,12 @@ impl GgufFile {
     /// The file must not be truncated by another process while mapped (that would fault on
     /// access, as with any memory-mapped reader).
     pub fn open(path: &Path) -> Result<GgufFile> {
-        let file = File::open(path).map_err(|e| FormatError::io(path, e))?;
-        // SAFETY: the map is read-only and private to this value; we never hand out mutable
-        // access. Concurrent truncation by another process is outside what we can guard.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?;
-        GgufFile::parse(Storage::Mapped(map)).map_err(|e| e.in_file(path))
+        GgufFile::parse(map_file(path)?).map_err(|e| e.in_file(path))
     }
 
     /// Validates a GGUF file held in memory (tests, fuzzing, embedded models).
     pub fn from_bytes(bytes: Vec<u8>) -> Result<GgufFile> {
-        GgufFile::parse(Storage::Owned(bytes))
+        GgufFile::parse(Bytes::Owned(bytes))
     }
 
     /// Format version (2 or 3).
@@ -146,7 +126,7 @@ impl GgufFile {
             .and_then(|start| Some((start, start.checked_add(info.n_bytes)?)))
             .and_then(|(s, e)| Some(usize::try_from(s).ok()?..usize::try_from(e).ok()?));
         range
-            .and_then(|r| self.storage.bytes().get(r))
+            .and_then(|r| self.storage.as_slice().get(r))
             .unwrap_or(&[])
     }
 
@@ -162,11 +142,11 @@ impl GgufFile {
 
     /// The whole file.
     pub fn as_bytes(&self) -> &[u8] {
-        self.storage.bytes()
+        self.storage.as_slice()
     }
 
-    fn parse(storage: Storage) -> Result<GgufFile> {
-        let header = parse_header(storage.bytes())?;
+    fn parse(storage: Bytes) -> Result<GgufFile> {
+        let header = parse_header(storage.as_slice())?;
         Ok(GgufFile {
             storage,
             version: header.version,
