@@ -105,7 +105,7 @@ pub const KVALUES_IQ4: [i8; 16] = [
 /// `bytes` viewed as blocks of `B`; an error if it is not a whole number of blocks.
 pub fn as_blocks<B: Block>(bytes: &[u8]) -> Result<&[B], QuantError> {
     let size = std::mem::size_of::<B>();
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return Err(QuantError::PartialBlock {
             ty: B::TYPE,
             bytes: bytes.len(),
@@ -120,7 +120,7 @@ pub fn as_blocks<B: Block>(bytes: &[u8]) -> Result<&[B], QuantError> {
 /// `bytes` viewed as mutable blocks of `B`; an error if it is not a whole number of blocks.
 pub fn as_blocks_mut<B: Block>(bytes: &mut [u8]) -> Result<&mut [B], QuantError> {
     let size = std::mem::size_of::<B>();
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return Err(QuantError::PartialBlock {
             ty: B::TYPE,
             bytes: bytes.len(),

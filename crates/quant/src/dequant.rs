@@ -10,7 +10,7 @@ use crate::{GgmlType, QuantError};
 pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), QuantError> {
     check_supported(ty)?;
     let type_size = ty.type_size();
-    if src.len() % type_size != 0 {
+    if !src.len().is_multiple_of(type_size) {
         return Err(QuantError::PartialBlock {
             ty,
             bytes: src.len(),

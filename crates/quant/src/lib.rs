@@ -7,7 +7,12 @@ pub mod blocks;
 mod dequant;
 mod error;
 mod ggml_type;
+mod matmul;
 
 pub use dequant::{dequantize, supports_dequantize};
 pub use error::QuantError;
 pub use ggml_type::GgmlType;
+pub use matmul::{
+    available_kernel_paths, best_kernel_path, dequantize_row, matmul, matmul_with, supports_matmul,
+    ActivationScratch, KernelPath, PackedMatrix,
+};

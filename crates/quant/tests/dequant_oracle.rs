@@ -25,38 +25,6 @@ const TYPES: [GgmlType; 16] = [
     GgmlType::IQ4_XS,
 ];
 
-/// Byte offsets of the f16 scale fields inside one block of `ty`.
-fn f16_scale_offsets(ty: GgmlType) -> &'static [usize] {
-    use GgmlType::*;
-    match ty {
-        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
-        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
-        Q2_K => &[80, 82],
-        Q3_K => &[108],
-        Q6_K => &[208],
-        _ => &[],
-    }
-}
-
-/// Random blocks of `ty` whose scales are finite (random bit patterns, exponent not all-ones).
-pub fn random_blocks(rng: &mut Rng, ty: GgmlType, blocks: usize) -> Vec<u8> {
-    let mut data = rng.bytes(blocks * ty.type_size());
-    for block in data.chunks_exact_mut(ty.type_size()) {
-        for &off in f16_scale_offsets(ty) {
-            if block[off + 1] & 0x7c == 0x7c {
-                block[off + 1] &= !0x04;
-            }
-        }
-        if ty == GgmlType::Q8_K {
-            // f32 d: keep the exponent below all-ones.
-            if block[3] & 0x7f == 0x7f && block[2] & 0x80 != 0 {
-                block[2] &= 0x7f;
-            }
-        }
-    }
-    data
-}
-
 /// Bit comparison that treats NaN == NaN (payload normalisation differs between numpy's SIMD
 /// and scalar conversions; only raw F16 inputs can produce NaN here).
 fn assert_same(what: &str, got: &[f32], want: &[f32]) {

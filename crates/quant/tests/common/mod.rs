@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use torchnative_quant::GgmlType;
+
 /// SplitMix64: small, seeded, good enough for test data.
 pub struct Rng(u64);
 
@@ -130,4 +132,36 @@ pub fn assert_bits_eq(what: &str, got: &[f32], want: &[f32]) {
             w.to_bits()
         );
     }
+}
+
+/// Byte offsets of the f16 scale fields inside one block of `ty`.
+pub fn f16_scale_offsets(ty: GgmlType) -> &'static [usize] {
+    use GgmlType::*;
+    match ty {
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
+        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
+        Q6_K => &[208],
+        _ => &[],
+    }
+}
+
+/// Random blocks of `ty` whose scales are finite (random bit patterns, exponent not all-ones).
+pub fn random_blocks(rng: &mut Rng, ty: GgmlType, blocks: usize) -> Vec<u8> {
+    let mut data = rng.bytes(blocks * ty.type_size());
+    for block in data.chunks_exact_mut(ty.type_size()) {
+        for &off in f16_scale_offsets(ty) {
+            if block[off + 1] & 0x7c == 0x7c {
+                block[off + 1] &= !0x04;
+            }
+        }
+        if ty == GgmlType::Q8_K {
+            // f32 d: keep the exponent below all-ones.
+            if block[3] & 0x7f == 0x7f && block[2] & 0x80 != 0 {
+                block[2] &= 0x7f;
+            }
+        }
+    }
+    data
 }

@@ -1,0 +1,418 @@
+//! Packed matrix kernels: `y = x * W^T` straight from GGUF-packed weights.
+//!
+//! Activations are quantized on the fly (as ggml does) into [`ActivationScratch`]: to 8-bit
+//! blocks of 32 with an f32 scale and the block sum (for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weights) or
+//! to 8-bit blocks of 256 with sums of every 16 (for K-quant weights). Each weight block's dot
+//! product with an activation block is then an exact integer sum, scaled once in f32.
+//! F32 / F16 / BF16 weights are multiplied with the f32 activations directly.
+//!
+//! Kernels are chosen at run time ([`best_kernel_path`]); every path can also be forced
+//! ([`matmul_with`]) so tests compare them with the scalar reference.
+
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use crate::blocks::f16_to_f32;
+use crate::{dequantize, GgmlType, QuantError};
+
+/// A weight matrix in its file's packed form: `rows` rows of `cols` elements, row-major,
+/// each row `ty.row_bytes(cols)` bytes (PyTorch Linear layout: rows = out features).
+#[derive(Clone, Copy, Debug)]
+pub struct PackedMatrix<'a> {
+    pub ty: GgmlType,
+    pub data: &'a [u8],
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// Scratch for activations quantized on the fly; allocate once for the largest shape
+/// ([`ActivationScratch::reserve`]) and reuse it every token: then [`matmul`] never allocates.
+#[derive(Debug, Default)]
+pub struct ActivationScratch {
+    /// Quantized activations, `m * cols`.
+    qs: Vec<i8>,
+    /// Per block: `[d, d * sum(q)]` (32-blocks) or `[d, 0]` (256-blocks).
+    ds: Vec<[f32; 2]>,
+    /// Per 16 activations: `sum(q)` (256-block format only).
+    sums16: Vec<i32>,
+}
+
+impl ActivationScratch {
+    /// Empty scratch; grows on first use unless reserved.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Make room for `m` activation rows of `cols` elements in any supported format.
+    pub fn reserve(&mut self, m: usize, cols: usize) {
+        let n = m.saturating_mul(cols);
+        grow(&mut self.qs, n, 0);
+        grow(&mut self.ds, n / 32 + 1, [0.0; 2]);
+        grow(&mut self.sums16, n / 16 + 1, 0);
+    }
+}
+
+fn grow<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
+    if v.len() < n {
+        v.resize(n, fill);
+    }
+}
+
+/// A set of kernels (instruction-set level). Paths without a dedicated kernel for a type use
+/// the next lower path's kernel for it (ultimately the scalar reference).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelPath {
+    /// Portable Rust, the reference every other path is tested against.
+    Scalar,
+    /// x86-64 AVX2 + FMA + F16C (`vpmaddubsw` integer dots).
+    Avx2,
+    /// x86-64 AVX-512 F/BW/VL + VNNI (`vpdpbusd` integer dots) on top of AVX2.
+    Avx512Vnni,
+}
+
+impl KernelPath {
+    /// All paths, lowest first.
+    pub const ALL: [KernelPath; 3] = [KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512Vnni];
+
+    /// Whether this CPU can run the path.
+    pub fn is_available(self) -> bool {
+        match self {
+            KernelPath::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            KernelPath::Avx2 => x86::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            KernelPath::Avx512Vnni => x86::has_avx2() && x86::has_avx512_vnni(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+}
+
+/// The fastest path this CPU supports (detected once, then cached).
+pub fn best_kernel_path() -> KernelPath {
+    static BEST: OnceLock<KernelPath> = OnceLock::new();
+    *BEST.get_or_init(|| {
+        KernelPath::ALL
+            .into_iter()
+            .rev()
+            .find(|p| p.is_available())
+            .unwrap_or(KernelPath::Scalar)
+    })
+}
+
+/// The paths this CPU supports, lowest first.
+pub fn available_kernel_paths() -> Vec<KernelPath> {
+    KernelPath::ALL
+        .into_iter()
+        .filter(|p| p.is_available())
+        .collect()
+}
+
+/// Whether [`matmul`] handles weights of type `ty`.
+pub fn supports_matmul(ty: GgmlType) -> bool {
+    activation_format(ty).is_some()
+}
+
+/// How activations are prepared for a weight type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ActFormat {
+    /// f32 as given.
+    Float,
+    /// 8-bit blocks of 32: `ds = [d, d * sum]`.
+    Q8x32,
+    /// 8-bit blocks of 256: `ds = [d, 0]`, sums of each 16 in `sums16`.
+    Q8x256,
+}
+
+fn activation_format(ty: GgmlType) -> Option<ActFormat> {
+    use GgmlType::*;
+    match ty {
+        F32 | F16 | BF16 => Some(ActFormat::Float),
+        Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 => Some(ActFormat::Q8x32),
+        Q4_K | Q5_K | Q6_K => Some(ActFormat::Q8x256),
+        _ => None,
+    }
+}
+
+/// Quantized activations as the kernels read them.
+pub(crate) struct QActs<'a> {
+    pub qs: &'a [i8],
+    pub ds: &'a [[f32; 2]],
+    pub sums16: &'a [i32],
+    pub xf: &'a [f32],
+    pub cols: usize,
+}
+
+/// Dot products of one packed weight row with activation rows `r0 .. r0 + N`.
+///
+/// Safety: the caller checked the row length (`ty.row_bytes(acts.cols)`), that `r0 + N` rows
+/// exist in `acts`, and that the CPU has the kernel's target features.
+pub(crate) type DotFn<const N: usize> = unsafe fn(&[u8], &QActs, usize) -> [f32; N];
+
+/// Activation rows handled together in prefill (each weight block is unpacked once for them).
+const PREFILL_ROWS: usize = 4;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Kernels {
+    pub one: DotFn<1>,
+    pub many: DotFn<PREFILL_ROWS>,
+}
+
+fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(k) = x86::kernels(ty, path) {
+            return Some(k);
+        }
+    }
+    let _ = path;
+    scalar::kernels(ty)
+}
+
+/// `y[m x rows] = x[m x cols] * W^T` with the fastest kernels for this CPU.
+///
+/// m == 1 is decode (one dot per weight row); m > 1 is prefill, where each weight block is
+/// reused for several activation rows. Output rows are split over the rayon global pool.
+/// No allocation when `scratch` was reserved for `m x cols`.
+pub fn matmul(
+    w: &PackedMatrix,
+    x: &[f32],
+    m: usize,
+    y: &mut [f32],
+    scratch: &mut ActivationScratch,
+) -> Result<(), QuantError> {
+    matmul_with(best_kernel_path(), w, x, m, y, scratch)
+}
+
+/// [`matmul`] on a chosen kernel path (an error if this CPU cannot run it): for tests and
+/// benchmarks comparing paths.
+pub fn matmul_with(
+    path: KernelPath,
+    w: &PackedMatrix,
+    x: &[f32],
+    m: usize,
+    y: &mut [f32],
+    scratch: &mut ActivationScratch,
+) -> Result<(), QuantError> {
+    let format = activation_format(w.ty).ok_or(QuantError::Unsupported {
+        ty: w.ty,
+        operation: "matmul",
+    })?;
+    let row_bytes = check_matrix(w)?;
+    let x_len = m.checked_mul(w.cols).ok_or(QuantError::BadShape {
+        what: "m * cols",
+        value: m,
+        limit: usize::MAX / w.cols.max(1),
+    })?;
+    if x.len() != x_len {
+        return Err(QuantError::LengthMismatch {
+            what: "matmul input x (m * cols)",
+            expected: x_len,
+            actual: x.len(),
+        });
+    }
+    let y_len = m.checked_mul(w.rows).ok_or(QuantError::BadShape {
+        what: "m * rows",
+        value: m,
+        limit: usize::MAX / w.rows.max(1),
+    })?;
+    if y.len() != y_len {
+        return Err(QuantError::LengthMismatch {
+            what: "matmul output y (m * rows)",
+            expected: y_len,
+            actual: y.len(),
+        });
+    }
+    if !path.is_available() {
+        return Err(QuantError::Unsupported {
+            ty: w.ty,
+            operation: "this CPU's kernel path for matmul",
+        });
+    }
+    if m == 0 || w.rows == 0 {
+        return Ok(());
+    }
+    let kernels = kernels(w.ty, path).ok_or(QuantError::Unsupported {
+        ty: w.ty,
+        operation: "matmul",
+    })?;
+
+    match format {
+        ActFormat::Float => {}
+        ActFormat::Q8x32 => quantize_acts_q8x32(x, m, w.cols, scratch),
+        ActFormat::Q8x256 => quantize_acts_q8x256(x, m, w.cols, scratch),
+    }
+    let acts = QActs {
+        qs: &scratch.qs,
+        ds: &scratch.ds,
+        sums16: &scratch.sums16,
+        xf: x,
+        cols: w.cols,
+    };
+    run_rows(w, row_bytes, m, y, &acts, kernels);
+    Ok(())
+}
+
+/// Validate a packed matrix; returns its row size in bytes.
+fn check_matrix(w: &PackedMatrix) -> Result<usize, QuantError> {
+    let row_bytes = w.ty.row_bytes(w.cols).ok_or(QuantError::PartialElements {
+        ty: w.ty,
+        elements: w.cols,
+        block_size: w.ty.block_size(),
+    })?;
+    let total = row_bytes.checked_mul(w.rows).ok_or(QuantError::BadShape {
+        what: "packed matrix rows",
+        value: w.rows,
+        limit: usize::MAX / row_bytes.max(1),
+    })?;
+    if w.data.len() != total {
+        return Err(QuantError::LengthMismatch {
+            what: "packed matrix data (bytes)",
+            expected: total,
+            actual: w.data.len(),
+        });
+    }
+    Ok(row_bytes)
+}
+
+/// Row `row` of a packed matrix dequantized into `out` (`cols` floats): embedding lookup.
+pub fn dequantize_row(w: &PackedMatrix, row: usize, out: &mut [f32]) -> Result<(), QuantError> {
+    let row_bytes = check_matrix(w)?;
+    if row >= w.rows {
+        return Err(QuantError::BadShape {
+            what: "row index",
+            value: row,
+            limit: w.rows,
+        });
+    }
+    if out.len() != w.cols {
+        return Err(QuantError::LengthMismatch {
+            what: "dequantized row output",
+            expected: w.cols,
+            actual: out.len(),
+        });
+    }
+    dequantize(w.ty, &w.data[row * row_bytes..(row + 1) * row_bytes], out)
+}
+
+/// The output pointer shared by the row tasks; each task writes a disjoint set of columns.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint elements (distinct weight rows) and the borrow of `y` outlives
+// the parallel section.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// Weight bytes below which a matmul is not worth splitting across threads.
+const MIN_TASK_BYTES: usize = 24 * 1024;
+
+fn run_rows(w: &PackedMatrix, row_bytes: usize, m: usize, y: &mut [f32], acts: &QActs, k: Kernels) {
+    let rows = w.rows;
+    let threads = rayon::current_num_threads().max(1);
+    let by_size = (rows * row_bytes * m.min(8)) / MIN_TASK_BYTES;
+    let tasks = by_size.clamp(1, threads * 4).min(rows);
+    let out = OutPtr(y.as_mut_ptr());
+    let run = |t: usize| {
+        let lo = rows * t / tasks;
+        let hi = rows * (t + 1) / tasks;
+        // SAFETY: `check_matrix` validated `data`; `matmul_with` validated x, y and scratch
+        // sizes and the kernel path's CPU features; task row ranges are disjoint.
+        unsafe { rows_task(w, row_bytes, m, out, acts, k, lo, hi) };
+    };
+    if tasks == 1 {
+        run(0);
+    } else {
+        (0..tasks).into_par_iter().for_each(run);
+    }
+}
+
+/// Weight rows `lo..hi` for all activation rows.
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_task(
+    w: &PackedMatrix,
+    row_bytes: usize,
+    m: usize,
+    out: OutPtr,
+    acts: &QActs,
+    k: Kernels,
+    lo: usize,
+    hi: usize,
+) {
+    let rows = w.rows;
+    let mut i = 0;
+    while i + PREFILL_ROWS <= m {
+        for r in lo..hi {
+            let wr = &w.data[r * row_bytes..(r + 1) * row_bytes];
+            let v = (k.many)(wr, acts, i);
+            for (j, v) in v.into_iter().enumerate() {
+                *out.0.add((i + j) * rows + r) = v;
+            }
+        }
+        i += PREFILL_ROWS;
+    }
+    while i < m {
+        for r in lo..hi {
+            let wr = &w.data[r * row_bytes..(r + 1) * row_bytes];
+            *out.0.add(i * rows + r) = (k.one)(wr, acts, i)[0];
+        }
+        i += 1;
+    }
+}
+
+/// Round half away from zero, as ggml's `roundf`.
+#[inline]
+fn round_i8(v: f32) -> i8 {
+    v.round() as i8
+}
+
+/// Quantize activation rows to 8-bit blocks of 32: `d = amax / 127`, `q = round(x / d)`.
+fn quantize_acts_q8x32(x: &[f32], m: usize, cols: usize, s: &mut ActivationScratch) {
+    s.reserve(m, cols);
+    for ((xb, qb), ds) in x
+        .chunks_exact(32)
+        .zip(s.qs.chunks_exact_mut(32))
+        .zip(s.ds.iter_mut())
+    {
+        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+        let mut sum = 0i32;
+        for (q, &v) in qb.iter_mut().zip(xb) {
+            *q = round_i8(v * id);
+            sum += *q as i32;
+        }
+        *ds = [d, d * sum as f32];
+    }
+}
+
+/// Quantize activation rows to 8-bit blocks of 256 with the sum of every 16.
+fn quantize_acts_q8x256(x: &[f32], m: usize, cols: usize, s: &mut ActivationScratch) {
+    s.reserve(m, cols);
+    let blocks = x
+        .chunks_exact(256)
+        .zip(s.qs.chunks_exact_mut(256))
+        .zip(s.ds.iter_mut());
+    for (((xb, qb), ds), sums) in blocks.zip(s.sums16.chunks_exact_mut(16)) {
+        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+        for (q, &v) in qb.iter_mut().zip(xb) {
+            *q = round_i8(v * id);
+        }
+        for (sum, q16) in sums.iter_mut().zip(qb.chunks_exact(16)) {
+            *sum = q16.iter().map(|&q| q as i32).sum();
+        }
+        *ds = [d, 0.0];
+    }
+}
+
+/// Widen an f16 scale stored at `p[0..2]`.
+#[inline]
+pub(crate) fn f16_at(p: &[u8], off: usize) -> f32 {
+    f16_to_f32([p[off], p[off + 1]])
+}
