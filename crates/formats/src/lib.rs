@@ -3,6 +3,7 @@
 //! Every file is untrusted input: parsers validate sizes and offsets before allocating or
 //! slicing, and report problems as [`FormatError`]s that name the field, value and limit.
 
+pub mod config;
 mod error;
 pub mod gguf;
 mod json;

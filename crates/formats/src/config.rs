@@ -1,0 +1,881 @@
+//! One normalized decoder description from Hugging Face `config.json` or GGUF metadata.
+//!
+//! Only what torchnative implements is accepted: an unknown architecture, activation, RoPE
+//! variant or attention layout is refused by name with the supported alternatives listed,
+//! so a model never runs with a silently ignored option.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{malformed, FormatError, Result};
+use crate::gguf::{GgufFile, MetadataValue};
+use crate::json::UniqueMap;
+
+/// Decoder families torchnative runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Architecture {
+    Llama,
+    Mistral,
+    Qwen2,
+    Qwen3,
+}
+
+impl Architecture {
+    /// All supported architectures.
+    pub const ALL: [Architecture; 4] = [
+        Architecture::Llama,
+        Architecture::Mistral,
+        Architecture::Qwen2,
+        Architecture::Qwen3,
+    ];
+
+    /// The `model_type` in `config.json` (also the `general.architecture` in GGUF).
+    pub fn model_type(self) -> &'static str {
+        match self {
+            Architecture::Llama => "llama",
+            Architecture::Mistral => "mistral",
+            Architecture::Qwen2 => "qwen2",
+            Architecture::Qwen3 => "qwen3",
+        }
+    }
+
+    /// The transformers class in `config.json`'s `architectures`.
+    pub fn hf_class(self) -> &'static str {
+        match self {
+            Architecture::Llama => "LlamaForCausalLM",
+            Architecture::Mistral => "MistralForCausalLM",
+            Architecture::Qwen2 => "Qwen2ForCausalLM",
+            Architecture::Qwen3 => "Qwen3ForCausalLM",
+        }
+    }
+
+    fn from_model_type(name: &str) -> Option<Architecture> {
+        Architecture::ALL
+            .into_iter()
+            .find(|a| a.model_type() == name)
+    }
+
+    fn unsupported(what: &str, name: &str) -> FormatError {
+        let names: Vec<_> = Architecture::ALL.iter().map(|a| a.model_type()).collect();
+        FormatError::Unsupported(format!("{what} '{name}'; supported: {}", names.join(", ")))
+    }
+}
+
+/// RoPE frequency scaling (transformers `rope_type`). Absent means plain RoPE.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RopeScaling {
+    /// Positions divided by `factor`.
+    Linear { factor: f32 },
+    /// NTK-aware base rescaling once the sequence exceeds the trained length.
+    Dynamic { factor: f32 },
+    /// YaRN.
+    Yarn {
+        factor: f32,
+        original_max_position_embeddings: usize,
+        beta_fast: f32,
+        beta_slow: f32,
+        /// Attention temperature; computed from `factor` (and mscale) when `None`.
+        attention_factor: Option<f32>,
+        mscale: Option<f32>,
+        mscale_all_dim: Option<f32>,
+    },
+    /// Llama 3.1 piecewise frequency scaling.
+    Llama3 {
+        factor: f32,
+        low_freq_factor: f32,
+        high_freq_factor: f32,
+        original_max_position_embeddings: usize,
+    },
+}
+
+/// What a decoder-only transformer needs to be built, independent of the file format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderConfig {
+    pub architecture: Architecture,
+    pub n_layers: usize,
+    pub hidden_size: usize,
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    pub intermediate_size: usize,
+    pub vocab_size: usize,
+    /// Trained context length (`max_position_embeddings`).
+    pub context_length: usize,
+    pub rope_theta: f32,
+    pub rope_scaling: Option<RopeScaling>,
+    pub norm_eps: f32,
+    /// The output projection reuses the token embedding.
+    pub tie_word_embeddings: bool,
+    /// q/k/v projections have biases.
+    pub attention_bias: bool,
+    /// The attention output projection has a bias (Llama's `attention_bias` sets both; Qwen2
+    /// has q/k/v biases only).
+    pub attention_out_bias: bool,
+    /// gate/up/down projections have biases.
+    pub mlp_bias: bool,
+    /// Per-head RMSNorm on q and k before RoPE (Qwen3).
+    pub qk_norm: bool,
+    /// Every layer attends to at most this many previous positions.
+    pub sliding_window: Option<usize>,
+    pub final_logit_softcap: Option<f32>,
+    pub bos_token_id: Option<u32>,
+    pub eos_token_ids: Vec<u32>,
+    pub pad_token_id: Option<u32>,
+}
+
+/// Sampling defaults from `generation_config.json`; `None` where the file is silent.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GenerationDefaults {
+    pub bos_token_id: Option<u32>,
+    pub eos_token_ids: Vec<u32>,
+    pub pad_token_id: Option<u32>,
+    pub do_sample: Option<bool>,
+    pub temperature: Option<f32>,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f32>,
+    pub min_p: Option<f32>,
+    pub repetition_penalty: Option<f32>,
+    pub max_new_tokens: Option<usize>,
+    pub max_length: Option<usize>,
+}
+
+/// Sizes beyond these are refused: no real decoder comes close, and the runtime allocates
+/// buffers from them.
+pub const MAX_LAYERS: usize = 1 << 10;
+/// Largest accepted hidden/intermediate size and head count.
+pub const MAX_WIDTH: usize = 1 << 20;
+/// Largest accepted vocabulary.
+pub const MAX_VOCAB: usize = 1 << 24;
+/// Largest accepted context length.
+pub const MAX_CONTEXT: usize = 1 << 24;
+
+/// Reads `config.json` and, when present, `generation_config.json` from a model directory.
+pub fn load_hf_config(dir: &Path) -> Result<(DecoderConfig, GenerationDefaults)> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map_err(|e| FormatError::io(&path, e))
+    };
+    let config_path = dir.join("config.json");
+    let config = DecoderConfig::from_hf_config_json(&read("config.json")?)
+        .map_err(|e| e.in_file(&config_path))?;
+    let gen_path = dir.join("generation_config.json");
+    let generation = if gen_path.is_file() {
+        GenerationDefaults::from_json(&read("generation_config.json")?)
+            .map_err(|e| e.in_file(&gen_path))?
+    } else {
+        GenerationDefaults::default()
+    };
+    Ok((config, generation))
+}
+
+/// Typed access to a JSON object with messages naming the file and key.
+struct JsonFields<'a> {
+    file: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> JsonFields<'a> {
+    /// The value at `key`, treating JSON `null` as absent (transformers writes `null` for
+    /// unset options).
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    fn bad(&self, key: &str, v: &Value, expected: &str) -> FormatError {
+        malformed(format!("{}: {key} is {v}, expected {expected}", self.file))
+    }
+
+    fn usize(&self, key: &str) -> Result<Option<usize>> {
+        self.get(key)
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| self.bad(key, v, "a non-negative integer"))
+            })
+            .transpose()
+    }
+
+    fn required_usize(&self, key: &str) -> Result<usize> {
+        self.usize(key)?
+            .ok_or_else(|| malformed(format!("{}: required key {key} is missing", self.file)))
+    }
+
+    fn f32(&self, key: &str) -> Result<Option<f32>> {
+        self.get(key)
+            .map(|v| {
+                v.as_f64()
+                    .map(|x| x as f32)
+                    .ok_or_else(|| self.bad(key, v, "a number"))
+            })
+            .transpose()
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        self.get(key)
+            .map(|v| v.as_bool().ok_or_else(|| self.bad(key, v, "true or false")))
+            .transpose()
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        self.get(key)
+            .map(|v| v.as_str().ok_or_else(|| self.bad(key, v, "a string")))
+            .transpose()
+    }
+
+    /// A token id; `-1` is the old transformers spelling of "none".
+    fn token_id(&self, key: &str) -> Result<Option<u32>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) if v.as_i64() == Some(-1) => Ok(None),
+            Some(v) => Ok(Some(self.token_value(key, v)?)),
+        }
+    }
+
+    /// One id or a list of ids (`eos_token_id` may be either).
+    fn token_ids(&self, key: &str) -> Result<Vec<u32>> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items.iter().map(|v| self.token_value(key, v)).collect(),
+            Some(v) if v.as_i64() == Some(-1) => Ok(Vec::new()),
+            Some(v) => Ok(vec![self.token_value(key, v)?]),
+        }
+    }
+
+    fn token_value(&self, key: &str, v: &Value) -> Result<u32> {
+        v.as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| self.bad(key, v, "a token id (0..2^32)"))
+    }
+}
+
+fn parse_object(text: &str, file: &str) -> Result<Map<String, Value>> {
+    let map: UniqueMap<Value> =
+        serde_json::from_str(text).map_err(|e| malformed(format!("{file}: {e}")))?;
+    Ok(map.0.into_iter().collect())
+}
+
+impl DecoderConfig {
+    /// Normalizes a transformers `config.json` (both the v5 `rope_parameters` and the older
+    /// `rope_theta` + `rope_scaling` spellings), applying transformers' defaults for absent
+    /// optional keys. Size keys (layers, hidden, heads, intermediate, vocab) are required.
+    pub fn from_hf_config_json(text: &str) -> Result<DecoderConfig> {
+        let map = parse_object(text, "config.json")?;
+        let f = JsonFields {
+            file: "config.json",
+            map: &map,
+        };
+        let architecture = hf_architecture(&f)?;
+        use Architecture::*;
+
+        if let Some(act) = f.str("hidden_act")? {
+            if act != "silu" {
+                return Err(FormatError::Unsupported(format!(
+                    "config.json: hidden_act '{act}'; supported: silu"
+                )));
+            }
+        }
+        if let Some(p) = f.f32("partial_rotary_factor")? {
+            if p != 1.0 {
+                return Err(FormatError::Unsupported(format!(
+                    "config.json: partial_rotary_factor {p}; supported: 1.0"
+                )));
+            }
+        }
+
+        let n_layers = f.required_usize("num_hidden_layers")?;
+        let hidden_size = f.required_usize("hidden_size")?;
+        let n_heads = f.required_usize("num_attention_heads")?;
+        let n_kv_heads = f.usize("num_key_value_heads")?.unwrap_or(n_heads);
+        let head_dim = match f.usize("head_dim")? {
+            Some(d) => d,
+            // Qwen3Config defaults head_dim to 128 instead of deriving it.
+            None if architecture == Qwen3 => 128,
+            None => {
+                if n_heads == 0 || hidden_size % n_heads != 0 {
+                    return Err(malformed(format!(
+                        "config.json: hidden_size {hidden_size} is not a multiple of \
+                         num_attention_heads {n_heads} and head_dim is not given"
+                    )));
+                }
+                hidden_size / n_heads
+            }
+        };
+        let context_length = f
+            .usize("max_position_embeddings")?
+            .unwrap_or(match architecture {
+                Llama => 2048,
+                Mistral => 4096 * 32,
+                Qwen2 | Qwen3 => 32768,
+            });
+
+        let (rope_theta, rope_scaling) = hf_rope(&f, context_length)?;
+        let attention_bias = match architecture {
+            Llama | Qwen3 => f.bool("attention_bias")?.unwrap_or(false),
+            Mistral => false,
+            Qwen2 => true,
+        };
+        let attention_out_bias = match architecture {
+            Llama | Qwen3 => attention_bias,
+            Mistral | Qwen2 => false,
+        };
+        let mlp_bias = match architecture {
+            Llama => f.bool("mlp_bias")?.unwrap_or(false),
+            _ => false,
+        };
+
+        let config = DecoderConfig {
+            architecture,
+            n_layers,
+            hidden_size,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            intermediate_size: f.required_usize("intermediate_size")?,
+            vocab_size: f.required_usize("vocab_size")?,
+            context_length,
+            rope_theta,
+            rope_scaling,
+            norm_eps: f.f32("rms_norm_eps")?.unwrap_or(1e-6),
+            tie_word_embeddings: f.bool("tie_word_embeddings")?.unwrap_or(false),
+            attention_bias,
+            attention_out_bias,
+            mlp_bias,
+            qk_norm: architecture == Qwen3,
+            sliding_window: hf_sliding_window(&f, architecture, n_layers)?,
+            final_logit_softcap: f.f32("final_logit_softcapping")?,
+            bos_token_id: f.token_id("bos_token_id")?,
+            eos_token_ids: f.token_ids("eos_token_id")?,
+            pad_token_id: f.token_id("pad_token_id")?,
+        };
+        config.validate("config.json")?;
+        Ok(config)
+    }
+
+    /// Normalizes the metadata of a GGUF file. Biases, q/k norms and tied embeddings are read
+    /// off the tensor directory, the vocabulary size off the token list.
+    ///
+    /// Note: llama.cpp converts Mistral checkpoints as `llama`, so those come back as
+    /// [`Architecture::Llama`] (same computation, no sliding window recorded).
+    pub fn from_gguf(file: &GgufFile) -> Result<DecoderConfig> {
+        let g = GgufFields { file };
+        let arch_name = g.required_str("general.architecture")?;
+        let architecture = Architecture::from_model_type(arch_name)
+            .ok_or_else(|| Architecture::unsupported("GGUF general.architecture", arch_name))?;
+        let key = |k: &str| format!("{arch_name}.{k}");
+
+        if file.tensor("rope_freqs.weight").is_some() {
+            return Err(FormatError::Unsupported(
+                "GGUF tensor rope_freqs.weight (per-frequency RoPE factors, e.g. Llama 3.1 \
+                 scaling baked in by llama.cpp); supported: plain, linear and yarn RoPE"
+                    .into(),
+            ));
+        }
+        let n_layers = g.required_usize(&key("block_count"))?;
+        let hidden_size = g.required_usize(&key("embedding_length"))?;
+        let n_heads = g.required_usize(&key("attention.head_count"))?;
+        let n_kv_heads = g.usize(&key("attention.head_count_kv"))?.unwrap_or(n_heads);
+        let head_dim = match g.usize(&key("attention.key_length"))? {
+            Some(d) => d,
+            None if n_heads > 0 && hidden_size % n_heads == 0 => hidden_size / n_heads,
+            None => {
+                return Err(malformed(format!(
+                    "GGUF {}: {hidden_size} is not a multiple of {} {n_heads}",
+                    key("embedding_length"),
+                    key("attention.head_count")
+                )))
+            }
+        };
+        if let Some(v) = g.usize(&key("attention.value_length"))? {
+            if v != head_dim {
+                return Err(FormatError::Unsupported(format!(
+                    "GGUF {} {v} differs from the key length {head_dim}; supported: equal",
+                    key("attention.value_length")
+                )));
+            }
+        }
+        if let Some(rot) = g.usize(&key("rope.dimension_count"))? {
+            if rot != head_dim {
+                return Err(FormatError::Unsupported(format!(
+                    "GGUF {} {rot} (partial rotary embedding) with head dim {head_dim}; \
+                     supported: RoPE over the whole head",
+                    key("rope.dimension_count")
+                )));
+            }
+        }
+        let context_length = g.required_usize(&key("context_length"))?;
+
+        let tokens = g.get("tokenizer.ggml.tokens").ok_or_else(|| {
+            FormatError::NotFound("GGUF key tokenizer.ggml.tokens (the vocabulary)".into())
+        })?;
+        let vocab_size = tokens.as_array().map(<[_]>::len).ok_or_else(|| {
+            malformed(format!(
+                "GGUF tokenizer.ggml.tokens is {}, expected an array",
+                tokens.type_name()
+            ))
+        })?;
+        if let Some(n) = g.usize(&key("vocab_size"))? {
+            if n != vocab_size {
+                return Err(malformed(format!(
+                    "GGUF {} is {n} but tokenizer.ggml.tokens has {vocab_size} entries",
+                    key("vocab_size")
+                )));
+            }
+        }
+
+        let has = |name: &str| file.tensor(name).is_some();
+        let mut eos_token_ids = Vec::new();
+        for k in ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"] {
+            if let Some(id) = g.token_id(k)? {
+                if !eos_token_ids.contains(&id) {
+                    eos_token_ids.push(id);
+                }
+            }
+        }
+        let config = DecoderConfig {
+            architecture,
+            n_layers,
+            hidden_size,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            intermediate_size: g.required_usize(&key("feed_forward_length"))?,
+            vocab_size,
+            context_length,
+            rope_theta: g.f32(&key("rope.freq_base"))?.unwrap_or(10_000.0),
+            rope_scaling: gguf_rope_scaling(&g, arch_name, context_length)?,
+            norm_eps: g.required_f32(&key("attention.layer_norm_rms_epsilon"))?,
+            tie_word_embeddings: !has("output.weight"),
+            attention_bias: has("blk.0.attn_q.bias"),
+            attention_out_bias: has("blk.0.attn_output.bias"),
+            mlp_bias: has("blk.0.ffn_up.bias"),
+            qk_norm: has("blk.0.attn_q_norm.weight"),
+            sliding_window: g.usize(&key("attention.sliding_window"))?,
+            final_logit_softcap: g.f32(&key("final_logit_softcapping"))?,
+            bos_token_id: g.token_id("tokenizer.ggml.bos_token_id")?,
+            eos_token_ids,
+            pad_token_id: g.token_id("tokenizer.ggml.padding_token_id")?,
+        };
+        config.validate("GGUF metadata")?;
+        if let Some(embd) = file.tensor("token_embd.weight") {
+            let want = [hidden_size as u64, vocab_size as u64];
+            if embd.dims != want {
+                return Err(malformed(format!(
+                    "GGUF token_embd.weight has dims {:?}, expected {want:?} (hidden size, vocab)",
+                    embd.dims
+                )));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Consistency checks shared by both sources; `source` names where the values came from.
+    fn validate(&self, source: &str) -> Result<()> {
+        let bounded = |name: &str, v: usize, max: usize| {
+            if v == 0 || v > max {
+                Err(malformed(format!(
+                    "{source}: {name} is {v}, expected 1..={max}"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        bounded("layer count", self.n_layers, MAX_LAYERS)?;
+        bounded("hidden size", self.hidden_size, MAX_WIDTH)?;
+        bounded("head count", self.n_heads, MAX_WIDTH)?;
+        bounded("key/value head count", self.n_kv_heads, MAX_WIDTH)?;
+        bounded("head dim", self.head_dim, MAX_WIDTH)?;
+        bounded("intermediate size", self.intermediate_size, MAX_WIDTH)?;
+        bounded("vocab size", self.vocab_size, MAX_VOCAB)?;
+        bounded("context length", self.context_length, MAX_CONTEXT)?;
+        if self.n_heads % self.n_kv_heads != 0 {
+            return Err(malformed(format!(
+                "{source}: head count {} is not a multiple of the key/value head count {}",
+                self.n_heads, self.n_kv_heads
+            )));
+        }
+        if self.head_dim % 2 != 0 {
+            return Err(malformed(format!(
+                "{source}: head dim {} is odd; RoPE rotates pairs",
+                self.head_dim
+            )));
+        }
+        let positive = |name: &str, v: f32| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(malformed(format!(
+                    "{source}: {name} is {v}, expected a positive number"
+                )))
+            }
+        };
+        positive("rope theta", self.rope_theta)?;
+        positive("norm epsilon", self.norm_eps)?;
+        if let Some(cap) = self.final_logit_softcap {
+            positive("final logit softcap", cap)?;
+        }
+        match &self.rope_scaling {
+            None => {}
+            Some(RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor }) => {
+                positive("rope scaling factor", *factor)?
+            }
+            Some(RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings,
+                ..
+            }) => {
+                positive("rope scaling factor", *factor)?;
+                bounded(
+                    "yarn original context",
+                    *original_max_position_embeddings,
+                    MAX_CONTEXT,
+                )?;
+            }
+            Some(RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings,
+            }) => {
+                positive("rope scaling factor", *factor)?;
+                positive("low_freq_factor", *low_freq_factor)?;
+                positive("high_freq_factor", *high_freq_factor)?;
+                bounded(
+                    "llama3 original context",
+                    *original_max_position_embeddings,
+                    MAX_CONTEXT,
+                )?;
+                if high_freq_factor <= low_freq_factor {
+                    return Err(malformed(format!(
+                        "{source}: llama3 high_freq_factor {high_freq_factor} must exceed \
+                         low_freq_factor {low_freq_factor}"
+                    )));
+                }
+            }
+        }
+        if let Some(w) = self.sliding_window {
+            bounded("sliding window", w, MAX_CONTEXT)?;
+        }
+        let ids = self
+            .bos_token_id
+            .iter()
+            .chain(&self.eos_token_ids)
+            .chain(&self.pad_token_id);
+        if let Some(id) = ids.into_iter().find(|&&id| id as usize >= self.vocab_size) {
+            return Err(malformed(format!(
+                "{source}: special token id {id} is outside the vocabulary of {}",
+                self.vocab_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn hf_architecture(f: &JsonFields) -> Result<Architecture> {
+    if let Some(model_type) = f.str("model_type")? {
+        return Architecture::from_model_type(model_type)
+            .ok_or_else(|| Architecture::unsupported("config.json model_type", model_type));
+    }
+    let class = f
+        .get("architectures")
+        .and_then(|v| v.as_array())
+        .and_then(|a| a.first())
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| malformed("config.json: neither model_type nor architectures is given"))?;
+    Architecture::ALL
+        .into_iter()
+        .find(|a| a.hf_class() == class)
+        .ok_or_else(|| Architecture::unsupported("config.json architectures", class))
+}
+
+const ROPE_TYPES: &str = "default, linear, dynamic, yarn, llama3";
+
+/// RoPE base and scaling from `rope_parameters` (transformers v5) or `rope_theta` +
+/// `rope_scaling` (older files).
+fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeScaling>)> {
+    let (params_key, params) = match (f.get("rope_parameters"), f.get("rope_scaling")) {
+        (Some(p), _) => ("rope_parameters", Some(p)),
+        (None, Some(p)) => ("rope_scaling", Some(p)),
+        (None, None) => ("rope_scaling", None),
+    };
+    let empty = Map::new();
+    let params = match params {
+        None => &empty,
+        Some(Value::Object(m)) => m,
+        Some(v) => return Err(f.bad(params_key, v, "an object")),
+    };
+    let file = format!("config.json {params_key}");
+    let p = JsonFields {
+        file: &file,
+        map: params,
+    };
+    let theta = match p.f32("rope_theta")? {
+        Some(t) => t,
+        None => f.f32("rope_theta")?.unwrap_or(10_000.0),
+    };
+    let rope_type = match (p.str("rope_type")?, p.str("type")?) {
+        (Some(t), _) | (None, Some(t)) => t,
+        (None, None) if params.is_empty() || p.get("rope_theta").is_some() => "default",
+        // Per-layer-type parameter maps (`{"full_attention": {..}}`) and the like.
+        (None, None) => {
+            return Err(FormatError::Unsupported(format!(
+                "{file} without rope_type (keys: {}); supported: {ROPE_TYPES}",
+                params.keys().cloned().collect::<Vec<_>>().join(", ")
+            )))
+        }
+    };
+    let factor = || {
+        p.f32("factor")?
+            .ok_or_else(|| malformed(format!("{file}: {rope_type} scaling needs factor")))
+    };
+    let original = |default: Option<usize>| {
+        p.usize("original_max_position_embeddings")?
+            .or(default)
+            .ok_or_else(|| {
+                malformed(format!(
+                    "{file}: {rope_type} scaling needs original_max_position_embeddings"
+                ))
+            })
+    };
+    let scaling = match rope_type {
+        "default" => None,
+        "linear" => Some(RopeScaling::Linear { factor: factor()? }),
+        "dynamic" => Some(RopeScaling::Dynamic { factor: factor()? }),
+        "yarn" => Some(RopeScaling::Yarn {
+            factor: factor()?,
+            original_max_position_embeddings: original(Some(context_length))?,
+            beta_fast: p.f32("beta_fast")?.unwrap_or(32.0),
+            beta_slow: p.f32("beta_slow")?.unwrap_or(1.0),
+            attention_factor: p.f32("attention_factor")?,
+            mscale: p.f32("mscale")?,
+            mscale_all_dim: p.f32("mscale_all_dim")?,
+        }),
+        "llama3" => {
+            let need = |k: &str| {
+                p.f32(k)?
+                    .ok_or_else(|| malformed(format!("{file}: llama3 scaling needs {k}")))
+            };
+            Some(RopeScaling::Llama3 {
+                factor: factor()?,
+                low_freq_factor: need("low_freq_factor")?,
+                high_freq_factor: need("high_freq_factor")?,
+                original_max_position_embeddings: original(None)?,
+            })
+        }
+        other => {
+            return Err(FormatError::Unsupported(format!(
+                "{file} rope_type '{other}'; supported: {ROPE_TYPES}"
+            )))
+        }
+    };
+    Ok((theta, scaling))
+}
+
+/// Sliding-window attention applied uniformly to all layers, or none. Mixed layouts
+/// (Qwen's `max_window_layers`, mixed `layer_types`) are refused.
+fn hf_sliding_window(f: &JsonFields, arch: Architecture, n_layers: usize) -> Result<Option<usize>> {
+    match arch {
+        Architecture::Llama => Ok(None),
+        Architecture::Mistral => match f.map.get("sliding_window") {
+            None => Ok(Some(4096)), // MistralConfig's default
+            Some(_) => f.usize("sliding_window"),
+        },
+        Architecture::Qwen2 | Architecture::Qwen3 => {
+            let sliding = match f.get("layer_types") {
+                Some(Value::Array(types)) => {
+                    if types.len() != n_layers {
+                        return Err(malformed(format!(
+                            "config.json: layer_types has {} entries for {n_layers} layers",
+                            types.len()
+                        )));
+                    }
+                    let n_sliding = types
+                        .iter()
+                        .filter(|t| t.as_str() == Some("sliding_attention"))
+                        .count();
+                    let n_full = types
+                        .iter()
+                        .filter(|t| t.as_str() == Some("full_attention"))
+                        .count();
+                    if n_sliding + n_full != n_layers || (n_sliding > 0 && n_full > 0) {
+                        return Err(FormatError::Unsupported(format!(
+                            "config.json: layer_types {}; supported: all full_attention or all \
+                             sliding_attention",
+                            Value::Array(types.clone())
+                        )));
+                    }
+                    n_sliding > 0
+                }
+                Some(v) => return Err(f.bad("layer_types", v, "a list")),
+                None => {
+                    if !f.bool("use_sliding_window")?.unwrap_or(false) {
+                        false
+                    } else {
+                        // Layers at index >= max_window_layers use the window.
+                        match f.usize("max_window_layers")?.unwrap_or(28) {
+                            0 => true,
+                            m if m >= n_layers => false,
+                            m => {
+                                return Err(FormatError::Unsupported(format!(
+                                    "config.json: sliding window on layers {m}.. of {n_layers} \
+                                     (max_window_layers); supported: all layers or none"
+                                )))
+                            }
+                        }
+                    }
+                }
+            };
+            if !sliding {
+                return Ok(None);
+            }
+            f.usize("sliding_window")?.map(Some).ok_or_else(|| {
+                malformed("config.json: sliding attention layers but no sliding_window size")
+            })
+        }
+    }
+}
+
+/// Typed access to GGUF metadata with messages naming the key.
+struct GgufFields<'a> {
+    file: &'a GgufFile,
+}
+
+impl<'a> GgufFields<'a> {
+    fn get(&self, key: &str) -> Option<&'a MetadataValue> {
+        self.file.get(key)
+    }
+
+    fn bad(key: &str, v: &MetadataValue, expected: &str) -> FormatError {
+        let shown = match v {
+            MetadataValue::Array(a) => format!("an array of {} values", a.len()),
+            MetadataValue::String(s) => format!("the string {s:?}"),
+            other => format!("{other:?}"),
+        };
+        malformed(format!("GGUF {key} is {shown}, expected {expected}"))
+    }
+
+    fn missing(key: &str) -> FormatError {
+        FormatError::NotFound(format!("GGUF metadata key {key}"))
+    }
+
+    fn usize(&self, key: &str) -> Result<Option<usize>> {
+        self.get(key)
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| Self::bad(key, v, "a non-negative integer"))
+            })
+            .transpose()
+    }
+
+    fn required_usize(&self, key: &str) -> Result<usize> {
+        self.usize(key)?.ok_or_else(|| Self::missing(key))
+    }
+
+    fn f32(&self, key: &str) -> Result<Option<f32>> {
+        self.get(key)
+            .map(|v| v.as_f32().ok_or_else(|| Self::bad(key, v, "a number")))
+            .transpose()
+    }
+
+    fn required_f32(&self, key: &str) -> Result<f32> {
+        self.f32(key)?.ok_or_else(|| Self::missing(key))
+    }
+
+    fn required_str(&self, key: &str) -> Result<&'a str> {
+        let v = self.get(key).ok_or_else(|| Self::missing(key))?;
+        v.as_str().ok_or_else(|| Self::bad(key, v, "a string"))
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        self.get(key)
+            .map(|v| v.as_str().ok_or_else(|| Self::bad(key, v, "a string")))
+            .transpose()
+    }
+
+    fn token_id(&self, key: &str) -> Result<Option<u32>> {
+        self.get(key)
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| Self::bad(key, v, "a token id (0..2^32)"))
+            })
+            .transpose()
+    }
+}
+
+/// RoPE scaling keys as llama.cpp writes them (`{arch}.rope.scaling.*`).
+fn gguf_rope_scaling(
+    g: &GgufFields,
+    arch: &str,
+    context_length: usize,
+) -> Result<Option<RopeScaling>> {
+    let key = |k: &str| format!("{arch}.rope.scaling.{k}");
+    let factor = || {
+        g.f32(&key("factor"))?
+            .or(g.f32(&format!("{arch}.rope.scale_linear"))?)
+            .ok_or_else(|| GgufFields::missing(&key("factor")))
+    };
+    let kind = match g.str(&key("type"))? {
+        Some(t) => t,
+        // Older files only carry the linear factor.
+        None if g.get(&format!("{arch}.rope.scale_linear")).is_some() => "linear",
+        None => "none",
+    };
+    Ok(match kind {
+        "none" => None,
+        "linear" => Some(RopeScaling::Linear { factor: factor()? }),
+        "yarn" => Some(RopeScaling::Yarn {
+            factor: factor()?,
+            original_max_position_embeddings: g
+                .usize(&key("original_context_length"))?
+                .unwrap_or(context_length),
+            beta_fast: g.f32(&key("yarn_beta_fast"))?.unwrap_or(32.0),
+            beta_slow: g.f32(&key("yarn_beta_slow"))?.unwrap_or(1.0),
+            attention_factor: g.f32(&key("attn_factor"))?,
+            mscale: None,
+            mscale_all_dim: None,
+        }),
+        other => {
+            return Err(FormatError::Unsupported(format!(
+                "GGUF {} '{other}'; supported: none, linear, yarn",
+                key("type")
+            )))
+        }
+    })
+}
+
+impl GenerationDefaults {
+    /// Parses `generation_config.json`.
+    pub fn from_json(text: &str) -> Result<GenerationDefaults> {
+        let file = "generation_config.json";
+        let map = parse_object(text, file)?;
+        let f = JsonFields { file, map: &map };
+        Ok(GenerationDefaults {
+            bos_token_id: f.token_id("bos_token_id")?,
+            eos_token_ids: f.token_ids("eos_token_id")?,
+            pad_token_id: f.token_id("pad_token_id")?,
+            do_sample: f.bool("do_sample")?,
+            temperature: f.f32("temperature")?,
+            top_k: f.usize("top_k")?,
+            top_p: f.f32("top_p")?,
+            min_p: f.f32("min_p")?,
+            repetition_penalty: f.f32("repetition_penalty")?,
+            max_new_tokens: f.usize("max_new_tokens")?,
+            max_length: f.usize("max_length")?,
+        })
+    }
+
+    /// Token ids that end generation: this file's `eos_token_id` when it gives any (as
+    /// transformers' `generate` does), else the model config's.
+    pub fn stop_token_ids(&self, config: &DecoderConfig) -> Vec<u32> {
+        if self.eos_token_ids.is_empty() {
+            config.eos_token_ids.clone()
+        } else {
+            self.eos_token_ids.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

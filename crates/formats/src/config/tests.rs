@@ -1,0 +1,304 @@
+//! Config normalization on tiny configs written the way transformers saves them.
+use super::*;
+
+/// SmolLM2-135M-Instruct's config.json as published (transformers 4.42 spelling).
+const SMOLLM2: &str = r#"{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 576,
+  "initializer_range": 0.041666666666666664, "intermediate_size": 1536, "is_llama_config": true,
+  "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 9,
+  "num_hidden_layers": 30, "num_key_value_heads": 3, "pad_token_id": 2, "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05, "rope_interleaved": false, "rope_scaling": null, "rope_theta": 100000,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.42.3",
+  "use_cache": true, "vocab_size": 49152}"#;
+
+/// transformers 5 `LlamaConfig(...).to_json_string()` with llama3 scaling.
+const LLAMA_V5: &str = r#"{
+  "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "head_dim": 16, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
+  "intermediate_size": 128, "max_position_embeddings": 16384, "mlp_bias": false,
+  "model_type": "llama", "num_attention_heads": 4, "num_hidden_layers": 2,
+  "num_key_value_heads": 2, "pad_token_id": null, "pretraining_tp": 1, "rms_norm_eps": 1e-06,
+  "rope_parameters": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192, "rope_theta": 500000.0, "rope_type": "llama3"},
+  "tie_word_embeddings": false, "transformers_version": "5.24.0", "use_cache": true,
+  "vocab_size": 100}"#;
+
+const QWEN2_V5: &str = r#"{
+  "attention_dropout": 0.0, "bos_token_id": null, "eos_token_id": [7, 9], "hidden_act": "silu",
+  "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 128,
+  "layer_types": ["full_attention", "full_attention"], "max_position_embeddings": 32768,
+  "max_window_layers": 28, "model_type": "qwen2", "num_attention_heads": 4,
+  "num_hidden_layers": 2, "num_key_value_heads": 2, "pad_token_id": null, "rms_norm_eps": 1e-06,
+  "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}, "sliding_window": null,
+  "tie_word_embeddings": true, "transformers_version": "5.24.0", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 100}"#;
+
+const QWEN3_V5: &str = r#"{
+  "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": null, "eos_token_id": null,
+  "head_dim": 32, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
+  "intermediate_size": 128, "layer_types": ["full_attention", "full_attention"],
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+  "pad_token_id": null, "rms_norm_eps": 1e-06,
+  "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 32768}, "sliding_window": null,
+  "tie_word_embeddings": false, "transformers_version": "5.24.0", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 100}"#;
+
+const MISTRAL_V5: &str = r#"{
+  "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "head_dim": 16,
+  "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 128,
+  "max_position_embeddings": 131072, "model_type": "mistral", "num_attention_heads": 4,
+  "num_hidden_layers": 2, "num_key_value_heads": 2, "pad_token_id": null, "rms_norm_eps": 1e-06,
+  "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "sliding_window": 4096,
+  "tie_word_embeddings": false, "transformers_version": "5.24.0", "use_cache": true,
+  "vocab_size": 100}"#;
+
+fn with(base: &str, key: &str, value: Value) -> String {
+    let mut v: Value = serde_json::from_str(base).unwrap();
+    v[key] = value;
+    v.to_string()
+}
+
+fn err(text: &str) -> String {
+    DecoderConfig::from_hf_config_json(text)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn smollm2_legacy_config() {
+    let c = DecoderConfig::from_hf_config_json(SMOLLM2).unwrap();
+    assert_eq!(
+        c,
+        DecoderConfig {
+            architecture: Architecture::Llama,
+            n_layers: 30,
+            hidden_size: 576,
+            n_heads: 9,
+            n_kv_heads: 3,
+            head_dim: 64,
+            intermediate_size: 1536,
+            vocab_size: 49152,
+            context_length: 8192,
+            rope_theta: 100000.0,
+            rope_scaling: None,
+            norm_eps: 1e-5,
+            tie_word_embeddings: true,
+            attention_bias: false,
+            attention_out_bias: false,
+            mlp_bias: false,
+            qk_norm: false,
+            sliding_window: None,
+            final_logit_softcap: None,
+            bos_token_id: Some(1),
+            eos_token_ids: vec![2],
+            pad_token_id: Some(2),
+        }
+    );
+}
+
+#[test]
+fn llama_v5_with_llama3_rope() {
+    let c = DecoderConfig::from_hf_config_json(LLAMA_V5).unwrap();
+    assert_eq!(
+        (c.head_dim, c.rope_theta, c.pad_token_id),
+        (16, 500000.0, None)
+    );
+    assert_eq!(
+        c.rope_scaling,
+        Some(RopeScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 8192
+        })
+    );
+    let biased = with(LLAMA_V5, "attention_bias", Value::Bool(true));
+    let c =
+        DecoderConfig::from_hf_config_json(&with(&biased, "mlp_bias", Value::Bool(true))).unwrap();
+    assert!(c.attention_bias && c.attention_out_bias && c.mlp_bias);
+}
+
+#[test]
+fn qwen2_has_qkv_bias_only() {
+    let c = DecoderConfig::from_hf_config_json(QWEN2_V5).unwrap();
+    assert_eq!(c.architecture, Architecture::Qwen2);
+    assert!(c.attention_bias && !c.attention_out_bias && !c.mlp_bias && !c.qk_norm);
+    assert_eq!(
+        (c.head_dim, c.rope_theta, c.tie_word_embeddings),
+        (16, 1e6, true)
+    );
+    assert_eq!(
+        (c.eos_token_ids.as_slice(), c.bos_token_id),
+        (&[7u32, 9][..], None)
+    );
+    assert_eq!(c.sliding_window, None);
+}
+
+#[test]
+fn qwen3_has_qk_norm_explicit_head_dim_and_yarn() {
+    let c = DecoderConfig::from_hf_config_json(QWEN3_V5).unwrap();
+    assert!(c.qk_norm && !c.attention_bias);
+    assert_eq!(
+        (c.head_dim, c.n_heads * c.head_dim),
+        (32, 128),
+        "head_dim is not hidden/heads"
+    );
+    assert_eq!(
+        c.rope_scaling,
+        Some(RopeScaling::Yarn {
+            factor: 4.0,
+            original_max_position_embeddings: 32768,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            attention_factor: None,
+            mscale: None,
+            mscale_all_dim: None
+        })
+    );
+    // Without head_dim Qwen3Config uses 128, not hidden_size / heads.
+    let mut v: Value = serde_json::from_str(QWEN3_V5).unwrap();
+    v.as_object_mut().unwrap().remove("head_dim");
+    assert_eq!(
+        DecoderConfig::from_hf_config_json(&v.to_string())
+            .unwrap()
+            .head_dim,
+        128
+    );
+}
+
+#[test]
+fn mistral_sliding_window() {
+    let c = DecoderConfig::from_hf_config_json(MISTRAL_V5).unwrap();
+    assert_eq!(
+        (c.architecture, c.sliding_window),
+        (Architecture::Mistral, Some(4096))
+    );
+    let c = DecoderConfig::from_hf_config_json(&with(MISTRAL_V5, "sliding_window", Value::Null))
+        .unwrap();
+    assert_eq!(c.sliding_window, None);
+}
+
+#[test]
+fn qwen_sliding_layouts() {
+    let all = with(
+        QWEN2_V5,
+        "layer_types",
+        serde_json::json!(["sliding_attention", "sliding_attention"]),
+    );
+    let all = with(&all, "sliding_window", serde_json::json!(256));
+    assert_eq!(
+        DecoderConfig::from_hf_config_json(&all)
+            .unwrap()
+            .sliding_window,
+        Some(256)
+    );
+    let mixed = with(
+        QWEN2_V5,
+        "layer_types",
+        serde_json::json!(["full_attention", "sliding_attention"]),
+    );
+    assert!(err(&mixed).contains("supported: all full_attention or all sliding_attention"));
+    let mut legacy: Value = serde_json::from_str(QWEN2_V5).unwrap();
+    legacy.as_object_mut().unwrap().remove("layer_types");
+    legacy["use_sliding_window"] = Value::Bool(true);
+    legacy["sliding_window"] = serde_json::json!(64);
+    legacy["max_window_layers"] = serde_json::json!(1);
+    assert!(err(&legacy.to_string()).contains("max_window_layers"));
+    legacy["max_window_layers"] = serde_json::json!(0);
+    assert_eq!(
+        DecoderConfig::from_hf_config_json(&legacy.to_string())
+            .unwrap()
+            .sliding_window,
+        Some(64)
+    );
+}
+
+#[test]
+fn legacy_rope_scaling_spellings() {
+    let linear = with(
+        SMOLLM2,
+        "rope_scaling",
+        serde_json::json!({"type": "linear", "factor": 2.0}),
+    );
+    assert_eq!(
+        DecoderConfig::from_hf_config_json(&linear)
+            .unwrap()
+            .rope_scaling,
+        Some(RopeScaling::Linear { factor: 2.0 })
+    );
+    let dynamic = with(
+        SMOLLM2,
+        "rope_scaling",
+        serde_json::json!({"rope_type": "dynamic", "factor": 3.0}),
+    );
+    let c = DecoderConfig::from_hf_config_json(&dynamic).unwrap();
+    assert_eq!(
+        (c.rope_scaling, c.rope_theta),
+        (Some(RopeScaling::Dynamic { factor: 3.0 }), 100000.0)
+    );
+}
+
+#[test]
+fn unsupported_options_are_refused_by_name() {
+    let gemma = with(SMOLLM2, "model_type", Value::String("gemma2".into()));
+    let msg = err(&gemma);
+    assert!(
+        msg.contains("'gemma2'") && msg.contains("llama, mistral, qwen2, qwen3"),
+        "{msg}"
+    );
+    let gelu = with(SMOLLM2, "hidden_act", Value::String("gelu".into()));
+    assert!(err(&gelu).contains("hidden_act 'gelu'; supported: silu"));
+    let longrope = with(
+        SMOLLM2,
+        "rope_scaling",
+        serde_json::json!({"rope_type": "longrope", "factor": 2.0}),
+    );
+    let msg = err(&longrope);
+    assert!(
+        msg.contains("'longrope'") && msg.contains("yarn, llama3"),
+        "{msg}"
+    );
+    let partial = with(SMOLLM2, "partial_rotary_factor", serde_json::json!(0.5));
+    assert!(err(&partial).contains("partial_rotary_factor 0.5"));
+}
+
+#[test]
+fn invalid_values_are_refused() {
+    let mut v: Value = serde_json::from_str(SMOLLM2).unwrap();
+    v.as_object_mut().unwrap().remove("num_hidden_layers");
+    assert!(err(&v.to_string()).contains("required key num_hidden_layers is missing"));
+    assert!(err(&with(SMOLLM2, "hidden_size", serde_json::json!(-5))).contains("hidden_size is -5"));
+    assert!(
+        err(&with(SMOLLM2, "num_key_value_heads", serde_json::json!(4))).contains("not a multiple")
+    );
+    assert!(
+        err(&with(SMOLLM2, "eos_token_id", serde_json::json!(49152))).contains("token id 49152")
+    );
+    assert!(
+        err(&with(SMOLLM2, "num_hidden_layers", serde_json::json!(0))).contains("layer count is 0")
+    );
+    assert!(err(&with(SMOLLM2, "rms_norm_eps", serde_json::json!(-1.0))).contains("norm epsilon"));
+    assert!(err(r#"{"model_type":"llama","model_type":"qwen2"}"#).contains("more than once"));
+    assert!(err("[]").contains("config.json"));
+}
+
+#[test]
+fn generation_defaults() {
+    let g = GenerationDefaults::from_json(
+        r#"{"bos_token_id": 1, "eos_token_id": [2, 5], "do_sample": true, "temperature": 0.6,
+            "top_p": 0.9, "top_k": 20, "transformers_version": "4.42.3"}"#,
+    )
+    .unwrap();
+    assert_eq!(g.eos_token_ids, [2, 5]);
+    assert_eq!(
+        (g.do_sample, g.temperature, g.top_p, g.top_k),
+        (Some(true), Some(0.6), Some(0.9), Some(20))
+    );
+    let config = DecoderConfig::from_hf_config_json(SMOLLM2).unwrap();
+    assert_eq!(g.stop_token_ids(&config), [2, 5]);
+    assert_eq!(GenerationDefaults::default().stop_token_ids(&config), [2]);
+    assert!(GenerationDefaults::from_json(r#"{"top_k": -1}"#).is_err());
+}
