@@ -6,8 +6,13 @@
 pub mod config;
 mod error;
 pub mod gguf;
+pub mod hub;
 mod json;
 mod mapped;
+pub mod names;
 pub mod safetensors;
 
 pub use error::{FormatError, Result};
+
+pub use config::{Architecture, DecoderConfig, GenerationDefaults, RopeScaling};
+pub use hub::{resolve_model, ModelLocation};
