@@ -46,19 +46,34 @@ pub fn attention_scratch_len(_p: &AttentionParams) -> usize {
 }
 
 /// Checks every length and parameter of an attention call; the error names the value.
-fn validate(q: &[f32], k: &[f32], v: &[f32], out: &[f32], p: &AttentionParams) -> Result<(), KernelError> {
+fn validate(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    out: &[f32],
+    p: &AttentionParams,
+) -> Result<(), KernelError> {
     let bad = |msg: String| Err(KernelError::InvalidArgument(format!("attention: {msg}")));
-    if p.n_heads == 0 || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads != 0 {
-        return bad(format!("n_heads {} must be a positive multiple of n_kv_heads {}", p.n_heads, p.n_kv_heads));
+    if p.n_heads == 0 || p.n_kv_heads == 0 || !p.n_heads.is_multiple_of(p.n_kv_heads) {
+        return bad(format!(
+            "n_heads {} must be a positive multiple of n_kv_heads {}",
+            p.n_heads, p.n_kv_heads
+        ));
     }
     if p.head_dim == 0 {
         return bad("head_dim is 0".into());
     }
     if p.kv_len > p.kv_capacity {
-        return bad(format!("kv_len {} > kv_capacity {}", p.kv_len, p.kv_capacity));
+        return bad(format!(
+            "kv_len {} > kv_capacity {}",
+            p.kv_len, p.kv_capacity
+        ));
     }
     if p.q_pos0.checked_add(p.n_q).is_none_or(|end| end > p.kv_len) {
-        return bad(format!("queries at {}..{}+{} need keys beyond kv_len {}", p.q_pos0, p.q_pos0, p.n_q, p.kv_len));
+        return bad(format!(
+            "queries at {}..{}+{} need keys beyond kv_len {}",
+            p.q_pos0, p.q_pos0, p.n_q, p.kv_len
+        ));
     }
     if p.sliding_window == Some(0) {
         return bad("sliding_window is 0 (every key masked)".into());
@@ -66,12 +81,23 @@ fn validate(q: &[f32], k: &[f32], v: &[f32], out: &[f32], p: &AttentionParams) -
     if p.softcap.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
         return bad(format!("softcap {:?} must be finite and > 0", p.softcap));
     }
-    let q_len = p.n_q.checked_mul(p.n_heads).and_then(|x| x.checked_mul(p.head_dim));
-    let kv_size = p.n_kv_heads.checked_mul(p.kv_capacity).and_then(|x| x.checked_mul(p.head_dim));
+    let q_len = p
+        .n_q
+        .checked_mul(p.n_heads)
+        .and_then(|x| x.checked_mul(p.head_dim));
+    let kv_size = p
+        .n_kv_heads
+        .checked_mul(p.kv_capacity)
+        .and_then(|x| x.checked_mul(p.head_dim));
     let (Some(q_len), Some(kv_size)) = (q_len, kv_size) else {
         return bad("sizes overflow usize".into());
     };
-    for (name, len, need) in [("q", q.len(), q_len), ("out", out.len(), q_len), ("k_cache", k.len(), kv_size), ("v_cache", v.len(), kv_size)] {
+    for (name, len, need) in [
+        ("q", q.len(), q_len),
+        ("out", out.len(), q_len),
+        ("k_cache", k.len(), kv_size),
+        ("v_cache", v.len(), kv_size),
+    ] {
         if len < need {
             return bad(format!("{name} has {len} elements, needs {need}"));
         }
@@ -220,7 +246,10 @@ unsafe fn axpy_simd<S: Simd>(y: &mut [f32], a: f32, x: &[f32]) {
     let va = S::splat(a);
     let mut i = 0;
     while i + S::W <= n {
-        S::store(py.add(i), S::fma(va, S::load(px.add(i)), S::load(py.add(i))));
+        S::store(
+            py.add(i),
+            S::fma(va, S::load(px.add(i)), S::load(py.add(i))),
+        );
         i += S::W;
     }
     while i < n {

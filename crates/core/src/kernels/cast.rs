@@ -104,7 +104,8 @@ pub(crate) fn f32_to_bf16_scalar(src: &[f32], dst: &mut [bf16]) {
 /// The scalar loop body compiled with wider features: branch-free form that vectorises.
 #[inline(always)]
 unsafe fn f32_to_bf16_simd<S: Simd>(src: &[f32], dst: &mut [bf16]) {
-    let dst_bits: &mut [u16] = std::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut u16, dst.len());
+    let dst_bits: &mut [u16] =
+        std::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut u16, dst.len());
     for (d, &s) in dst_bits.iter_mut().zip(src) {
         let bits = s.to_bits();
         let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;

@@ -33,7 +33,11 @@ pub(crate) unsafe fn dot_simd<S: Simd>(a: &[f32], b: &[f32]) -> f32 {
     let mut i = 0;
     while i + 4 * w <= n {
         for (j, slot) in acc.iter_mut().enumerate() {
-            *slot = S::fma(S::load(pa.add(i + j * w)), S::load(pb.add(i + j * w)), *slot);
+            *slot = S::fma(
+                S::load(pa.add(i + j * w)),
+                S::load(pb.add(i + j * w)),
+                *slot,
+            );
         }
         i += 4 * w;
     }
@@ -43,7 +47,11 @@ pub(crate) unsafe fn dot_simd<S: Simd>(a: &[f32], b: &[f32]) -> f32 {
     }
     if i < n {
         let r = n - i;
-        acc[1] = S::fma(S::load_partial(pa.add(i), r), S::load_partial(pb.add(i), r), acc[1]);
+        acc[1] = S::fma(
+            S::load_partial(pa.add(i), r),
+            S::load_partial(pb.add(i), r),
+            acc[1],
+        );
     }
     S::hsum(S::add(S::add(acc[0], acc[1]), S::add(acc[2], acc[3])))
 }
@@ -53,7 +61,10 @@ simd_entries!(dot_simd => dot_avx512, dot_avx2; (a: &[f32], b: &[f32]) -> f32);
 
 /// `out[i] = a[i] + b[i]`; `a` and `b` at least `out.len()` long.
 pub fn add_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
-    assert!(a.len() >= out.len() && b.len() >= out.len(), "add_f32: input shorter than out");
+    assert!(
+        a.len() >= out.len() && b.len() >= out.len(),
+        "add_f32: input shorter than out"
+    );
     for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
         *o = x + y;
     }
@@ -83,7 +94,10 @@ pub fn silu_mul_f32(gate: &[f32], up: &[f32], out: &mut [f32]) {
 }
 
 pub(crate) fn silu_mul_f32_with(isa: Isa, gate: &[f32], up: &[f32], out: &mut [f32]) {
-    assert!(gate.len() >= out.len() && up.len() >= out.len(), "silu_mul_f32: input shorter than out");
+    assert!(
+        gate.len() >= out.len() && up.len() >= out.len(),
+        "silu_mul_f32: input shorter than out"
+    );
     dispatch!(isa, silu_mul_scalar, silu_mul_avx512, silu_mul_avx2; (gate, up, out))
 }
 
@@ -110,7 +124,11 @@ unsafe fn silu_mul_simd<S: Simd>(gate: &[f32], up: &[f32], out: &mut [f32]) {
     }
     if i < n {
         let r = n - i;
-        S::store_partial(po.add(i), r, f(S::load_partial(pg.add(i), r), S::load_partial(pu.add(i), r)));
+        S::store_partial(
+            po.add(i),
+            r,
+            f(S::load_partial(pg.add(i), r), S::load_partial(pu.add(i), r)),
+        );
     }
 }
 simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2; (gate: &[f32], up: &[f32], out: &mut [f32]));

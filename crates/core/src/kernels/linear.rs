@@ -66,18 +66,42 @@ impl WeightElem for bf16 {
 /// `y[m x n] = x[m x k] · w[n x k]ᵀ (+ bias[n])`, PyTorch `Linear` layout, all row-major and
 /// contiguous. Lengths: `x >= m*k`, `w >= n*k`, `y >= m*n`, `bias >= n` (asserted: a short
 /// slice is a caller bug, never input-dependent once the runtime validated shapes at load).
-pub fn linear_f32(x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f32], m: usize, k: usize, n: usize) {
+pub fn linear_f32(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
     linear_with(active_isa(), x, w, bias, y, Dims { m, k, n })
 }
 
 /// [`linear_f32`] with binary16 weights, widened to f32 in registers (f32 accumulation).
-pub fn linear_f16(x: &[f32], w: &[f16], bias: Option<&[f32]>, y: &mut [f32], m: usize, k: usize, n: usize) {
+pub fn linear_f16(
+    x: &[f32],
+    w: &[f16],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
     linear_with(active_isa(), x, w, bias, y, Dims { m, k, n })
 }
 
 /// [`linear_f32`] with bfloat16 weights, widened to f32 with a shift in registers (exact; f32
 /// accumulation — `vdpbf16ps` is not used because it would round x to bf16).
-pub fn linear_bf16(x: &[f32], w: &[bf16], bias: Option<&[f32]>, y: &mut [f32], m: usize, k: usize, n: usize) {
+pub fn linear_bf16(
+    x: &[f32],
+    w: &[bf16],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
     linear_with(active_isa(), x, w, bias, y, Dims { m, k, n })
 }
 
@@ -93,12 +117,37 @@ pub(crate) struct Dims {
 /// packing pays off.
 const F32_TILE_MAX_M: usize = 4;
 
-pub(crate) fn linear_with<T: WeightElem>(isa: Isa, x: &[f32], w: &[T], bias: Option<&[f32]>, y: &mut [f32], d: Dims) {
+pub(crate) fn linear_with<T: WeightElem>(
+    isa: Isa,
+    x: &[f32],
+    w: &[T],
+    bias: Option<&[f32]>,
+    y: &mut [f32],
+    d: Dims,
+) {
     let Dims { m, k, n } = d;
-    assert!(x.len() >= m * k, "linear: x has {} elements, needs m*k = {}", x.len(), m * k);
-    assert!(w.len() >= n * k, "linear: w has {} elements, needs n*k = {}", w.len(), n * k);
-    assert!(y.len() >= m * n, "linear: y has {} elements, needs m*n = {}", y.len(), m * n);
-    assert!(bias.is_none_or(|b| b.len() >= n), "linear: bias shorter than n = {n}");
+    assert!(
+        x.len() >= m * k,
+        "linear: x has {} elements, needs m*k = {}",
+        x.len(),
+        m * k
+    );
+    assert!(
+        w.len() >= n * k,
+        "linear: w has {} elements, needs n*k = {}",
+        w.len(),
+        n * k
+    );
+    assert!(
+        y.len() >= m * n,
+        "linear: y has {} elements, needs m*n = {}",
+        y.len(),
+        m * n
+    );
+    assert!(
+        bias.is_none_or(|b| b.len() >= n),
+        "linear: bias shorter than n = {n}"
+    );
     if m == 0 || n == 0 {
         return;
     }
@@ -130,7 +179,14 @@ pub(crate) fn linear_with<T: WeightElem>(isa: Isa, x: &[f32], w: &[T], bias: Opt
     let out = SharedMut(y.as_mut_ptr());
     // Split W's rows; each task owns output columns [j0, j1) of every row of y.
     threads::for_each_range(n, m * k, 16, |cols| {
-        let task = TileTask { x: x.as_ptr(), w: w.as_ptr(), bias, y: out, d, cols };
+        let task = TileTask {
+            x: x.as_ptr(),
+            w: w.as_ptr(),
+            bias,
+            y: out,
+            d,
+            cols,
+        };
         #[allow(unreachable_patterns)]
         match super::cpu::supported_or_lower(isa) {
             // SAFETY: the level is supported; bounds were asserted above; tasks write
@@ -307,7 +363,21 @@ pub fn matmul_f32(
     c_rs: usize,
     beta: f32,
 ) {
-    matmul_f32_with(active_isa(), m, k, n, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, beta)
+    matmul_f32_with(
+        active_isa(),
+        m,
+        k,
+        n,
+        a,
+        a_rs,
+        a_cs,
+        b,
+        b_rs,
+        b_cs,
+        c,
+        c_rs,
+        beta,
+    )
 }
 
 /// Index one past the last element a (rows x cols) strided view touches; None on overflow.
@@ -315,7 +385,10 @@ fn strided_extent(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<usiz
     if rows == 0 || cols == 0 {
         return Some(0);
     }
-    (rows - 1).checked_mul(rs)?.checked_add((cols - 1).checked_mul(cs)?)?.checked_add(1)
+    (rows - 1)
+        .checked_mul(rs)?
+        .checked_add((cols - 1).checked_mul(cs)?)?
+        .checked_add(1)
 }
 
 /// Products (m*n*k) below which gemm runs single-threaded (fork/join would dominate).
@@ -338,10 +411,22 @@ pub(crate) fn matmul_f32_with(
     beta: f32,
 ) {
     let fits = |extent: Option<usize>, len: usize| extent.is_some_and(|e| e <= len);
-    assert!(fits(strided_extent(m, k, a_rs, a_cs), a.len()), "matmul_f32: a too short for its strides");
-    assert!(fits(strided_extent(k, n, b_rs, b_cs), b.len()), "matmul_f32: b too short for its strides");
-    assert!(fits(strided_extent(m, n, c_rs, 1), c.len()), "matmul_f32: c too short for its strides");
-    assert!(m <= 1 || c_rs >= n, "matmul_f32: rows of c overlap (c_rs {c_rs} < n {n})");
+    assert!(
+        fits(strided_extent(m, k, a_rs, a_cs), a.len()),
+        "matmul_f32: a too short for its strides"
+    );
+    assert!(
+        fits(strided_extent(k, n, b_rs, b_cs), b.len()),
+        "matmul_f32: b too short for its strides"
+    );
+    assert!(
+        fits(strided_extent(m, n, c_rs, 1), c.len()),
+        "matmul_f32: c too short for its strides"
+    );
+    assert!(
+        m <= 1 || c_rs >= n,
+        "matmul_f32: rows of c overlap (c_rs {c_rs} < n {n})"
+    );
     if m == 0 || n == 0 {
         return;
     }
@@ -359,7 +444,11 @@ pub(crate) fn matmul_f32_with(
     }
     let flops = m.saturating_mul(n).saturating_mul(k);
     let threads = threads::num_threads();
-    let (ap, bp, cp) = (SharedMut(a.as_ptr() as *mut f32), SharedMut(b.as_ptr() as *mut f32), SharedMut(c.as_mut_ptr()));
+    let (ap, bp, cp) = (
+        SharedMut(a.as_ptr() as *mut f32),
+        SharedMut(b.as_ptr() as *mut f32),
+        SharedMut(c.as_mut_ptr()),
+    );
     let run = move |parallelism| {
         // Whole-struct captures (edition 2021 would otherwise capture the raw, !Send fields).
         let (ap, bp, cp) = (ap, bp, cp);

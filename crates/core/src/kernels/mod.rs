@@ -51,7 +51,10 @@ impl std::fmt::Display for KernelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KernelError::InvalidThreadCount { requested } => {
-                write!(f, "kernel thread count {requested} is invalid: must be at least 1")
+                write!(
+                    f,
+                    "kernel thread count {requested} is invalid: must be at least 1"
+                )
             }
             KernelError::ThreadPool(e) => write!(f, "cannot build the kernel thread pool: {e}"),
             KernelError::InvalidArgument(msg) => write!(f, "{msg}"),

@@ -13,7 +13,10 @@ pub fn rms_norm_f32(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
 }
 
 pub(crate) fn rms_norm_f32_with(isa: Isa, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
-    assert!(x.len() == out.len() && weight.len() == out.len(), "rms_norm_f32: lengths differ");
+    assert!(
+        x.len() == out.len() && weight.len() == out.len(),
+        "rms_norm_f32: lengths differ"
+    );
     dispatch!(isa, rms_norm_scalar, rms_norm_avx512, rms_norm_avx2; (x, weight, eps, out))
 }
 
@@ -22,7 +25,10 @@ pub(crate) fn rms_norm_f32_with(isa: Isa, x: &[f32], weight: &[f32], eps: f32, o
 pub fn rms_norm_rows_f32(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     let isa = active_isa();
     let dim = weight.len();
-    assert!(dim > 0 && x.len() == out.len() && x.len() % dim == 0, "rms_norm_rows_f32: shape mismatch");
+    assert!(
+        dim > 0 && x.len() == out.len() && x.len().is_multiple_of(dim),
+        "rms_norm_rows_f32: shape mismatch"
+    );
     threads::for_each_chunk_mut(out, dim, dim, |r, row_out| {
         rms_norm_f32_with(isa, &x[r * dim..(r + 1) * dim], weight, eps, row_out)
     });
@@ -50,12 +56,18 @@ unsafe fn rms_norm_simd<S: Simd>(x: &[f32], weight: &[f32], eps: f32, out: &mut 
     let vinv = S::splat(inv);
     let mut i = 0;
     while i + S::W <= n {
-        S::store(po.add(i), S::mul(S::mul(S::load(px.add(i)), vinv), S::load(pw.add(i))));
+        S::store(
+            po.add(i),
+            S::mul(S::mul(S::load(px.add(i)), vinv), S::load(pw.add(i))),
+        );
         i += S::W;
     }
     if i < n {
         let r = n - i;
-        let v = S::mul(S::mul(S::load_partial(px.add(i), r), vinv), S::load_partial(pw.add(i), r));
+        let v = S::mul(
+            S::mul(S::load_partial(px.add(i), r), vinv),
+            S::load_partial(pw.add(i), r),
+        );
         S::store_partial(po.add(i), r, v);
     }
 }
@@ -64,7 +76,13 @@ simd_entries!(rms_norm_simd => rms_norm_avx512, rms_norm_avx2;
 
 /// LayerNorm of one row: `(x - mean) / sqrt(var + eps) * weight + bias` with the biased
 /// variance (two passes, so large means do not cancel). `weight`/`bias` default to 1/0.
-pub fn layer_norm_f32(x: &[f32], weight: Option<&[f32]>, bias: Option<&[f32]>, eps: f32, out: &mut [f32]) {
+pub fn layer_norm_f32(
+    x: &[f32],
+    weight: Option<&[f32]>,
+    bias: Option<&[f32]>,
+    eps: f32,
+    out: &mut [f32],
+) {
     layer_norm_f32_with(active_isa(), x, weight, bias, eps, out)
 }
 
@@ -78,8 +96,10 @@ pub(crate) fn layer_norm_f32_with(
 ) {
     let n = out.len();
     assert!(x.len() == n, "layer_norm_f32: x and out lengths differ");
-    assert!(weight.is_none_or(|w| w.len() == n) && bias.is_none_or(|b| b.len() == n),
-        "layer_norm_f32: weight/bias length differs from the row");
+    assert!(
+        weight.is_none_or(|w| w.len() == n) && bias.is_none_or(|b| b.len() == n),
+        "layer_norm_f32: weight/bias length differs from the row"
+    );
     if n == 0 {
         return;
     }
@@ -91,7 +111,11 @@ pub(crate) fn layer_norm_f32_with(
     let var = dispatch!(isa, sum_sq_scalar, sum_sq_avx512, sum_sq_avx2; (&*out)) / n as f32;
     let inv = 1.0 / (var + eps).sqrt();
     match (weight, bias) {
-        (Some(w), Some(b)) => out.iter_mut().zip(w).zip(b).for_each(|((o, w), b)| *o = *o * inv * w + b),
+        (Some(w), Some(b)) => out
+            .iter_mut()
+            .zip(w)
+            .zip(b)
+            .for_each(|((o, w), b)| *o = *o * inv * w + b),
         (Some(w), None) => out.iter_mut().zip(w).for_each(|(o, w)| *o = *o * inv * w),
         (None, Some(b)) => out.iter_mut().zip(b).for_each(|(o, b)| *o = *o * inv + b),
         (None, None) => out.iter_mut().for_each(|o| *o *= inv),

@@ -25,11 +25,15 @@ impl RopeTable {
     /// Standard RoPE over the first `rot_dim` dims of a head (`rot_dim` even):
     /// `inv_freq[i] = 1 / theta^(2i / rot_dim)`, computed in f32 like HF.
     pub fn new(rot_dim: usize, max_positions: usize, theta: f32) -> Result<Self, KernelError> {
-        if rot_dim == 0 || rot_dim % 2 != 0 {
-            return Err(KernelError::InvalidArgument(format!("rope rot_dim {rot_dim} must be even and > 0")));
+        if rot_dim == 0 || !rot_dim.is_multiple_of(2) {
+            return Err(KernelError::InvalidArgument(format!(
+                "rope rot_dim {rot_dim} must be even and > 0"
+            )));
         }
         if !(theta.is_finite() && theta > 0.0) {
-            return Err(KernelError::InvalidArgument(format!("rope theta {theta} must be finite and > 0")));
+            return Err(KernelError::InvalidArgument(format!(
+                "rope theta {theta} must be finite and > 0"
+            )));
         }
         let inv_freq: Vec<f32> = (0..rot_dim / 2)
             .map(|i| 1.0 / theta.powf((2 * i) as f32 / rot_dim as f32))
@@ -40,18 +44,30 @@ impl RopeTable {
     /// Table from caller-supplied inverse frequencies (llama3 / YaRN / NTK scaling done by the
     /// caller; `rot_dim = 2 * inv_freq.len()`); cos and sin are multiplied by
     /// `attention_factor` (1.0 for none).
-    pub fn from_inv_freq(inv_freq: &[f32], max_positions: usize, attention_factor: f32) -> Result<Self, KernelError> {
+    pub fn from_inv_freq(
+        inv_freq: &[f32],
+        max_positions: usize,
+        attention_factor: f32,
+    ) -> Result<Self, KernelError> {
         if inv_freq.is_empty() {
-            return Err(KernelError::InvalidArgument("rope inv_freq is empty".into()));
+            return Err(KernelError::InvalidArgument(
+                "rope inv_freq is empty".into(),
+            ));
         }
         if let Some((i, f)) = inv_freq.iter().enumerate().find(|(_, f)| !f.is_finite()) {
-            return Err(KernelError::InvalidArgument(format!("rope inv_freq[{i}] = {f} is not finite")));
+            return Err(KernelError::InvalidArgument(format!(
+                "rope inv_freq[{i}] = {f} is not finite"
+            )));
         }
         let half = inv_freq.len();
         let len = max_positions
             .checked_mul(half)
             .filter(|&l| l <= 1 << 30)
-            .ok_or_else(|| KernelError::InvalidArgument(format!("rope table {max_positions} x {half} too large")))?;
+            .ok_or_else(|| {
+                KernelError::InvalidArgument(format!(
+                    "rope table {max_positions} x {half} too large"
+                ))
+            })?;
         let mut cos = Vec::with_capacity(len);
         let mut sin = Vec::with_capacity(len);
         for pos in 0..max_positions {
@@ -62,7 +78,12 @@ impl RopeTable {
                 sin.push((angle.sin() * attention_factor as f64) as f32);
             }
         }
-        Ok(RopeTable { rot_dim: 2 * half, max_positions, cos, sin })
+        Ok(RopeTable {
+            rot_dim: 2 * half,
+            max_positions,
+            cos,
+            sin,
+        })
     }
 
     /// Number of rotated dimensions per head.
@@ -78,7 +99,10 @@ impl RopeTable {
     /// `(cos, sin)` rows of one position, `rot_dim / 2` each.
     pub fn row(&self, pos: usize) -> (&[f32], &[f32]) {
         let half = self.rot_dim / 2;
-        (&self.cos[pos * half..(pos + 1) * half], &self.sin[pos * half..(pos + 1) * half])
+        (
+            &self.cos[pos * half..(pos + 1) * half],
+            &self.sin[pos * half..(pos + 1) * half],
+        )
     }
 }
 
@@ -86,11 +110,28 @@ impl RopeTable {
 /// `table.rot_dim()` dims of each head rotate by the angles of `pos`, the rest stay.
 /// Contract (asserted): `x.len() >= n_heads * head_dim`, `rot_dim <= head_dim`,
 /// `pos < table.max_positions()` (the runtime bounds positions by the context length).
-pub fn rope_f32(x: &mut [f32], n_heads: usize, head_dim: usize, pos: usize, cos_sin: &RopeTable, style: RopeStyle) {
+pub fn rope_f32(
+    x: &mut [f32],
+    n_heads: usize,
+    head_dim: usize,
+    pos: usize,
+    cos_sin: &RopeTable,
+    style: RopeStyle,
+) {
     let rot = cos_sin.rot_dim;
-    assert!(x.len() >= n_heads * head_dim, "rope_f32: x shorter than n_heads * head_dim");
-    assert!(rot <= head_dim, "rope_f32: rot_dim {rot} > head_dim {head_dim}");
-    assert!(pos < cos_sin.max_positions, "rope_f32: position {pos} >= table size {}", cos_sin.max_positions);
+    assert!(
+        x.len() >= n_heads * head_dim,
+        "rope_f32: x shorter than n_heads * head_dim"
+    );
+    assert!(
+        rot <= head_dim,
+        "rope_f32: rot_dim {rot} > head_dim {head_dim}"
+    );
+    assert!(
+        pos < cos_sin.max_positions,
+        "rope_f32: position {pos} >= table size {}",
+        cos_sin.max_positions
+    );
     let half = rot / 2;
     let (cos, sin) = cos_sin.row(pos);
     for head in x[..n_heads * head_dim].chunks_exact_mut(head_dim) {

@@ -65,7 +65,7 @@ pub(crate) trait Simd: Copy {
         p = Self::fma(p, r, Self::splat(8.333_452e-3));
         p = Self::fma(p, r, Self::splat(4.166_579_6e-2));
         p = Self::fma(p, r, Self::splat(1.666_666_5e-1));
-        p = Self::fma(p, r, Self::splat(5.000_000_1e-1));
+        p = Self::fma(p, r, Self::splat(0.5));
         let r2 = Self::mul(r, r);
         let y = Self::add(Self::fma(p, r2, r), Self::splat(1.0));
         let y = Self::scale_pow2(y, n);
@@ -115,7 +115,10 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     unsafe fn load_f16_partial(p: *const u16, n: usize) -> __m512 {
-        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(((1u32 << n) - 1) as u16, p as *const i16))
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+            ((1u32 << n) - 1) as u16,
+            p as *const i16,
+        ))
     }
     #[inline(always)]
     unsafe fn load_bf16(p: *const u16) -> __m512 {

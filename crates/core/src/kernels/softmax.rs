@@ -26,7 +26,10 @@ pub(crate) fn softmax_f32_with(isa: Isa, row: &mut [f32]) {
 /// Softmax of every row of `x` (`x.len() / row_len` rows), split over the kernel pool.
 pub fn softmax_rows_f32(x: &mut [f32], row_len: usize) {
     let isa = active_isa();
-    assert!(row_len > 0 && x.len() % row_len == 0, "softmax_rows_f32: shape mismatch");
+    assert!(
+        row_len > 0 && x.len().is_multiple_of(row_len),
+        "softmax_rows_f32: shape mismatch"
+    );
     threads::for_each_chunk_mut(x, row_len, 4 * row_len, |_, row| softmax_f32_with(isa, row));
 }
 

@@ -76,8 +76,11 @@ where
         return;
     }
     let pool = pool();
-    let tasks = task_count(work_per_chunk.saturating_mul(chunks), pool.current_num_threads())
-        .min(chunks);
+    let tasks = task_count(
+        work_per_chunk.saturating_mul(chunks),
+        pool.current_num_threads(),
+    )
+    .min(chunks);
     if tasks <= 1 {
         for (i, chunk) in out.chunks_mut(chunk_len).enumerate() {
             f(i, chunk);
@@ -111,7 +114,10 @@ where
     }
     let pool = pool();
     let align = align.max(1);
-    let tasks = task_count(n_items.saturating_mul(work_per_item), pool.current_num_threads());
+    let tasks = task_count(
+        n_items.saturating_mul(work_per_item),
+        pool.current_num_threads(),
+    );
     let per_task = n_items.div_ceil(tasks).div_ceil(align) * align;
     let tasks = n_items.div_ceil(per_task);
     if tasks <= 1 {
