@@ -8,6 +8,7 @@ mod dequant;
 mod error;
 mod ggml_type;
 mod matmul;
+mod quantize;
 
 pub use dequant::{dequantize, supports_dequantize};
 pub use error::QuantError;
@@ -16,3 +17,4 @@ pub use matmul::{
     available_kernel_paths, best_kernel_path, dequantize_row, matmul, matmul_with, supports_matmul,
     ActivationScratch, KernelPath, PackedMatrix,
 };
+pub use quantize::{f32_to_bf16, quantize};
