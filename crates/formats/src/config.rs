@@ -310,6 +310,11 @@ impl DecoderConfig {
             });
 
         let (rope_theta, rope_scaling) = hf_rope(&f, context_length)?;
+        // transformers' defaults when the key is absent (an explicit null means none).
+        let default_bos_eos = match architecture {
+            Llama | Mistral => Some((1, 2)),
+            Qwen2 | Qwen3 => None,
+        };
         let attention_bias = match architecture {
             Llama | Qwen3 => f.bool("attention_bias")?.unwrap_or(false),
             Mistral => false,
@@ -344,8 +349,14 @@ impl DecoderConfig {
             qk_norm: architecture == Qwen3,
             sliding_window: hf_sliding_window(&f, architecture, n_layers)?,
             final_logit_softcap: f.f32("final_logit_softcapping")?,
-            bos_token_id: f.token_id("bos_token_id")?,
-            eos_token_ids: f.token_ids("eos_token_id")?,
+            bos_token_id: match map.contains_key("bos_token_id") {
+                true => f.token_id("bos_token_id")?,
+                false => default_bos_eos.map(|(bos, _)| bos),
+            },
+            eos_token_ids: match map.contains_key("eos_token_id") {
+                true => f.token_ids("eos_token_id")?,
+                false => default_bos_eos.map(|(_, eos)| eos).into_iter().collect(),
+            },
             pad_token_id: f.token_id("pad_token_id")?,
         };
         config.validate("config.json")?;
