@@ -302,3 +302,160 @@ fn generation_defaults() {
     assert_eq!(GenerationDefaults::default().stop_token_ids(&config), [2]);
     assert!(GenerationDefaults::from_json(r#"{"top_k": -1}"#).is_err());
 }
+
+mod gguf {
+    use super::*;
+    use crate::gguf::{gguf_bytes, GgufFile, MetadataValue as V, TensorToWrite};
+    use torchnative_quant::GgmlType;
+
+    fn qwen3_metadata() -> Vec<(String, V)> {
+        let kv = |k: &str, v: V| (k.to_string(), v);
+        vec![
+            kv("general.architecture", V::String("qwen3".into())),
+            kv("qwen3.block_count", V::U32(2)),
+            kv("qwen3.context_length", V::U32(40960)),
+            kv("qwen3.embedding_length", V::U32(8)),
+            kv("qwen3.feed_forward_length", V::U32(24)),
+            kv("qwen3.attention.head_count", V::U32(4)),
+            kv("qwen3.attention.head_count_kv", V::U32(2)),
+            kv("qwen3.attention.key_length", V::U32(4)),
+            kv("qwen3.attention.value_length", V::U32(4)),
+            kv("qwen3.rope.freq_base", V::F32(1e6)),
+            kv("qwen3.attention.layer_norm_rms_epsilon", V::F32(1e-6)),
+            kv(
+                "tokenizer.ggml.tokens",
+                V::Array((0..6).map(|i| V::String(format!("t{i}"))).collect()),
+            ),
+            kv("tokenizer.ggml.bos_token_id", V::U32(1)),
+            kv("tokenizer.ggml.eos_token_id", V::U32(5)),
+            kv("tokenizer.ggml.eot_token_id", V::U32(4)),
+        ]
+    }
+
+    fn file(metadata: &[(String, V)], tensor_names: &[&str]) -> GgufFile {
+        let data = [0u8; 4 * 48];
+        let tensors: Vec<TensorToWrite> = tensor_names
+            .iter()
+            .map(|&name| {
+                let dims = if name == "token_embd.weight" {
+                    vec![8, 6]
+                } else {
+                    vec![4]
+                };
+                let n = dims.iter().product::<u64>() as usize * 4;
+                TensorToWrite {
+                    name: name.into(),
+                    dims,
+                    ggml_type: GgmlType::F32,
+                    data: &data[..n],
+                }
+            })
+            .collect();
+        GgufFile::from_bytes(gguf_bytes(metadata, &tensors).unwrap()).unwrap()
+    }
+
+    const QWEN3_TENSORS: [&str; 4] = [
+        "token_embd.weight",
+        "output.weight",
+        "blk.0.attn_q_norm.weight",
+        "blk.0.attn_k_norm.weight",
+    ];
+
+    #[test]
+    fn qwen3_from_gguf() {
+        let c = DecoderConfig::from_gguf(&file(&qwen3_metadata(), &QWEN3_TENSORS)).unwrap();
+        assert_eq!(c.architecture, Architecture::Qwen3);
+        assert_eq!(
+            (
+                c.n_layers,
+                c.hidden_size,
+                c.n_heads,
+                c.n_kv_heads,
+                c.head_dim
+            ),
+            (2, 8, 4, 2, 4)
+        );
+        assert_eq!(
+            (c.intermediate_size, c.vocab_size, c.context_length),
+            (24, 6, 40960)
+        );
+        assert_eq!(
+            (c.rope_theta, c.norm_eps, c.rope_scaling.clone()),
+            (1e6, 1e-6, None)
+        );
+        assert!(c.qk_norm && !c.tie_word_embeddings && !c.attention_bias);
+        assert_eq!(
+            (c.bos_token_id, c.eos_token_ids.as_slice()),
+            (Some(1), &[5u32, 4][..])
+        );
+        // Tied when output.weight is absent.
+        let tied = DecoderConfig::from_gguf(&file(&qwen3_metadata(), &QWEN3_TENSORS[..1])).unwrap();
+        assert!(tied.tie_word_embeddings && !tied.qk_norm);
+    }
+
+    #[test]
+    fn gguf_yarn_scaling() {
+        let mut m = qwen3_metadata();
+        m.push(("qwen3.rope.scaling.type".into(), V::String("yarn".into())));
+        m.push(("qwen3.rope.scaling.factor".into(), V::F32(4.0)));
+        m.push((
+            "qwen3.rope.scaling.original_context_length".into(),
+            V::U32(32768),
+        ));
+        let c = DecoderConfig::from_gguf(&file(&m, &QWEN3_TENSORS)).unwrap();
+        assert!(matches!(
+            c.rope_scaling,
+            Some(RopeScaling::Yarn {
+                factor: 4.0,
+                original_max_position_embeddings: 32768,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn gguf_refusals_name_the_problem() {
+        let err = |m: &[(String, V)], t: &[&str]| {
+            DecoderConfig::from_gguf(&file(m, t))
+                .unwrap_err()
+                .to_string()
+        };
+        let mut m = qwen3_metadata();
+        m[0].1 = V::String("gemma2".into());
+        let msg = err(&m, &QWEN3_TENSORS);
+        assert!(
+            msg.contains("'gemma2'") && msg.contains("llama, mistral, qwen2, qwen3"),
+            "{msg}"
+        );
+        let msg = err(
+            &qwen3_metadata(),
+            &["token_embd.weight", "rope_freqs.weight"],
+        );
+        assert!(msg.contains("rope_freqs.weight"), "{msg}");
+        let mut m = qwen3_metadata();
+        m.push(("qwen3.rope.dimension_count".into(), V::U32(2)));
+        assert!(err(&m, &QWEN3_TENSORS).contains("partial rotary"));
+        let mut m = qwen3_metadata();
+        m.retain(|(k, _)| k != "qwen3.block_count");
+        assert!(err(&m, &QWEN3_TENSORS).contains("qwen3.block_count"));
+        let mut m = qwen3_metadata();
+        m[1].1 = V::String("2".into());
+        let msg = err(&m, &QWEN3_TENSORS);
+        assert!(
+            msg.contains("qwen3.block_count is the string \"2\""),
+            "{msg}"
+        );
+        let mut m = qwen3_metadata();
+        m.push(("qwen3.vocab_size".into(), V::U32(7)));
+        assert!(err(&m, &QWEN3_TENSORS).contains("tokenizer.ggml.tokens has 6"));
+        let mut m = qwen3_metadata();
+        m.push(("tokenizer.ggml.padding_token_id".into(), V::U32(6)));
+        assert!(err(&m, &QWEN3_TENSORS).contains("token id 6 is outside the vocabulary of 6"));
+        let mut m = qwen3_metadata();
+        m.push((
+            "qwen3.rope.scaling.type".into(),
+            V::String("longrope".into()),
+        ));
+        assert!(err(&m, &QWEN3_TENSORS).contains("'longrope'; supported: none, linear, yarn"));
+    }
+}
