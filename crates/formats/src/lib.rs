@@ -5,6 +5,8 @@
 
 pub mod config;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gguf;
 pub mod hub;
 mod json;

@@ -1,0 +1,61 @@
+//! Replays the committed fuzz seed corpora (and any crashers added there) through the same
+//! entry points the `cargo fuzz` targets use, so stable CI exercises them. Also checks the
+//! seeds are what they claim: the valid ones parse.
+use std::path::{Path, PathBuf};
+
+use torchnative_formats::gguf::GgufFile;
+use torchnative_formats::safetensors::SafetensorsFile;
+use torchnative_formats::{fuzzing, DecoderConfig};
+
+fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{} is empty", dir.display());
+    files
+        .into_iter()
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
+}
+
+/// Every seed and every prefix of it (truncation is the commonest corruption).
+fn replay(target: &str, run: fn(&[u8])) {
+    for (_, bytes) in corpus(target) {
+        for len in 0..=bytes.len() {
+            run(&bytes[..len]);
+        }
+    }
+}
+
+#[test]
+fn gguf_corpus() {
+    replay("gguf", fuzzing::gguf);
+    let seeds = corpus("gguf");
+    let qwen3 = seeds
+        .iter()
+        .find(|(p, _)| p.ends_with("qwen3-config"))
+        .unwrap();
+    let file = GgufFile::from_bytes(qwen3.1.clone()).unwrap();
+    assert!(DecoderConfig::from_gguf(&file).unwrap().qk_norm);
+}
+
+#[test]
+fn safetensors_corpus() {
+    replay("safetensors", fuzzing::safetensors);
+    for (path, bytes) in corpus("safetensors") {
+        SafetensorsFile::from_bytes(bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+#[test]
+fn json_corpus() {
+    replay("json_files", fuzzing::json_files);
+}
