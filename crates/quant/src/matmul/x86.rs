@@ -3,6 +3,9 @@
 //!
 //! Per block the integer dot is exact (it fits i16 pairs / i32 lanes for these value ranges),
 //! so these kernels agree with the scalar reference except for f32 summation order.
+//!
+//! The VNNI path's Q4_1 and Q8_0 kernels (the default model's types) work on two blocks per
+//! 512-bit register: half the instructions per block of the 256-bit loop.
 
 use std::arch::x86_64::*;
 
@@ -32,12 +35,12 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             many: q4_0_vnni::<PREFILL_ROWS>,
         }),
         (KernelPath::Avx512Vnni, Q4_1) => Some(Kernels {
-            one: q4_1_vnni::<1>,
-            many: q4_1_vnni::<PREFILL_ROWS>,
+            one: q4_1_vnni512::<1>,
+            many: q4_1_vnni512::<PREFILL_ROWS>,
         }),
         (KernelPath::Avx512Vnni, Q8_0) => Some(Kernels {
-            one: q8_0_vnni::<1>,
-            many: q8_0_vnni::<PREFILL_ROWS>,
+            one: q8_0_vnni512::<1>,
+            many: q8_0_vnni512::<PREFILL_ROWS>,
         }),
         (KernelPath::Avx2, Q4_0) => Some(Kernels {
             one: q4_0_avx2::<1>,
@@ -98,11 +101,11 @@ unsafe fn f16_splat(p: *const u8) -> __m128 {
     _mm_cvtph_ps(_mm_set1_epi16(p.cast::<i16>().read_unaligned()))
 }
 
-macro_rules! kernels_for {
-    ($features:literal, $idot:ident, $q4_0:ident, $q4_1:ident, $q8_0:ident) => {
+macro_rules! q4_1_kernel {
+    ($features:literal, $idot:ident, $name:ident) => {
         /// Q4_1 weights: `sum_b dw*dx * dot(q, qx) + mw * (dx * sum(qx))`.
         #[target_feature(enable = $features)]
-        unsafe fn $q4_1<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
             let nb = a.cols / 32;
             debug_assert_eq!(w.len(), nb * 20);
             let wp = w.as_ptr();
@@ -143,10 +146,14 @@ macro_rules! kernels_for {
                 hsum(_mm256_add_ps(acc[0][i], acc[1][i])) + _mm_cvtss_f32(_mm_movehdup_ps(m))
             })
         }
+    };
+}
 
+macro_rules! q4_0_kernel {
+    ($features:literal, $idot:ident, $name:ident) => {
         /// Q4_0 weights: `sum_b dw*dx * dot(q - 8, qx)`, signed dot via |w| and sign(x, w).
         #[target_feature(enable = $features)]
-        unsafe fn $q4_0<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
             let nb = a.cols / 32;
             debug_assert_eq!(w.len(), nb * 18);
             let wp = w.as_ptr();
@@ -180,10 +187,14 @@ macro_rules! kernels_for {
             }
             std::array::from_fn(|i| hsum(_mm256_add_ps(acc[0][i], acc[1][i])))
         }
+    };
+}
 
+macro_rules! q8_0_kernel {
+    ($features:literal, $idot:ident, $name:ident) => {
         /// Q8_0 weights: `sum_b dw*dx * dot(q, qx)`, signed dot via |w| and sign(x, w).
         #[target_feature(enable = $features)]
-        unsafe fn $q8_0<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
             let nb = a.cols / 32;
             debug_assert_eq!(w.len(), nb * 34);
             let wp = w.as_ptr();
@@ -219,11 +230,161 @@ macro_rules! kernels_for {
     };
 }
 
-kernels_for!("avx2,fma,f16c", idot_avx2, q4_0_avx2, q4_1_avx2, q8_0_avx2);
-kernels_for!(
+q4_1_kernel!("avx2,fma,f16c", idot_avx2, q4_1_avx2);
+q4_0_kernel!("avx2,fma,f16c", idot_avx2, q4_0_avx2);
+q8_0_kernel!("avx2,fma,f16c", idot_avx2, q8_0_avx2);
+q4_0_kernel!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
     idot_vnni,
-    q4_0_vnni,
-    q4_1_vnni,
-    q8_0_vnni
+    q4_0_vnni
 );
+
+/// Two f16 scales (at `p0`, `p1`) as f32 lanes 0 and 2, zeros in 1 and 3.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn f16_pair_02(p0: *const u8, p1: *const u8) -> __m128 {
+    let a = p0.cast::<u16>().read_unaligned() as i32;
+    let b = p1.cast::<u16>().read_unaligned() as i32;
+    _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(a), b, 1))
+}
+
+/// Lanes 0..8 from lane 0 of a 128-bit value, lanes 8..16 from its lane 2.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn spread_02(v: __m128) -> __m512 {
+    let idx = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+}
+
+/// Q4_1 weights, two blocks per zmm: nibbles of blocks b, b+1 become
+/// `[lo_b, hi_b, lo_b+1, hi_b+1]` (the activations' natural order), one `vpdpbusd` for both.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn q4_1_vnni512<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let nb = a.cols / 32;
+    debug_assert_eq!(w.len(), nb * 20);
+    let wp = w.as_ptr();
+    let m4 = _mm512_set1_epi8(0x0f);
+    let mut acc = [[_mm512_setzero_ps(); N]; 2];
+    let mut accm = [_mm_setzero_ps(); N];
+    macro_rules! pair {
+        ($b:expr, $k:expr) => {{
+            let b = $b;
+            let blk0 = wp.add(b * 20);
+            let blk1 = blk0.add(20);
+            // [d0, m0, d1, m1] widened
+            let dm = _mm_cvtph_ps(_mm_insert_epi32(
+                _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
+                blk1.cast::<i32>().read_unaligned(),
+                1,
+            ));
+            let v = _mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
+                _mm_loadu_si128(blk1.add(4).cast()),
+                1,
+            );
+            let z = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
+            // 128-bit lanes [q0, q1, q0>>4, q1>>4] -> [q0, q0>>4, q1, q1>>4]
+            let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
+            for i in 0..N {
+                let row = r0 + i;
+                let xq = _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                // [dx0, sx0, dx1, sx1]
+                let ds = _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast());
+                let prod = _mm_mul_ps(dm, ds);
+                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xq));
+                acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
+                accm[i] = _mm_add_ps(accm[i], prod);
+            }
+        }};
+    }
+    let mut b = 0;
+    while b + 4 <= nb {
+        pair!(b, 0);
+        pair!(b + 2, 1);
+        b += 4;
+    }
+    if b + 2 <= nb {
+        pair!(b, 0);
+        b += 2;
+    }
+    let mut out: [f32; N] = std::array::from_fn(|i| {
+        let m = accm[i];
+        _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i]))
+            + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
+    });
+    if b < nb {
+        // Odd block count: the last block alone, 256 bits wide.
+        let blk = wp.add(b * 20);
+        let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
+        let wq = nibbles(blk.add(4));
+        for (i, o) in out.iter_mut().enumerate() {
+            let row = r0 + i;
+            let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+            let ds = _mm_castpd_ps(_mm_load_sd(a.ds.as_ptr().add(row * nb + b).cast()));
+            let prod = _mm_mul_ps(dm, ds);
+            let p = _mm256_cvtepi32_ps(idot_vnni(wq, xq));
+            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
+                + _mm_cvtss_f32(_mm_movehdup_ps(prod));
+        }
+    }
+    out
+}
+
+/// Q8_0 weights, two blocks per zmm; signed x signed via |w| and x negated where w < 0.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn q8_0_vnni512<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let nb = a.cols / 32;
+    debug_assert_eq!(w.len(), nb * 34);
+    let wp = w.as_ptr();
+    let mut acc = [[_mm512_setzero_ps(); N]; 2];
+    macro_rules! pair {
+        ($b:expr, $k:expr) => {{
+            let b = $b;
+            let blk0 = wp.add(b * 34);
+            let blk1 = blk0.add(34);
+            let d = f16_pair_02(blk0, blk1);
+            let wq = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                _mm256_loadu_si256(blk1.add(2).cast()),
+                1,
+            );
+            let wabs = _mm512_abs_epi8(wq);
+            let negative = _mm512_movepi8_mask(wq);
+            for i in 0..N {
+                let row = r0 + i;
+                let xq = _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                let xs = _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq);
+                // [dx0, sx0, dx1, sx1] * [dw0, 0, dw1, 0]
+                let prod = _mm_mul_ps(d, _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast()));
+                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wabs, xs));
+                acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
+            }
+        }};
+    }
+    let mut b = 0;
+    while b + 4 <= nb {
+        pair!(b, 0);
+        pair!(b + 2, 1);
+        b += 4;
+    }
+    if b + 2 <= nb {
+        pair!(b, 0);
+        b += 2;
+    }
+    let mut out: [f32; N] =
+        std::array::from_fn(|i| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i])));
+    if b < nb {
+        let blk = wp.add(b * 34);
+        let dw = f16_splat(blk);
+        let wq = _mm256_loadu_si256(blk.add(2).cast());
+        let wabs = _mm256_sign_epi8(wq, wq);
+        for (i, o) in out.iter_mut().enumerate() {
+            let row = r0 + i;
+            let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+            let d = _mm_mul_ss(dw, _mm_load_ss(a.ds.as_ptr().add(row * nb + b).cast()));
+            let p = _mm256_cvtepi32_ps(idot_vnni(wabs, _mm256_sign_epi8(xq, wq)));
+            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
+        }
+    }
+    out
+}
