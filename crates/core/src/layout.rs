@@ -95,7 +95,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
     let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     match infer_at {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(invalid(
                     op,
                     format!("shape {shape:?} is invalid for input of size {numel}"),
@@ -261,8 +261,8 @@ pub fn for_each_offsets<const N: usize>(
         let mut cur = base;
         for _ in 0..inner_size {
             f(cur);
-            for k in 0..N {
-                cur[k] += inner_strides[k];
+            for (c, st) in cur.iter_mut().zip(&inner_strides) {
+                *c += st;
             }
         }
         // Odometer increment over the outer dims.
@@ -273,14 +273,14 @@ pub fn for_each_offsets<const N: usize>(
             }
             d -= 1;
             index[d] += 1;
-            for k in 0..N {
-                base[k] += outer[d].1[k];
+            for (b, st) in base.iter_mut().zip(&outer[d].1) {
+                *b += st;
             }
             if index[d] < outer[d].0 {
                 break;
             }
-            for k in 0..N {
-                base[k] -= outer[d].1[k] * outer[d].0;
+            for (b, st) in base.iter_mut().zip(&outer[d].1) {
+                *b -= st * outer[d].0;
             }
             index[d] = 0;
         }

@@ -27,7 +27,9 @@ pub trait Element: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 
 /// Float to int64 as PyTorch does on x86: truncation toward zero; NaN and out-of-range
 /// values give `i64::MIN` (the CPU's "integer indefinite" result).
 pub fn float_to_i64(v: f64) -> i64 {
-    if v.is_nan() || v >= 9.223_372_036_854_775_807e18 || v < -9.223_372_036_854_775_808e18 {
+    // 2^63 as f64; NaN fails `contains` too.
+    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_POW_63..TWO_POW_63).contains(&v) {
         i64::MIN
     } else {
         v.trunc() as i64

@@ -30,6 +30,38 @@ fn needs_data<'a>(op: &'static str, t: &'a Tensor) -> Result<&'a Storage> {
     })
 }
 
+/// PyTorch's `checked_convert` for fill values: a scalar must fit the target dtype's range
+/// (non-finite floats may only go into float dtypes).
+pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -> Result<()> {
+    let v = value.to_f64();
+    let (lo, hi) = match dtype {
+        DType::Bool | DType::F64 => return Ok(()),
+        DType::F32 => (-(f32::MAX as f64), f32::MAX as f64),
+        DType::F16 => (-65504.0, 65504.0),
+        DType::BF16 => (-3.389_531_389_251_535e38, 3.389_531_389_251_535e38),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::U8 => (0.0, u8::MAX as f64),
+    };
+    let fits = if dtype.is_float() {
+        !v.is_finite() || (lo..=hi).contains(&v)
+    } else {
+        v.is_finite() && (lo..=hi).contains(&v)
+    };
+    if !fits {
+        return Err(invalid(
+            op,
+            format!(
+                "value {v} cannot be converted to type {} without overflow",
+                dtype.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `canCast` from c10: float results cannot go into integer outputs, nor non-bool into bool.
 pub fn can_cast(from: DType, to: DType) -> bool {
     !((from.is_float() && !to.is_float()) || (from != DType::Bool && to == DType::Bool))
@@ -593,8 +625,8 @@ impl Tensor {
             strides: vec![],
             offset: self.layout.offset,
         };
-        for i in 0..self.dim() {
-            if !drop[i] {
+        for (i, &dropped) in drop.iter().enumerate() {
+            if !dropped {
                 layout.sizes.push(self.layout.sizes[i]);
                 layout.strides.push(self.layout.strides[i]);
             }
@@ -758,6 +790,12 @@ impl Tensor {
     /// through the view. `src` is read completely before writing, so overlap is safe.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
         self.check_no_internal_overlap("copy_")?;
+        self.check_no_partial_overlap("copy_", src)?;
+        self.write_from(src)
+    }
+
+    /// Broadcasts, casts and writes `src` through this view (no overlap checks).
+    fn write_from(&self, src: &Tensor) -> Result<()> {
         let src = src
             .broadcast_to(self.shape())
             .map_err(|_| Error::ShapeMismatch {
@@ -777,7 +815,13 @@ impl Tensor {
     }
 
     /// Writes an out-of-place result into `self`, checking shape and cast rules of in-place ops.
-    pub(crate) fn assign_result(&self, op: &'static str, result: &Tensor) -> Result<()> {
+    /// `inputs` are the operands the result was computed from (checked for partial overlap).
+    pub(crate) fn assign_result(
+        &self,
+        op: &'static str,
+        result: &Tensor,
+        inputs: &[&Tensor],
+    ) -> Result<()> {
         if result.shape() != self.shape() {
             return Err(Error::ShapeMismatch {
                 op,
@@ -797,29 +841,87 @@ impl Tensor {
             ));
         }
         self.check_no_internal_overlap(op)?;
-        self.copy_(result)
+        for input in inputs {
+            self.check_no_partial_overlap(op, input)?;
+        }
+        self.write_from(result)
+    }
+
+    /// True when the elements form a dense block in some dim order (PyTorch's
+    /// `is_non_overlapping_and_dense`).
+    fn is_non_overlapping_and_dense(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> = self
+            .layout
+            .sizes
+            .iter()
+            .zip(&self.layout.strides)
+            .filter(|(&s, _)| s != 1)
+            .map(|(&s, &st)| (st, s))
+            .collect();
+        dims.sort();
+        let mut expected = 1;
+        for (stride, size) in dims {
+            if stride != expected {
+                return false;
+            }
+            expected *= size;
+        }
+        true
+    }
+
+    /// PyTorch's `assert_no_partial_overlap`: refuses an input that shares memory with the
+    /// written tensor unless it is exactly the same view. Layouts PyTorch cannot analyse
+    /// (not dense) are allowed; for those we compute into a temporary, which is the result
+    /// the op would have without aliasing.
+    fn check_no_partial_overlap(&self, op: &'static str, input: &Tensor) -> Result<()> {
+        if !self.shares_storage(input) || self.numel() == 0 || input.numel() == 0 {
+            return Ok(());
+        }
+        if self.layout == input.layout {
+            return Ok(());
+        }
+        if !self.is_non_overlapping_and_dense() || !input.is_non_overlapping_and_dense() {
+            return Ok(());
+        }
+        let (a0, a1) = (self.layout.offset, self.layout.offset + self.numel());
+        let (b0, b1) = (input.layout.offset, input.layout.offset + input.numel());
+        let partial = if a0 == b0 && a1 == b1 {
+            self.layout.strides != input.layout.strides
+        } else {
+            a0 < b1 && b0 < a1
+        };
+        if partial {
+            return Err(invalid(
+                op,
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location; clone() first",
+            ));
+        }
+        Ok(())
     }
 
     /// `tensor.fill_(value)`.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
+        check_scalar_fits("fill_", value, self.dtype)?;
         self.check_no_internal_overlap("fill_")?;
-        self.copy_(&Tensor::scalar_tensor(value, self.dtype))
+        self.write_from(&Tensor::scalar_tensor(value, self.dtype))
     }
 
     /// `tensor.add_(other)` (in place, `other` broadcasts to `self`).
-    pub fn add_(&self, other: &Tensor) -> Result<()> {
-        self.assign_result("add_", &self.add(other)?)
+    pub fn add_(&self, other: impl crate::ops::pointwise::Operand) -> Result<()> {
+        let other = other.to_operand();
+        self.assign_result("add_", &self.add(&other)?, &[&other])
     }
 
     /// `tensor.mul_(other)`.
-    pub fn mul_(&self, other: &Tensor) -> Result<()> {
-        self.assign_result("mul_", &self.mul(other)?)
+    pub fn mul_(&self, other: impl crate::ops::pointwise::Operand) -> Result<()> {
+        let other = other.to_operand();
+        self.assign_result("mul_", &self.mul(&other)?, &[&other])
     }
 
     /// `tensor.masked_fill_(mask, value)`: `mask` (bool) broadcasts to `self`.
     pub fn masked_fill_(&self, mask: &Tensor, value: Scalar) -> Result<()> {
         let result = self.masked_fill(mask, value)?;
-        self.assign_result("masked_fill_", &result)
+        self.assign_result("masked_fill_", &result, &[mask])
     }
 
     /// Out-of-place `masked_fill` (result has `self`'s dtype; mask broadcasts both ways).
@@ -833,6 +935,7 @@ impl Tensor {
                 ),
             ));
         }
+        check_scalar_fits("masked_fill", value, self.dtype)?;
         let fill = Tensor::scalar_tensor(value, self.dtype);
         crate::ops::pointwise::where_(mask, &fill, self).and_then(|t| t.to_dtype(self.dtype))
     }
@@ -840,6 +943,7 @@ impl Tensor {
     /// `tensor.index_copy_(dim, index, source)`: `self.select(dim, index[i]) = source.select(dim, i)`.
     pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<()> {
         let op = "index_copy_";
+        self.check_no_partial_overlap(op, source)?;
         let d = wrap_dim(op, dim, self.dim())?;
         let idx = crate::ops::index::index_values(
             op,
@@ -887,6 +991,7 @@ impl Tensor {
     pub fn index_put_(&self, indices: &[Tensor], values: &Tensor, accumulate: bool) -> Result<()> {
         let op = "index_put_";
         self.check_no_internal_overlap(op)?;
+        self.check_no_partial_overlap(op, values)?;
         let (offsets, result_shape) = crate::ops::index::advanced_index_offsets(op, self, indices)?;
         let values = values
             .to_dtype(self.dtype)?

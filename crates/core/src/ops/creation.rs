@@ -29,6 +29,7 @@ pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>) -> Result<Tens
         Scalar::Bool(_) => DType::Bool,
     });
     let n = checked_numel("full", shape)?;
+    crate::tensor::check_scalar_fits("full", value, dtype)?;
     match value {
         Scalar::Float(f) => Tensor::from_f64s(&vec![f; n], shape, dtype),
         Scalar::Int(i) => Tensor::from_i64s(&vec![i; n], shape, dtype),
@@ -84,7 +85,9 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         return Err(invalid("arange", format!("too many elements ({len})")));
     }
     let len = len as usize;
-    if !any_float && !dtype.is_float() {
+    if !dtype.is_float() {
+        // Integer dtypes: PyTorch truncates start and step to integers; the length still
+        // comes from the float arguments.
         let (s, st) = (start.to_f64() as i64, step.to_f64() as i64);
         let v: Vec<i64> = (0..len as i64)
             .map(|i| s.wrapping_add(i.wrapping_mul(st)))
@@ -100,6 +103,9 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
 pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<DType>) -> Result<Tensor> {
     let dtype = dtype.unwrap_or(DEFAULT_FLOAT);
     checked_numel("linspace", &[steps])?;
+    if steps == 0 {
+        return Tensor::from_f64s(&[], &[0], dtype);
+    }
     if steps == 1 {
         return Tensor::from_f64s(&[start], &[1], dtype);
     }

@@ -702,7 +702,7 @@ impl Tensor {
     /// the last dim (left, right, then the dim before...); negative pads crop.
     pub fn pad(&self, pads: &[i64], value: Scalar) -> Result<Tensor> {
         let op = "pad";
-        if pads.len() % 2 != 0 || pads.len() / 2 > self.dim() {
+        if !pads.len().is_multiple_of(2) || pads.len() / 2 > self.dim() {
             return Err(invalid(
                 op,
                 format!(

@@ -9,6 +9,8 @@ use crate::tensor::{common_device, Tensor};
 use crate::Device;
 
 fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
+    // PyTorch only rejects bool when there is arithmetic to do; empty products succeed.
+    let no_work = a.numel() == 0 || b.numel() == 0;
     if a.dtype() != b.dtype() {
         return Err(invalid(
             op,
@@ -19,7 +21,7 @@ fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
             ),
         ));
     }
-    if a.dtype() == DType::Bool {
+    if a.dtype() == DType::Bool && !no_work {
         return Err(Error::UnsupportedDType {
             op,
             dtype: DType::Bool,

@@ -133,7 +133,7 @@ pub fn rotary_embedding(x: &Tensor, position_ids: &Tensor, config: RopeConfig) -
     let c = compute_dtype(op, x)?;
     let head_dim = x.shape()[x.dim() - 1];
     let rd = config.rotary_dim.unwrap_or(head_dim);
-    if rd == 0 || rd % 2 != 0 || rd > head_dim {
+    if rd == 0 || !rd.is_multiple_of(2) || rd > head_dim {
         return Err(invalid(
             op,
             format!("rotary_dim {rd} must be even, positive and <= head_dim {head_dim}"),

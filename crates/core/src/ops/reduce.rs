@@ -341,7 +341,14 @@ impl Tensor {
     }
 
     /// `torch.argmax(self, dim, keepdim)`; `dim = None` indexes the flattened tensor.
+    /// Bool input is refused, as in PyTorch.
     pub fn argmax(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "argmax",
+                dtype: DType::Bool,
+            });
+        }
         match dim {
             Some(d) => Ok(self.max_dim(d, keepdim)?.1),
             None => {
@@ -357,6 +364,12 @@ impl Tensor {
 
     /// `torch.argmin(self, dim, keepdim)`.
     pub fn argmin(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "argmin",
+                dtype: DType::Bool,
+            });
+        }
         match dim {
             Some(d) => Ok(self.min_dim(d, keepdim)?.1),
             None => {
