@@ -9,7 +9,8 @@
 
 use std::arch::x86_64::*;
 
-use super::{Kernels, QActs, PREFILL_ROWS};
+use super::{f16_at, Kernels, QActs, PREFILL_ROWS};
+use crate::dequant::k_scale_min;
 use crate::{GgmlType, KernelPath};
 
 /// AVX2 + FMA + F16C (all three are needed by the AVX2 path).
@@ -53,6 +54,19 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
         (KernelPath::Avx2, Q8_0) => Some(Kernels {
             one: q8_0_avx2::<1>,
             many: q8_0_avx2::<PREFILL_ROWS>,
+        }),
+        // K types: the AVX2 kernels serve both paths (their i16 scale multiply is `vpmaddwd`).
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
+            one: qk45_avx2::<1, false>,
+            many: qk45_avx2::<PREFILL_ROWS, false>,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
+            one: qk45_avx2::<1, true>,
+            many: qk45_avx2::<PREFILL_ROWS, true>,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
+            one: q6_k_avx2::<1>,
+            many: q6_k_avx2::<PREFILL_ROWS>,
         }),
         _ => None,
     }
@@ -387,4 +401,124 @@ unsafe fn q8_0_vnni512<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; 
         }
     }
     out
+}
+
+/// Q4_K (`FIVE = false`) and Q5_K (`FIVE = true`) weights: per super-block the 8 groups are
+/// unpacked once for all N activation rows; `vpmaddubsw` gives i16 pair sums, `vpmaddwd` with
+/// the group's 6-bit scale gives i32; the mins term uses the activations' sums of 16.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn qk45_avx2<const N: usize, const FIVE: bool>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let (type_size, qs_at) = if FIVE { (176, 48) } else { (144, 16) };
+    let nsb = a.cols / 256;
+    debug_assert_eq!(w.len(), nsb * type_size);
+    let m4 = _mm256_set1_epi8(0x0f);
+    let sixteen = _mm256_set1_epi8(0x10);
+    let mut acc = [_mm256_setzero_ps(); N];
+    let mut accm = [0f32; N];
+    for (sb, blk) in w.chunks_exact(type_size).enumerate() {
+        let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
+        let mut scales = [0u8; 12];
+        scales.copy_from_slice(&blk[4..16]);
+        let (sc, mn) = k_scale_min(&scales);
+        let qp = blk.as_ptr().add(qs_at);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for j in 0..4 {
+            let raw = _mm256_loadu_si256(qp.add(32 * j).cast());
+            q[2 * j] = _mm256_and_si256(raw, m4);
+            q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        }
+        if FIVE {
+            let qh = _mm256_loadu_si256(blk.as_ptr().add(16).cast());
+            for (g, qg) in q.iter_mut().enumerate() {
+                let bit = _mm256_set1_epi8(1 << g);
+                let set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+                *qg = _mm256_or_si256(*qg, _mm256_and_si256(set, sixteen));
+            }
+        }
+        let scale16: [__m256i; 8] = std::array::from_fn(|g| _mm256_set1_epi16(sc[g] as i16));
+        for i in 0..N {
+            let row = r0 + i;
+            let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
+            let mut isum = _mm256_setzero_si256();
+            for g in 0..8 {
+                let xv = _mm256_loadu_si256(x.add(32 * g).cast());
+                let p16 = _mm256_maddubs_epi16(q[g], xv);
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, scale16[g]));
+            }
+            let dx = a.ds[row * nsb + sb][0];
+            let s16 = &a.sums16[(row * nsb + sb) * 16..][..16];
+            let summ: i32 = (0..8)
+                .map(|g| mn[g] as i32 * (s16[2 * g] + s16[2 * g + 1]))
+                .sum();
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * dx), acc[i]);
+            accm[i] += (dmin * dx) * summ as f32;
+        }
+    }
+    std::array::from_fn(|i| hsum(acc[i]) - accm[i])
+}
+
+/// Q6_K weights: 6-bit values 0..63 unpacked once per super-block, `vpmaddubsw` then
+/// `vpmaddwd` with the signed scale of each 16; the -32 offset is applied through the
+/// activations' sums of 16.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let nsb = a.cols / 256;
+    debug_assert_eq!(w.len(), nsb * 210);
+    let m4 = _mm256_set1_epi8(0x0f);
+    let m30 = _mm256_set1_epi8(0x30);
+    let mut acc = [_mm256_setzero_ps(); N];
+    let mut accs = [0f32; N];
+    for (sb, blk) in w.chunks_exact(210).enumerate() {
+        let d = f16_at(blk, 208);
+        let sc: [i8; 16] = std::array::from_fn(|g| blk[192 + g] as i8);
+        let p = blk.as_ptr();
+        let mut v = [_mm256_setzero_si256(); 8];
+        for h in 0..2 {
+            let ql0 = _mm256_loadu_si256(p.add(h * 64).cast());
+            let ql1 = _mm256_loadu_si256(p.add(h * 64 + 32).cast());
+            let qh = _mm256_loadu_si256(p.add(128 + h * 32).cast());
+            v[4 * h] = _mm256_or_si256(
+                _mm256_and_si256(ql0, m4),
+                _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30),
+            );
+            v[4 * h + 1] = _mm256_or_si256(
+                _mm256_and_si256(ql1, m4),
+                _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30),
+            );
+            v[4 * h + 2] = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                _mm256_and_si256(qh, m30),
+            );
+            v[4 * h + 3] = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30),
+            );
+        }
+        // i16 lanes 0..8 (elements 0..16 of a 32-group) take scale 2k, lanes 8..16 scale 2k+1.
+        let scale16: [__m256i; 8] = std::array::from_fn(|k| {
+            _mm256_set_m128i(
+                _mm_set1_epi16(sc[2 * k + 1] as i16),
+                _mm_set1_epi16(sc[2 * k] as i16),
+            )
+        });
+        for i in 0..N {
+            let row = r0 + i;
+            let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
+            let mut isum = _mm256_setzero_si256();
+            for k in 0..8 {
+                let xv = _mm256_loadu_si256(x.add(32 * k).cast());
+                isum = _mm256_add_epi32(
+                    isum,
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], xv), scale16[k]),
+                );
+            }
+            let dx = a.ds[row * nsb + sb][0];
+            let s16 = &a.sums16[(row * nsb + sb) * 16..][..16];
+            let offset: i32 = (0..16).map(|g| sc[g] as i32 * s16[g]).sum::<i32>() * 32;
+            let ddx = d * dx;
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(ddx), acc[i]);
+            accs[i] += ddx * offset as f32;
+        }
+    }
+    std::array::from_fn(|i| hsum(acc[i]) - accs[i])
 }
