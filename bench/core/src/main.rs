@@ -19,7 +19,11 @@ struct Options {
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut opts = Options { threads: 2, quick: false, torch: true };
+    let mut opts = Options {
+        threads: 2,
+        quick: false,
+        torch: true,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -33,7 +37,11 @@ fn parse_args() -> Result<Options, String> {
             }
             "--quick" => opts.quick = true,
             "--no-torch" => opts.torch = false,
-            other => return Err(format!("unknown argument {other:?} (use --threads N, --quick, --no-torch)")),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (use --threads N, --quick, --no-torch)"
+                ))
+            }
         }
     }
     Ok(opts)
@@ -62,7 +70,9 @@ fn random_vec(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed;
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -77,16 +87,18 @@ fn read_bandwidth_gbps(threads: usize, min_batch: Duration) -> f64 {
         let total: f32 = std::thread::scope(|s| {
             let handles: Vec<_> = data
                 .chunks(chunk)
-                .map(|c| s.spawn(move || {
-                    // 8 independent lanes so the sum is load-bound, not add-latency-bound.
-                    let mut acc = [0f32; 16];
-                    for block in c.chunks_exact(16) {
-                        for (a, v) in acc.iter_mut().zip(block) {
-                            *a += v;
+                .map(|c| {
+                    s.spawn(move || {
+                        // 8 independent lanes so the sum is load-bound, not add-latency-bound.
+                        let mut acc = [0f32; 16];
+                        for block in c.chunks_exact(16) {
+                            for (a, v) in acc.iter_mut().zip(block) {
+                                *a += v;
+                            }
                         }
-                    }
-                    acc.iter().sum::<f32>()
-                }))
+                        acc.iter().sum::<f32>()
+                    })
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
         });
@@ -105,7 +117,9 @@ fn run_torch(opts: &Options) -> Option<Value> {
     });
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/torch_bench.py");
     let mut cmd = Command::new(&python);
-    cmd.arg(script).arg("--threads").arg(opts.threads.to_string());
+    cmd.arg(script)
+        .arg("--threads")
+        .arg(opts.threads.to_string());
     if opts.quick {
         cmd.arg("--quick");
     }
@@ -114,7 +128,10 @@ fn run_torch(opts: &Options) -> Option<Value> {
             .map_err(|e| eprintln!("torch_bench.py printed invalid JSON: {e}"))
             .ok(),
         Ok(out) => {
-            eprintln!("torch_bench.py failed: {}", String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "torch_bench.py failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             None
         }
         Err(e) => {
@@ -124,7 +141,13 @@ fn run_torch(opts: &Options) -> Option<Value> {
     }
 }
 
-const GEMV_SHAPES: &[(usize, usize)] = &[(576, 1536), (1536, 576), (2048, 8192), (8192, 2048), (49152, 576)];
+const GEMV_SHAPES: &[(usize, usize)] = &[
+    (576, 1536),
+    (1536, 576),
+    (2048, 8192),
+    (8192, 2048),
+    (49152, 576),
+];
 
 fn main() {
     let opts = match parse_args() {
@@ -151,23 +174,45 @@ fn main() {
 
     let (a, b) = (random_vec(1 << 20, 1), random_vec(1 << 20, 2));
     let mut c = vec![0f32; 1 << 20];
-    let t = best_time(batch, || kernels::matmul_f32(1024, 1024, 1024, &a, 1024, 1, &b, 1024, 1, &mut c, 1024, 0.0));
-    ours.insert("matmul_1024_gflops".into(), json!(2.0 * 1024f64.powi(3) / t / 1e9));
+    let t = best_time(batch, || {
+        kernels::matmul_f32(
+            1024, 1024, 1024, &a, 1024, 1, &b, 1024, 1, &mut c, 1024, 0.0,
+        )
+    });
+    ours.insert(
+        "matmul_1024_gflops".into(),
+        json!(2.0 * 1024f64.powi(3) / t / 1e9),
+    );
 
     let mut gemv = serde_json::Map::new();
     for &(n, k) in GEMV_SHAPES {
         let x = random_vec(k, 3);
         let w32 = random_vec(n * k, 4);
         let mut y = vec![0f32; n];
-        let t = best_time(batch, || kernels::linear_f32(&x, &w32, None, &mut y, 1, k, n));
-        gemv.insert(format!("{n}x{k}_f32"), json!({"us": t * 1e6, "gbps": (n * k * 4) as f64 / t / 1e9}));
+        let t = best_time(batch, || {
+            kernels::linear_f32(&x, &w32, None, &mut y, 1, k, n)
+        });
+        gemv.insert(
+            format!("{n}x{k}_f32"),
+            json!({"us": t * 1e6, "gbps": (n * k * 4) as f64 / t / 1e9}),
+        );
         let w16: Vec<f16> = w32.iter().map(|&v| f16::from_f32(v)).collect();
-        let t = best_time(batch, || kernels::linear_f16(&x, &w16, None, &mut y, 1, k, n));
-        gemv.insert(format!("{n}x{k}_f16"), json!({"us": t * 1e6, "gbps": (n * k * 2) as f64 / t / 1e9}));
+        let t = best_time(batch, || {
+            kernels::linear_f16(&x, &w16, None, &mut y, 1, k, n)
+        });
+        gemv.insert(
+            format!("{n}x{k}_f16"),
+            json!({"us": t * 1e6, "gbps": (n * k * 2) as f64 / t / 1e9}),
+        );
         drop(w16);
         let wb: Vec<bf16> = w32.iter().map(|&v| bf16::from_f32(v)).collect();
-        let t = best_time(batch, || kernels::linear_bf16(&x, &wb, None, &mut y, 1, k, n));
-        gemv.insert(format!("{n}x{k}_bf16"), json!({"us": t * 1e6, "gbps": (n * k * 2) as f64 / t / 1e9}));
+        let t = best_time(batch, || {
+            kernels::linear_bf16(&x, &wb, None, &mut y, 1, k, n)
+        });
+        gemv.insert(
+            format!("{n}x{k}_bf16"),
+            json!({"us": t * 1e6, "gbps": (n * k * 2) as f64 / t / 1e9}),
+        );
     }
     ours.insert("gemv".into(), Value::Object(gemv));
 
@@ -202,7 +247,10 @@ fn print_table(ours: &Value, torch: Option<&Value>) {
         ours["isa"].as_str().unwrap_or("?"),
         ours["threads"]
     );
-    println!("{:<28} {:>12} {:>12} {:>8} {:>10}", "benchmark", "ours", "torch", "ratio", "% read bw");
+    println!(
+        "{:<28} {:>12} {:>12} {:>8} {:>10}",
+        "benchmark", "ours", "torch", "ratio", "% read bw"
+    );
     let row = |name: &str, path: &[&str], unit: &str, higher_better: bool, pct_bw: bool| {
         let o = get(Some(ours), path);
         let t = get(torch, path);
@@ -216,16 +264,44 @@ fn print_table(ours: &Value, torch: Option<&Value>) {
             _ => String::new(),
         };
         let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1} {unit}"));
-        println!("{name:<28} {:>12} {:>12} {ratio:>8} {pct:>10}", fmt(o), fmt(t));
+        println!(
+            "{name:<28} {:>12} {:>12} {ratio:>8} {pct:>10}",
+            fmt(o),
+            fmt(t)
+        );
     };
-    row("matmul 1024^3 f32", &["matmul_1024_gflops"], "GF/s", true, false);
+    row(
+        "matmul 1024^3 f32",
+        &["matmul_1024_gflops"],
+        "GF/s",
+        true,
+        false,
+    );
     for &(n, k) in GEMV_SHAPES {
         for dt in ["f32", "f16", "bf16"] {
             let key = format!("{n}x{k}_{dt}");
-            row(&format!("gemv {key}"), &["gemv", &key, "gbps"], "GB/s", true, true);
+            row(
+                &format!("gemv {key}"),
+                &["gemv", &key, "gbps"],
+                "GB/s",
+                true,
+                true,
+            );
         }
     }
-    row("softmax 32x4096", &["softmax_32x4096_us"], "us", false, false);
-    row("rms_norm 32x4096", &["rms_norm_32x4096_us"], "us", false, false);
+    row(
+        "softmax 32x4096",
+        &["softmax_32x4096_us"],
+        "us",
+        false,
+        false,
+    );
+    row(
+        "rms_norm 32x4096",
+        &["rms_norm_32x4096_us"],
+        "us",
+        false,
+        false,
+    );
     println!("(ratio > 1: ours faster. torch gemv with half weights casts x to the same dtype.)");
 }

@@ -65,25 +65,64 @@ pub fn add_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
         a.len() >= out.len() && b.len() >= out.len(),
         "add_f32: input shorter than out"
     );
+    dispatch!(active_isa(), add_scalar, add_avx512, add_avx2; (a, b, out))
+}
+
+#[inline(always)]
+fn add_scalar(a: &[f32], b: &[f32], out: &mut [f32]) {
     for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
         *o = x + y;
     }
 }
 
+/// Elementwise bodies are plain loops: compiled inside the `#[target_feature]` entries the
+/// compiler vectorises them at that width (no reduction, so no reassociation is needed).
+#[inline(always)]
+unsafe fn add_simd<S: Simd>(a: &[f32], b: &[f32], out: &mut [f32]) {
+    add_scalar(a, b, out)
+}
+simd_entries!(add_simd => add_avx512, add_avx2; (a: &[f32], b: &[f32], out: &mut [f32]));
+
 /// `acc[i] += x[i]` (residual connections); `x` at least `acc.len()` long.
 pub fn add_inplace_f32(acc: &mut [f32], x: &[f32]) {
     assert!(x.len() >= acc.len(), "add_inplace_f32: x shorter than acc");
+    dispatch!(active_isa(), add_inplace_scalar, add_inplace_avx512, add_inplace_avx2; (acc, x))
+}
+
+#[inline(always)]
+fn add_inplace_scalar(acc: &mut [f32], x: &[f32]) {
     for (a, v) in acc.iter_mut().zip(x) {
         *a += v;
     }
 }
 
+#[inline(always)]
+unsafe fn add_inplace_simd<S: Simd>(acc: &mut [f32], x: &[f32]) {
+    add_inplace_scalar(acc, x)
+}
+simd_entries!(add_inplace_simd => add_inplace_avx512, add_inplace_avx2; (acc: &mut [f32], x: &[f32]));
+
 /// `x[i] *= s` in place.
 pub fn scale_f32(x: &mut [f32], s: f32) {
+    scale_f32_with(active_isa(), x, s)
+}
+
+pub(crate) fn scale_f32_with(isa: Isa, x: &mut [f32], s: f32) {
+    dispatch!(isa, scale_scalar, scale_avx512, scale_avx2; (x, s))
+}
+
+#[inline(always)]
+fn scale_scalar(x: &mut [f32], s: f32) {
     for v in x {
         *v *= s;
     }
 }
+
+#[inline(always)]
+unsafe fn scale_simd<S: Simd>(x: &mut [f32], s: f32) {
+    scale_scalar(x, s)
+}
+simd_entries!(scale_simd => scale_avx512, scale_avx2; (x: &mut [f32], s: f32));
 
 // ---------------------------------------------------------------- SwiGLU
 

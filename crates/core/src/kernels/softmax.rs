@@ -15,12 +15,11 @@ pub(crate) fn softmax_f32_with(isa: Isa, row: &mut [f32]) {
     if row.is_empty() {
         return;
     }
-    let max = row_max(isa, row);
+    let max = max_f32_with(isa, row);
     let sum = exp_shift_sum_with(isa, row, max);
-    let inv = 1.0 / sum;
-    for v in row.iter_mut() {
-        *v *= inv;
-    }
+    // A NaN anywhere makes the sum NaN (exp propagates it), so the whole row becomes NaN
+    // like torch without a separate scan.
+    super::elementwise::scale_f32_with(isa, row, 1.0 / sum);
 }
 
 /// Softmax of every row of `x` (`x.len() / row_len` rows), split over the kernel pool.
@@ -42,20 +41,12 @@ pub(crate) fn log_softmax_f32_with(isa: Isa, row: &mut [f32]) {
     if row.is_empty() {
         return;
     }
-    let max = row_max(isa, row);
+    let max = max_f32_with(isa, row);
     let sum = dispatch!(isa, exp_sum_scalar, exp_sum_avx512, exp_sum_avx2; (&*row, max));
     let shift = max + sum.ln();
     for v in row.iter_mut() {
         *v -= shift;
     }
-}
-
-/// Max that lets NaN through (so NaN rows stay NaN, like torch).
-fn row_max(isa: Isa, row: &[f32]) -> f32 {
-    if row.iter().any(|v| v.is_nan()) {
-        return f32::NAN;
-    }
-    max_f32_with(isa, row)
 }
 
 /// `row[i] = exp(row[i] - max)`, returns the sum.

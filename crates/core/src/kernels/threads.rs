@@ -57,9 +57,17 @@ pub fn num_threads() -> usize {
     pool().current_num_threads()
 }
 
-/// How many tasks `total_work` units of work should be split into.
+/// Tasks per thread when work is plentiful: more than one, so a thread that the OS
+/// preempts (shared machines) leaves its remaining tasks to be stolen instead of stalling
+/// the whole op for a scheduler quantum.
+const TASKS_PER_THREAD: usize = 4;
+
+/// How many tasks `total_work` units of work should be split into (1 means run inline).
 pub(crate) fn task_count(total_work: usize, threads: usize) -> usize {
-    (total_work / MIN_WORK_PER_TASK).clamp(1, threads.max(1))
+    if threads <= 1 {
+        return 1;
+    }
+    (total_work / MIN_WORK_PER_TASK).clamp(1, TASKS_PER_THREAD * threads)
 }
 
 /// Runs `f(chunk_index, chunk)` over `out` split into chunks of `chunk_len` elements (the

@@ -391,3 +391,24 @@ fn casts_on_every_isa_match_reference_bits() {
         }
     }
 }
+
+/// add / add_inplace / scale round once per element, so the vectorised (active ISA) results
+/// must equal the plain scalar ones exactly, on every tail length.
+#[test]
+fn add_and_scale_exact_on_awkward_sizes() {
+    let mut rng = Rng::new(11);
+    for &n in AWKWARD_SIZES {
+        let (a, b) = (rng.vec(n), rng.vec(n));
+        let mut out = vec![f32::NAN; n];
+        add_f32(&a, &b, &mut out);
+        let mut acc = a.clone();
+        add_inplace_f32(&mut acc, &b);
+        let mut scaled = a.clone();
+        scale_f32(&mut scaled, 0.37);
+        for i in 0..n {
+            assert_eq!(out[i], a[i] + b[i], "add n={n} i={i}");
+            assert_eq!(acc[i], a[i] + b[i], "add_inplace n={n} i={i}");
+            assert_eq!(scaled[i], a[i] * 0.37, "scale n={n} i={i}");
+        }
+    }
+}
