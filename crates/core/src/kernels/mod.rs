@@ -31,7 +31,7 @@ pub use linear::{linear_bf16, linear_f16, linear_f32, matmul_f32};
 pub use norm::{layer_norm_f32, rms_norm_f32, rms_norm_rows_f32};
 pub use rope::{rope_f32, RopeStyle, RopeTable};
 pub use softmax::{log_softmax_f32, softmax_f32, softmax_rows_f32};
-pub use threads::{num_threads, set_num_threads};
+pub use threads::{install, num_threads, set_num_threads};
 
 /// Errors of kernel set-up calls and of `attention_f32`.
 #[derive(Debug, Clone, PartialEq, Eq)]

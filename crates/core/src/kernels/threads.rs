@@ -107,7 +107,9 @@ where
 }
 
 /// Runs `f` on the kernel pool (so nested rayon calls, e.g. inside the gemm crate, use it).
-pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+/// The runtime runs a whole forward pass in it, so kernels of other crates that use rayon (the
+/// quantized matmul) share these threads instead of a second pool.
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     pool().install(f)
 }
 
