@@ -759,6 +759,7 @@ pub fn embedding(input: &Tensor, weight: &Tensor) -> Result<Tensor> {
         ));
     }
     let flat = input.reshape(&[-1])?;
+    index_values("embedding", &flat, weight.shape()[0])?;
     let rows = weight.index_select(0, &flat)?;
     let mut shape: Vec<i64> = input.shape().iter().map(|&s| s as i64).collect();
     shape.push(weight.shape()[1] as i64);

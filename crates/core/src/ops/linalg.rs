@@ -1,5 +1,5 @@
-//! Matrix products. Every product reduces to a batched `[B,M,K] x [B,K,N]` core: f32/f64 run
-//! through the `gemm` crate, f16/bf16 compute in f32 and round once, integers are exact
+//! Matrix products. Every product reduces to a batched `[B,M,K] x [B,K,N]` core: f32 runs on
+//! the kernels module's gemm, f64 through the `gemm` crate, f16/bf16 compute in f32 and round once, integers are exact
 //! (wrapping int64 accumulation).
 
 use crate::dtype::{DType, Scalar};
@@ -30,47 +30,25 @@ fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<DType> {
     Ok(a.dtype())
 }
 
-/// Row-major single matrix product with gemm: `out[m,n] = sum_k a[m,k] b[k,n]`.
+/// Row-major single matrix product `out[m,n] = sum_k a[m,k] b[k,n]` through the kernels
+/// module's strided f32 gemm (threaded).
 fn gemm_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     if m == 0 || n == 0 || k == 0 {
         return out;
     }
-    debug_assert!(a.len() == m * k && b.len() == k * n);
-    // SAFETY: the slices hold exactly m*k, k*n and m*n elements, and the strides below
-    // describe row-major matrices of those shapes, so every access is in bounds.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
+    crate::kernels::matmul_f32(m, k, n, a, k, 1, b, n, 1, &mut out, n, 0.0);
     out
 }
 
+/// Row-major f64 product with the `gemm` crate.
 fn gemm_f64(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
     let mut out = vec![0f64; m * n];
     if m == 0 || n == 0 || k == 0 {
         return out;
     }
-    // SAFETY: as in gemm_f32.
+    // SAFETY: the slices hold exactly m*k, k*n and m*n elements and the strides describe
+    // row-major matrices of those shapes, so every access is in bounds.
     unsafe {
         gemm::gemm(
             m,
