@@ -1,0 +1,464 @@
+//! The [`Tokenizer`]: text <-> token ids through the `tokenizers` crate, with the BOS/EOS and
+//! special-token handling transformers layers on top of it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use crate::error::{invalid, read_file, Error, Result};
+
+/// How [`Tokenizer::encode`] treats special tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// Add the tokens the tokenizer adds around a sequence (e.g. BOS), as transformers'
+    /// `add_special_tokens=True` does.
+    pub add_special_tokens: bool,
+    /// Recognise special-token strings such as `<|im_start|>` in the text as their single token.
+    /// When false they are tokenized as plain text (transformers' `split_special_tokens=True`);
+    /// non-special added tokens are still matched whole, as in llama.cpp.
+    pub parse_special: bool,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        EncodeOptions {
+            add_special_tokens: true,
+            parse_special: true,
+        }
+    }
+}
+
+/// How [`Tokenizer::decode`] renders ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DecodeOptions {
+    /// Leave special tokens (e.g. `<|im_end|>`) out of the text.
+    pub skip_special_tokens: bool,
+}
+
+/// Settings that live beside the vocabulary: tokenizer_config.json, or the equivalent GGUF keys.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenizerConfig {
+    /// Prepend the BOS token when special tokens are added. `None`: not stated.
+    pub add_bos_token: Option<bool>,
+    /// Append the EOS token when special tokens are added. `None`: not stated.
+    pub add_eos_token: Option<bool>,
+    /// The BOS token's text.
+    pub bos_token: Option<String>,
+    /// The EOS token's text.
+    pub eos_token: Option<String>,
+    /// The padding token's text.
+    pub pad_token: Option<String>,
+    /// The unknown token's text.
+    pub unk_token: Option<String>,
+    /// Further end-of-turn tokens that stop generation (GGUF `eot`/`eom` ids), as text.
+    pub extra_eos_tokens: Vec<String>,
+    /// The Jinja chat template.
+    pub chat_template: Option<String>,
+}
+
+impl TokenizerConfig {
+    /// Reads the fields this crate uses from a tokenizer_config.json document.
+    pub fn from_json_str(text: &str) -> Result<Self> {
+        let json: Json = serde_json::from_str(text)
+            .map_err(|e| invalid(format!("tokenizer_config.json is not valid JSON: {e}")))?;
+        let object = json
+            .as_object()
+            .ok_or_else(|| invalid("tokenizer_config.json is not a JSON object"))?;
+        let flag = |key: &str| -> Result<Option<bool>> {
+            match object.get(key) {
+                None | Some(Json::Null) => Ok(None),
+                Some(Json::Bool(b)) => Ok(Some(*b)),
+                Some(other) => Err(invalid(format!(
+                    "tokenizer_config.json: {key} must be a boolean, found {other}"
+                ))),
+            }
+        };
+        Ok(TokenizerConfig {
+            add_bos_token: flag("add_bos_token")?,
+            add_eos_token: flag("add_eos_token")?,
+            bos_token: special_token_text(object.get("bos_token"), "bos_token")?,
+            eos_token: special_token_text(object.get("eos_token"), "eos_token")?,
+            pad_token: special_token_text(object.get("pad_token"), "pad_token")?,
+            unk_token: special_token_text(object.get("unk_token"), "unk_token")?,
+            extra_eos_tokens: Vec::new(),
+            chat_template: chat_template_text(object.get("chat_template"))?,
+        })
+    }
+}
+
+/// A special token in tokenizer_config.json is either a string or an AddedToken object.
+fn special_token_text(value: Option<&Json>, key: &str) -> Result<Option<String>> {
+    match value {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s.clone())),
+        Some(Json::Object(o)) => match o.get("content") {
+            Some(Json::String(s)) => Ok(Some(s.clone())),
+            _ => Err(invalid(format!(
+                "tokenizer_config.json: {key} is an object without a string \"content\""
+            ))),
+        },
+        Some(other) => Err(invalid(format!(
+            "tokenizer_config.json: {key} must be a string or an object, found {other}"
+        ))),
+    }
+}
+
+/// `chat_template` is a string, or a list of `{name, template}` of which transformers uses "default".
+fn chat_template_text(value: Option<&Json>) -> Result<Option<String>> {
+    match value {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s.clone())),
+        Some(Json::Array(items)) => {
+            for item in items {
+                if item.get("name").and_then(Json::as_str) == Some("default") {
+                    if let Some(template) = item.get("template").and_then(Json::as_str) {
+                        return Ok(Some(template.to_string()));
+                    }
+                }
+            }
+            Err(invalid(
+                "tokenizer_config.json: chat_template is a list without a \"default\" entry",
+            ))
+        }
+        Some(other) => Err(invalid(format!(
+            "tokenizer_config.json: chat_template must be a string or a list, found {other}"
+        ))),
+    }
+}
+
+/// Where the tokens added around a sequence come from.
+#[derive(Debug, Clone, Copy)]
+enum SequenceSpecials {
+    /// tokenizer_config.json (or GGUF) states add_bos/add_eos, or tokenizer.json has no
+    /// post-processor: transformers then builds the template from the two flags, as we do.
+    Flags { add_bos: bool, add_eos: bool },
+    /// Otherwise tokenizer.json's own post-processor decides.
+    PostProcessor,
+}
+
+struct Inner {
+    /// Matches special-token strings in the text.
+    parsing_special: tokenizers::Tokenizer,
+    /// Treats special-token strings as plain text.
+    literal_special: tokenizers::Tokenizer,
+    vocab_size: usize,
+    sequence_specials: SequenceSpecials,
+    bos: Option<(String, u32)>,
+    eos: Vec<(String, u32)>,
+    pad: Option<(String, u32)>,
+    unk: Option<(String, u32)>,
+    special_ids: BTreeSet<u32>,
+    chat_template: Option<String>,
+}
+
+/// A loaded tokenizer. Cloning is cheap (shared, immutable); it is `Send + Sync`.
+#[derive(Clone)]
+pub struct Tokenizer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("vocab_size", &self.inner.vocab_size)
+            .field("bos", &self.inner.bos)
+            .field("eos", &self.inner.eos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tokenizer {
+    /// Loads `tokenizer.json`, plus `tokenizer_config.json` when given (BOS/EOS flags, special
+    /// tokens, chat template). A `chat_template.jinja` beside the config (or beside tokenizer.json
+    /// when there is no config) supplies the chat template when the config has none.
+    pub fn from_files(tokenizer_json: &Path, tokenizer_config_json: Option<&Path>) -> Result<Self> {
+        let json_text = read_file(tokenizer_json)?;
+        let mut config = match tokenizer_config_json {
+            Some(path) => {
+                TokenizerConfig::from_json_str(&read_file(path)?).map_err(|e| match e {
+                    Error::InvalidTokenizer(m) => invalid(format!("{}: {m}", path.display())),
+                    other => other,
+                })?
+            }
+            None => TokenizerConfig::default(),
+        };
+        if config.chat_template.is_none() {
+            let folder = tokenizer_config_json
+                .unwrap_or(tokenizer_json)
+                .parent()
+                .unwrap_or(Path::new("."));
+            let jinja = folder.join("chat_template.jinja");
+            if jinja.is_file() {
+                config.chat_template = Some(read_file(&jinja)?);
+            }
+        }
+        Self::from_json_str(&json_text, config).map_err(|e| match e {
+            Error::InvalidTokenizer(m) => invalid(format!("{}: {m}", tokenizer_json.display())),
+            other => other,
+        })
+    }
+
+    /// Builds a tokenizer from tokenizer.json text and its configuration.
+    pub fn from_json_str(tokenizer_json: &str, config: TokenizerConfig) -> Result<Self> {
+        let backend: tokenizers::Tokenizer = tokenizer_json
+            .parse()
+            .map_err(|e| invalid(format!("cannot load tokenizer.json: {e}")))?;
+        let vocab_size = backend.get_vocab_size(true);
+        Self::from_backend(backend, config, vocab_size)
+    }
+
+    /// Wraps a `tokenizers` tokenizer. `vocab_size` is the bound ids are checked against.
+    pub(crate) fn from_backend(
+        backend: tokenizers::Tokenizer,
+        config: TokenizerConfig,
+        vocab_size: usize,
+    ) -> Result<Self> {
+        let lookup = |text: &Option<String>, what: &str| -> Result<Option<(String, u32)>> {
+            match text {
+                None => Ok(None),
+                Some(t) => match backend.token_to_id(t) {
+                    Some(id) => Ok(Some((t.clone(), id))),
+                    None => Err(invalid(format!("{what} {t:?} is not in the vocabulary"))),
+                },
+            }
+        };
+        let bos = lookup(&config.bos_token, "bos_token")?;
+        let mut eos: Vec<(String, u32)> = lookup(&config.eos_token, "eos_token")?
+            .into_iter()
+            .collect();
+        for extra in &config.extra_eos_tokens {
+            if let Some(found) = lookup(&Some(extra.clone()), "end-of-turn token")? {
+                if !eos.iter().any(|(_, id)| *id == found.1) {
+                    eos.push(found);
+                }
+            }
+        }
+        let pad = lookup(&config.pad_token, "pad_token")?;
+        let unk = lookup(&config.unk_token, "unk_token")?;
+
+        let explicit_flags = config.add_bos_token.is_some() || config.add_eos_token.is_some();
+        let sequence_specials = if explicit_flags || backend.get_post_processor().is_none() {
+            // transformers turns a flag off when its token is missing; so do we.
+            SequenceSpecials::Flags {
+                add_bos: config.add_bos_token.unwrap_or(false) && bos.is_some(),
+                add_eos: config.add_eos_token.unwrap_or(false) && !eos.is_empty(),
+            }
+        } else {
+            SequenceSpecials::PostProcessor
+        };
+
+        let mut special_ids: BTreeSet<u32> = backend
+            .get_added_tokens_decoder()
+            .iter()
+            .filter(|(_, token)| token.special)
+            .map(|(id, _)| *id)
+            .collect();
+        special_ids.extend(
+            bos.iter()
+                .chain(&eos)
+                .chain(&pad)
+                .chain(&unk)
+                .map(|(_, id)| *id),
+        );
+
+        let parsing_special = backend;
+        let mut literal_special = parsing_special.clone();
+        literal_special.set_encode_special_tokens(true);
+        Ok(Tokenizer {
+            inner: Arc::new(Inner {
+                parsing_special,
+                literal_special,
+                vocab_size,
+                sequence_specials,
+                bos,
+                eos,
+                pad,
+                unk,
+                special_ids,
+                chat_template: config.chat_template,
+            }),
+        })
+    }
+
+    fn backend(&self, options: EncodeOptions) -> &tokenizers::Tokenizer {
+        if options.parse_special {
+            &self.inner.parsing_special
+        } else {
+            &self.inner.literal_special
+        }
+    }
+
+    /// Text -> token ids.
+    pub fn encode(&self, text: &str, options: EncodeOptions) -> Result<Vec<u32>> {
+        let (use_post_processor, add_bos, add_eos) = self.sequence_plan(options);
+        let encoding = self
+            .backend(options)
+            .encode_fast(text, use_post_processor)
+            .map_err(|e| Error::Backend(format!("encoding failed: {e}")))?;
+        Ok(self.wrap_sequence(encoding.get_ids(), add_bos, add_eos))
+    }
+
+    /// Encodes several texts (in parallel where the backend chooses to).
+    pub fn encode_batch(&self, texts: &[&str], options: EncodeOptions) -> Result<Vec<Vec<u32>>> {
+        let (use_post_processor, add_bos, add_eos) = self.sequence_plan(options);
+        let encodings = self
+            .backend(options)
+            .encode_batch_fast(texts.to_vec(), use_post_processor)
+            .map_err(|e| Error::Backend(format!("batch encoding failed: {e}")))?;
+        Ok(encodings
+            .iter()
+            .map(|encoding| self.wrap_sequence(encoding.get_ids(), add_bos, add_eos))
+            .collect())
+    }
+
+    /// (let the backend's post-processor run, add BOS ourselves, add EOS ourselves)
+    fn sequence_plan(&self, options: EncodeOptions) -> (bool, bool, bool) {
+        if !options.add_special_tokens {
+            return (false, false, false);
+        }
+        match self.inner.sequence_specials {
+            SequenceSpecials::PostProcessor => (true, false, false),
+            SequenceSpecials::Flags { add_bos, add_eos } => (false, add_bos, add_eos),
+        }
+    }
+
+    fn wrap_sequence(&self, ids: &[u32], add_bos: bool, add_eos: bool) -> Vec<u32> {
+        let mut out = Vec::with_capacity(ids.len() + 2);
+        if let (true, Some((_, bos))) = (add_bos, &self.inner.bos) {
+            out.push(*bos);
+        }
+        out.extend_from_slice(ids);
+        if let (true, Some((_, eos))) = (add_eos, self.inner.eos.first()) {
+            out.push(*eos);
+        }
+        out
+    }
+
+    /// Token ids -> text. Ids at or beyond [`vocab_size`](Self::vocab_size) are an error.
+    pub fn decode(&self, ids: &[u32], options: DecodeOptions) -> Result<String> {
+        self.check_ids(ids)?;
+        self.inner
+            .parsing_special
+            .decode(ids, options.skip_special_tokens)
+            .map_err(|e| Error::Backend(format!("decoding failed: {e}")))
+    }
+
+    pub(crate) fn check_ids(&self, ids: &[u32]) -> Result<()> {
+        let vocab_size = self.inner.vocab_size;
+        match ids.iter().find(|&&id| id as usize >= vocab_size) {
+            Some(&id) => Err(Error::TokenIdOutOfRange { id, vocab_size }),
+            None => Ok(()),
+        }
+    }
+
+    /// The vocabulary entry for `id`, as spelled in the vocabulary (e.g. `Ġhello` in byte-level
+    /// BPE, `▁hello` in SentencePiece), like transformers' `convert_ids_to_tokens`.
+    pub fn token_to_piece(&self, id: u32) -> Result<String> {
+        self.check_ids(&[id])?;
+        self.inner
+            .parsing_special
+            .id_to_token(id)
+            .ok_or_else(|| Error::Backend(format!("token id {id} has no vocabulary entry")))
+    }
+
+    /// The id of a vocabulary entry or added token spelled exactly `token`.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.parsing_special.token_to_id(token)
+    }
+
+    /// Number of ids the model may produce: every valid id is below this.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.vocab_size
+    }
+
+    /// The beginning-of-sequence token id.
+    pub fn bos_id(&self) -> Option<u32> {
+        self.inner.bos.as_ref().map(|(_, id)| *id)
+    }
+
+    /// Ids that end generation: EOS first, then end-of-turn tokens.
+    pub fn eos_ids(&self) -> Vec<u32> {
+        self.inner.eos.iter().map(|(_, id)| *id).collect()
+    }
+
+    /// The padding token id.
+    pub fn pad_id(&self) -> Option<u32> {
+        self.inner.pad.as_ref().map(|(_, id)| *id)
+    }
+
+    /// The unknown-token id.
+    pub fn unk_id(&self) -> Option<u32> {
+        self.inner.unk.as_ref().map(|(_, id)| *id)
+    }
+
+    /// The BOS token's text (as chat templates see it).
+    pub fn bos_token(&self) -> Option<&str> {
+        self.inner.bos.as_ref().map(|(text, _)| text.as_str())
+    }
+
+    /// The EOS token's text (as chat templates see it).
+    pub fn eos_token(&self) -> Option<&str> {
+        self.inner.eos.first().map(|(text, _)| text.as_str())
+    }
+
+    /// The padding token's text.
+    pub fn pad_token(&self) -> Option<&str> {
+        self.inner.pad.as_ref().map(|(text, _)| text.as_str())
+    }
+
+    /// The unknown token's text.
+    pub fn unk_token(&self) -> Option<&str> {
+        self.inner.unk.as_ref().map(|(text, _)| text.as_str())
+    }
+
+    /// Ids of special tokens: those [`DecodeOptions::skip_special_tokens`] leaves out.
+    pub fn special_token_ids(&self) -> &BTreeSet<u32> {
+        &self.inner.special_ids
+    }
+
+    /// Whether `id` is a special token.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.inner.special_ids.contains(&id)
+    }
+
+    /// The chat template shipped with the tokenizer, if any.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.inner.chat_template.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Tokenizer>();
+    }
+
+    #[test]
+    fn config_reads_added_token_objects_and_template_lists() {
+        let config = TokenizerConfig::from_json_str(
+            r#"{"add_bos_token": true, "bos_token": {"content": "<s>", "special": true},
+                "eos_token": "</s>", "chat_template": [{"name": "tool_use", "template": "T"},
+                {"name": "default", "template": "D"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(config.add_bos_token, Some(true));
+        assert_eq!(config.add_eos_token, None);
+        assert_eq!(config.bos_token.as_deref(), Some("<s>"));
+        assert_eq!(config.eos_token.as_deref(), Some("</s>"));
+        assert_eq!(config.chat_template.as_deref(), Some("D"));
+    }
+
+    #[test]
+    fn config_rejects_wrong_types_by_name() {
+        let err = TokenizerConfig::from_json_str(r#"{"add_bos_token": "yes"}"#).unwrap_err();
+        assert!(err.to_string().contains("add_bos_token"), "{err}");
+        let err = TokenizerConfig::from_json_str("[1]").unwrap_err();
+        assert!(err.to_string().contains("not a JSON object"), "{err}");
+    }
+}
