@@ -102,6 +102,9 @@ fn run(path: KernelPath, w: &PackedMatrix, x: &[f32], m: usize) -> Vec<f32> {
 fn shapes(ty: GgmlType) -> Vec<(usize, usize)> {
     if ty.block_size() == 256 {
         vec![(1, 256), (7, 512), (33, 256)]
+    } else if ty.block_size() == 1 {
+        // Float rows need no blocks: column counts off the 16-wide SIMD step too.
+        vec![(1, 32), (5, 7), (9, 40), (33, 576)]
     } else {
         vec![(1, 32), (7, 96), (33, 576), (130, 64)]
     }

@@ -77,6 +77,21 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             many: q6_k_avx2::<PREFILL_ROWS>,
             decode4: None,
         }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
+            one: float_avx2::<1, 0>,
+            many: float_avx2::<PREFILL_ROWS, 0>,
+            decode4: None,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, F16) => Some(Kernels {
+            one: float_avx2::<1, 1>,
+            many: float_avx2::<PREFILL_ROWS, 1>,
+            decode4: None,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, BF16) => Some(Kernels {
+            one: float_avx2::<1, 2>,
+            many: float_avx2::<PREFILL_ROWS, 2>,
+            decode4: None,
+        }),
         _ => None,
     }
 }
@@ -662,6 +677,55 @@ unsafe fn q8_0_vnni512_decode<const R: usize>(w: [&[u8]; R], a: &QActs, row: usi
                 _mm256_sign_epi8(xq, wq),
             ));
             *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
+        }
+    }
+    out
+}
+
+/// Eight weights of an F32 (`KIND` 0), F16 (1) or BF16 (2) row starting at element `j`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn load8<const KIND: u8>(p: *const u8, j: usize) -> __m256 {
+    match KIND {
+        0 => _mm256_loadu_ps(p.add(4 * j).cast()),
+        1 => _mm256_cvtph_ps(_mm_loadu_si128(p.add(2 * j).cast())),
+        _ => _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(p.add(2 * j).cast())),
+            16,
+        )),
+    }
+}
+
+/// Float weights times f32 activations: 16 elements per step (two accumulators), each weight
+/// vector widened once for all N activation rows; a scalar tail for `cols % 16`.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn float_avx2<const N: usize, const KIND: u8>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let cols = a.cols;
+    debug_assert_eq!(w.len(), cols * if KIND == 0 { 4 } else { 2 });
+    let p = w.as_ptr();
+    let mut acc = [[_mm256_setzero_ps(); N]; 2];
+    let mut j = 0;
+    while j + 16 <= cols {
+        let w0 = load8::<KIND>(p, j);
+        let w1 = load8::<KIND>(p, j + 8);
+        let [acc0, acc1] = &mut acc;
+        for (i, (a0, a1)) in acc0.iter_mut().zip(acc1.iter_mut()).enumerate() {
+            let x = a.xf.as_ptr().add((r0 + i) * cols + j);
+            *a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x), *a0);
+            *a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x.add(8)), *a1);
+        }
+        j += 16;
+    }
+    let mut out: [f32; N] = std::array::from_fn(|i| hsum(_mm256_add_ps(acc[0][i], acc[1][i])));
+    for j in j..cols {
+        let e = &w[j * if KIND == 0 { 4 } else { 2 }..];
+        let wv = match KIND {
+            0 => f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+            1 => f16_at(e, 0),
+            _ => f32::from_bits((u16::from_le_bytes([e[0], e[1]]) as u32) << 16),
+        };
+        for (i, o) in out.iter_mut().enumerate() {
+            *o += wv * a.xf[(r0 + i) * cols + j];
         }
     }
     out

@@ -1,0 +1,72 @@
+//! With the scratch reserved, `matmul` does not allocate (decode and prefill), on any path.
+//! A counting global allocator sees every allocation in the process, rayon workers included.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use torchnative_quant::*;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn reserved_matmul_does_not_allocate() {
+    let (rows, cols, m) = (1000, 512, 6);
+    let mut scratch = ActivationScratch::new();
+    scratch.reserve(m, cols);
+    let x: Vec<f32> = (0..m * cols).map(|i| (i % 17) as f32 - 8.0).collect();
+    let mut y = vec![0f32; m * rows];
+    for ty in [
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4_K,
+        GgmlType::Q6_K,
+        GgmlType::F16,
+    ] {
+        let data = vec![0x11u8; rows * ty.row_bytes(cols).unwrap()];
+        let w = PackedMatrix {
+            ty,
+            data: &data,
+            rows,
+            cols,
+        };
+        for path in available_kernel_paths() {
+            // Warm up: the rayon pool and its threads allocate once when first used.
+            matmul_with(path, &w, &x, m, &mut y, &mut scratch).unwrap();
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            for mm in [1, m] {
+                matmul_with(
+                    path,
+                    &w,
+                    &x[..mm * cols],
+                    mm,
+                    &mut y[..mm * rows],
+                    &mut scratch,
+                )
+                .unwrap();
+            }
+            let after = ALLOCATIONS.load(Ordering::SeqCst);
+            assert_eq!(
+                after,
+                before,
+                "{ty} {path:?}: matmul allocated {} times",
+                after - before
+            );
+        }
+    }
+}
