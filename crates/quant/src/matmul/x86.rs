@@ -77,6 +77,16 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             many: q6_k_avx2::<PREFILL_ROWS>,
             decode4: None,
         }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
+            one: q5_avx2::<1, false>,
+            many: q5_avx2::<PREFILL_ROWS, false>,
+            decode4: None,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
+            one: q5_avx2::<1, true>,
+            many: q5_avx2::<PREFILL_ROWS, true>,
+            decode4: None,
+        }),
         (KernelPath::Avx2 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
             one: float_avx2::<1, 0>,
             many: float_avx2::<PREFILL_ROWS, 0>,
@@ -729,4 +739,84 @@ unsafe fn float_avx2<const N: usize, const KIND: u8>(w: &[u8], a: &QActs, r0: us
         }
     }
     out
+}
+
+/// The 32 bits of a Q5 block's `qh` (at `p`) as 32 bytes, 0x10 where the bit is set.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fifth_bits(p: *const u8) -> __m256i {
+    let bits = _mm256_set1_epi32(p.cast::<i32>().read_unaligned());
+    // Byte i takes qh byte i / 8 (each 128-bit lane holds all four), then tests bit i % 8.
+    let spread = _mm256_shuffle_epi8(
+        bits,
+        _mm256_set_epi64x(
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0,
+        ),
+    );
+    let select = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+    _mm256_and_si256(set, _mm256_set1_epi8(0x10))
+}
+
+/// Q5_0 (`ONE = false`: `d * (q - 16)`) and Q5_1 (`ONE = true`: `d * q + m`) weights.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q5_avx2<const N: usize, const ONE: bool>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+    let (type_size, qh_at) = if ONE { (24, 4) } else { (22, 2) };
+    let nb = a.cols / 32;
+    debug_assert_eq!(w.len(), nb * type_size);
+    let wp = w.as_ptr();
+    let sixteen = _mm256_set1_epi8(16);
+    let mut acc = [[_mm256_setzero_ps(); N]; 2];
+    let mut accm = [_mm_setzero_ps(); N];
+    macro_rules! block {
+        ($b:expr, $k:expr) => {{
+            let b = $b;
+            let blk = wp.add(b * type_size);
+            let q = _mm256_or_si256(nibbles(blk.add(qh_at + 4)), fifth_bits(blk.add(qh_at)));
+            // [d, m] (Q5_1) or [d, d] (Q5_0) widened.
+            let dm = if ONE {
+                _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()))
+            } else {
+                f16_splat(blk)
+            };
+            let signed = _mm256_sub_epi8(q, sixteen);
+            let wabs = _mm256_sign_epi8(signed, signed);
+            for i in 0..N {
+                let row = r0 + i;
+                let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                let ds = _mm_castpd_ps(_mm_load_sd(a.ds.as_ptr().add(row * nb + b).cast()));
+                let prod = _mm_mul_ps(dm, ds);
+                let idot = if ONE {
+                    idot_avx2(q, xq)
+                } else {
+                    idot_avx2(wabs, _mm256_sign_epi8(xq, signed))
+                };
+                let p = _mm256_cvtepi32_ps(idot);
+                acc[$k][i] = _mm256_fmadd_ps(p, _mm256_broadcastss_ps(prod), acc[$k][i]);
+                if ONE {
+                    accm[i] = _mm_add_ps(accm[i], prod);
+                }
+            }
+        }};
+    }
+    let mut b = 0;
+    while b + 2 <= nb {
+        block!(b, 0);
+        block!(b + 1, 1);
+        b += 2;
+    }
+    if b < nb {
+        block!(b, 0);
+    }
+    std::array::from_fn(|i| {
+        let m = if ONE {
+            _mm_cvtss_f32(_mm_movehdup_ps(accm[i]))
+        } else {
+            0.0
+        };
+        hsum(_mm256_add_ps(acc[0][i], acc[1][i])) + m
+    })
 }
