@@ -85,7 +85,6 @@ pub fn f32_to_bf16_one(x: f32) -> bf16 {
 }
 
 /// f32 -> bfloat16, round-to-nearest-even, NaN preserved (see [`f32_to_bf16_one`]).
-/// Integer arithmetic, so the compiler vectorises it for whatever ISA this is inlined into.
 pub fn f32_to_bf16(src: &[f32], dst: &mut [bf16]) {
     f32_to_bf16_with(active_isa(), src, dst)
 }
@@ -101,17 +100,19 @@ pub(crate) fn f32_to_bf16_scalar(src: &[f32], dst: &mut [bf16]) {
     }
 }
 
-/// The scalar loop body compiled with wider features: branch-free form that vectorises.
 #[inline(always)]
 unsafe fn f32_to_bf16_simd<S: Simd>(src: &[f32], dst: &mut [bf16]) {
-    let dst_bits: &mut [u16] =
-        std::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut u16, dst.len());
-    for (d, &s) in dst_bits.iter_mut().zip(src) {
-        let bits = s.to_bits();
-        let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
-        let quiet_nan = (bits >> 16) | 0x0040;
-        let is_nan = (bits & 0x7fff_ffff) > 0x7f80_0000;
-        *d = if is_nan { quiet_nan } else { rounded } as u16;
+    let n = dst.len();
+    let ps = src.as_ptr();
+    // bf16 is a transparent u16 wrapper.
+    let pd = dst.as_mut_ptr() as *mut u16;
+    let mut i = 0;
+    while i + S::W <= n {
+        S::store_bf16(pd.add(i), S::load(ps.add(i)));
+        i += S::W;
+    }
+    if i < n {
+        f32_to_bf16_scalar(&src[i..n], &mut dst[i..n]);
     }
 }
 simd_entries!(f32_to_bf16_simd => f32_to_bf16_avx512, f32_to_bf16_avx2; (src: &[f32], dst: &mut [bf16]));

@@ -75,11 +75,40 @@ fn add_scalar(a: &[f32], b: &[f32], out: &mut [f32]) {
     }
 }
 
-/// Elementwise bodies are plain loops: compiled inside the `#[target_feature]` entries the
-/// compiler vectorises them at that width (no reduction, so no reassociation is needed).
+/// Applies `f` lane-wise over `out.len()` elements of up to two inputs (explicit vectors, so
+/// the dev profile, which does not auto-vectorise, is fast too).
+#[inline(always)]
+unsafe fn map2<S: Simd>(
+    a: *const f32,
+    b: *const f32,
+    out: *mut f32,
+    n: usize,
+    f: impl Fn(S::V, S::V) -> S::V,
+) {
+    let mut i = 0;
+    while i + S::W <= n {
+        S::store(out.add(i), f(S::load(a.add(i)), S::load(b.add(i))));
+        i += S::W;
+    }
+    if i < n {
+        let r = n - i;
+        S::store_partial(
+            out.add(i),
+            r,
+            f(S::load_partial(a.add(i), r), S::load_partial(b.add(i), r)),
+        );
+    }
+}
+
 #[inline(always)]
 unsafe fn add_simd<S: Simd>(a: &[f32], b: &[f32], out: &mut [f32]) {
-    add_scalar(a, b, out)
+    map2::<S>(
+        a.as_ptr(),
+        b.as_ptr(),
+        out.as_mut_ptr(),
+        out.len(),
+        |x, y| S::add(x, y),
+    )
 }
 simd_entries!(add_simd => add_avx512, add_avx2; (a: &[f32], b: &[f32], out: &mut [f32]));
 
@@ -98,7 +127,8 @@ fn add_inplace_scalar(acc: &mut [f32], x: &[f32]) {
 
 #[inline(always)]
 unsafe fn add_inplace_simd<S: Simd>(acc: &mut [f32], x: &[f32]) {
-    add_inplace_scalar(acc, x)
+    let p = acc.as_mut_ptr();
+    map2::<S>(p, x.as_ptr(), p, acc.len(), |a, v| S::add(a, v))
 }
 simd_entries!(add_inplace_simd => add_inplace_avx512, add_inplace_avx2; (acc: &mut [f32], x: &[f32]));
 
@@ -120,7 +150,9 @@ fn scale_scalar(x: &mut [f32], s: f32) {
 
 #[inline(always)]
 unsafe fn scale_simd<S: Simd>(x: &mut [f32], s: f32) {
-    scale_scalar(x, s)
+    let p = x.as_mut_ptr();
+    let vs = S::splat(s);
+    map2::<S>(p, p, p, x.len(), |v, _| S::mul(v, vs))
 }
 simd_entries!(scale_simd => scale_avx512, scale_avx2; (x: &mut [f32], s: f32));
 

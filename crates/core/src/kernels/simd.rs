@@ -29,6 +29,8 @@ pub(crate) trait Simd: Copy {
     unsafe fn load_bf16_partial(p: *const u16, n: usize) -> Self::V;
     /// Narrows to binary16 with round-to-nearest-even, stores `W` values.
     unsafe fn store_f16(p: *mut u16, v: Self::V);
+    /// Narrows to bfloat16 with round-to-nearest-even (NaN kept, made quiet), stores `W`.
+    unsafe fn store_bf16(p: *mut u16, v: Self::V);
     unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
@@ -134,6 +136,20 @@ impl Simd for Avx512 {
     unsafe fn store_f16(p: *mut u16, v: __m512) {
         let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
         _mm256_storeu_si256(p as *mut __m256i, h)
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(p: *mut u16, v: __m512) {
+        let bits = _mm512_castps_si512(v);
+        let high = _mm512_srli_epi32::<16>(bits);
+        let bias = _mm512_add_epi32(
+            _mm512_and_si512(high, _mm512_set1_epi32(1)),
+            _mm512_set1_epi32(0x7fff),
+        );
+        let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(bits, bias));
+        let quiet_nan = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
+        let is_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let r = _mm512_mask_blend_epi32(is_nan, rounded, quiet_nan);
+        _mm256_storeu_si256(p as *mut __m256i, _mm512_cvtepi32_epi16(r))
     }
     #[inline(always)]
     unsafe fn add(a: __m512, b: __m512) -> __m512 {
@@ -244,6 +260,24 @@ impl Simd for Avx2 {
     unsafe fn store_f16(p: *mut u16, v: __m256) {
         let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
         _mm_storeu_si128(p as *mut __m128i, h)
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(p: *mut u16, v: __m256) {
+        let bits = _mm256_castps_si256(v);
+        let high = _mm256_srli_epi32::<16>(bits);
+        let bias = _mm256_add_epi32(
+            _mm256_and_si256(high, _mm256_set1_epi32(1)),
+            _mm256_set1_epi32(0x7fff),
+        );
+        let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(bits, bias));
+        let quiet_nan = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
+        let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        let r = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+        // Every lane is <= 0xffff, so the unsigned-saturating pack is exact; it interleaves
+        // the 128-bit halves, which the permute puts back in order.
+        let packed = _mm256_packus_epi32(r, r);
+        let ordered = _mm256_permute4x64_epi64::<0b1000>(packed);
+        _mm_storeu_si128(p as *mut __m128i, _mm256_castsi256_si128(ordered))
     }
     #[inline(always)]
     unsafe fn add(a: __m256, b: __m256) -> __m256 {
@@ -388,6 +422,10 @@ impl Simd for Scalar {
     #[inline(always)]
     unsafe fn store_f16(p: *mut u16, v: f32) {
         *p = half::f16::from_f32(v).to_bits()
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(p: *mut u16, v: f32) {
+        *p = super::cast::f32_to_bf16_one(v).to_bits()
     }
     #[inline(always)]
     unsafe fn add(a: f32, b: f32) -> f32 {
