@@ -52,12 +52,14 @@ pub(crate) trait Simd: Copy {
     unsafe fn hmax(a: Self::V) -> f32;
 
     /// exp(x) with ~1-2 ulp error (Cephes expf polynomial); inputs below ln(2^-126) give 0,
-    /// above ~88.38 give ~3.4e38; NaN propagates.
+    /// inputs are clamped above at 88.3762 (so 2^n stays a normal exponent: n <= 127),
+    /// giving ~2.4e38 instead of inf; NaN propagates.
     #[inline(always)]
     unsafe fn exp(x: Self::V) -> Self::V {
         const LO: f32 = -87.336_55; // ln(2^-126): smallest normal result
+        const HI: f32 = 88.376_2; // HI * log2(e) rounds to 127
         let x_in = x;
-        let x = Self::min(Self::splat(88.376_26), Self::max(Self::splat(LO), x));
+        let x = Self::min(Self::splat(HI), Self::max(Self::splat(LO), x));
         let n = Self::round(Self::mul(x, Self::splat(std::f32::consts::LOG2_E)));
         // r = x - n*ln2 in two steps (Cody-Waite) to keep r exact.
         let r = Self::fma(n, Self::splat(-0.693_359_4), x);

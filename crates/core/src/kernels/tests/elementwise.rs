@@ -61,6 +61,11 @@ fn simd_exp_is_accurate_and_handles_extremes() {
         assert!(f(-100.0) < 1e-38, "{name} exp(-100)");
         assert_eq!(f(f32::NEG_INFINITY), 0.0, "{name} exp(-inf)");
         assert!(f(f32::NAN).is_nan(), "{name} exp(NaN)");
+        // Overflowing inputs saturate (SIMD: at exp(88.3762) ~ 2.4e38; libm: inf), never NaN
+        // or a small value.
+        for big in [88.5f32, 100.0, 1e30, f32::INFINITY] {
+            assert!(f(big) >= 2.0e38, "{name} exp({big}) = {}", f(big));
+        }
     };
     #[cfg(target_arch = "x86_64")]
     {
