@@ -84,6 +84,51 @@ fn bench(
     (gb / secs, gb / cpu)
 }
 
+/// Prefill: one `m`-row matmul against `m` single-row matmuls; returns (seconds per batched
+/// call, seconds per m decode calls).
+fn prefill(
+    path: KernelPath,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    m: usize,
+    budget: Duration,
+) -> (f64, f64) {
+    let data = random_matrix(ty, rows, cols, 7);
+    let w = PackedMatrix {
+        ty,
+        data: &data,
+        rows,
+        cols,
+    };
+    let x: Vec<f32> = (0..m * cols)
+        .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+        .collect();
+    let mut y = vec![0f32; m * rows];
+    let mut scratch = ActivationScratch::new();
+    scratch.reserve(m, cols);
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        let mut n = 0;
+        while start.elapsed() < budget {
+            f();
+            n += 1;
+        }
+        start.elapsed().as_secs_f64() / n as f64
+    };
+    let batched = time(&mut || matmul_with(path, &w, &x, m, &mut y, &mut scratch).expect("matmul"));
+    let separate = time(&mut || {
+        for i in 0..m {
+            let (xi, yi) = (
+                &x[i * cols..(i + 1) * cols],
+                &mut y[i * rows..(i + 1) * rows],
+            );
+            matmul_with(path, &w, xi, 1, yi, &mut scratch).expect("matmul");
+        }
+    });
+    (batched, separate)
+}
+
 fn main() {
     let secs: f64 = std::env::args()
         .nth(1)
@@ -117,6 +162,15 @@ fn main() {
                     }
                     println!("{line}");
                 }
+            }
+            for ty in [GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K] {
+                let (b, s) = prefill(best_kernel_path(), ty, 1536, 768, 32, budget);
+                println!(
+                    "threads {threads} {ty} 1536x768 prefill m=32: {:.2} ms batched vs {:.2} ms as 32 decodes ({:.2}x)",
+                    b * 1e3,
+                    s * 1e3,
+                    s / b
+                );
             }
         });
     }
