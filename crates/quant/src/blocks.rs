@@ -23,6 +23,7 @@ macro_rules! block_type {
         $(#[$doc])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(missing_docs)] // fields as named in ggml's block structs
         pub struct $name {
             $($(#[$fdoc])* pub $field: $fty),*
         }

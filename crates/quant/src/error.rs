@@ -5,6 +5,7 @@ use crate::GgmlType;
 /// Why a quantization routine refused its input. Every variant names the offending type or
 /// buffer and the sizes involved, so a caller can report it without more context.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // variant fields are named for what they hold; see each variant
 pub enum QuantError {
     /// `operation` (e.g. "dequantization") is not implemented for `ty`.
     Unsupported {

@@ -4,7 +4,7 @@ use std::fmt;
 /// id stored in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, missing_docs)] // ggml's own names say it all
 pub enum GgmlType {
     F32 = 0,
     F16 = 1,
@@ -41,6 +41,7 @@ pub enum GgmlType {
 }
 
 impl GgmlType {
+    /// Every type ggml defines, in id order.
     pub const ALL: [GgmlType; 32] = [
         GgmlType::F32,
         GgmlType::F16,
@@ -88,6 +89,7 @@ impl GgmlType {
             .find(|t| t.name().eq_ignore_ascii_case(name))
     }
 
+    /// The id stored in GGUF files.
     pub fn id(self) -> u32 {
         self as u32
     }
@@ -189,6 +191,7 @@ impl GgmlType {
         (n / self.block_size()).checked_mul(self.type_size())
     }
 
+    /// Whether elements are stored in multi-element blocks (not plain scalars).
     pub fn is_quantized(self) -> bool {
         self.block_size() > 1
     }

@@ -24,9 +24,13 @@ use crate::{dequantize, GgmlType, QuantError};
 /// each row `ty.row_bytes(cols)` bytes (PyTorch Linear layout: rows = out features).
 #[derive(Clone, Copy, Debug)]
 pub struct PackedMatrix<'a> {
+    /// Element type of the packed data.
     pub ty: GgmlType,
+    /// `rows * ty.row_bytes(cols)` bytes, any alignment.
     pub data: &'a [u8],
+    /// Output features (rows of the weight).
     pub rows: usize,
+    /// Input features (elements per row), a multiple of the block size.
     pub cols: usize,
 }
 
