@@ -1,6 +1,7 @@
 //! Scaled dot-product attention against a KV cache, causal, with grouped-query heads,
 //! optional sliding window and logit soft-capping. One pass per (query, head) with an online
-//! (streaming) softmax over key blocks, so no score buffer of kv_len is needed.
+//! (streaming) softmax over key blocks, so no score buffer of kv_len is needed; the query heads
+//! of one GQA group run in one task so each K/V block is fetched once for all of them.
 
 use super::cpu::{active_isa, Isa};
 use super::simd::Simd;
@@ -107,7 +108,7 @@ fn validate(
 
 /// Attention for decode (`n_q == 1`) and prefill (`n_q > 1`); see [`AttentionParams`] for
 /// layouts and masking. `scratch` may be empty ([`attention_scratch_len`]). Parallel over
-/// (query, head) pairs on the kernel pool. Errors name the inconsistent parameter.
+/// (query, kv-head group) pairs on the kernel pool. Errors name the inconsistent parameter.
 pub fn attention_f32(
     q: &[f32],
     k_cache: &[f32],
@@ -132,17 +133,23 @@ pub(crate) fn attention_f32_with(
     let hd = p.head_dim;
     let out = &mut out[..p.n_q * p.n_heads * hd];
     let group = p.n_heads / p.n_kv_heads;
-    let work_per_head = 2 * hd * (p.kv_len.min(p.sliding_window.unwrap_or(usize::MAX)));
-    threads::for_each_chunk_mut(out, hd, work_per_head, |idx, o| {
-        let (i, h) = (idx / p.n_heads, idx % p.n_heads);
+    // A task takes all query heads that share one kv head (they are adjacent in `out`), so
+    // each K/V block is read from memory once and reused from L1 by the whole group.
+    let heads_per_task = if group <= MAX_GROUP { group } else { 1 };
+    let visible = p.kv_len.min(p.sliding_window.unwrap_or(usize::MAX));
+    let work_per_task = 2 * hd * visible * heads_per_task;
+    threads::for_each_chunk_mut(out, heads_per_task * hd, work_per_task, |idx, o| {
+        let first = idx * heads_per_task; // index into [n_q][n_heads]
+        let (i, h) = (first / p.n_heads, first % p.n_heads);
         let pos = p.q_pos0 + i;
         let keys_end = pos + 1;
         let keys_start = p.sliding_window.map_or(0, |w| keys_end.saturating_sub(w));
         let kv_base = (h / group) * p.kv_capacity * hd;
-        let task = HeadTask {
-            q: &q[idx * hd..(idx + 1) * hd],
+        let task = GroupTask {
+            q: &q[first * hd..(first + heads_per_task) * hd],
             k: &k_cache[kv_base + keys_start * hd..kv_base + keys_end * hd],
             v: &v_cache[kv_base + keys_start * hd..kv_base + keys_end * hd],
+            head_dim: hd,
             scale: p.scale,
             softcap: p.softcap,
         };
@@ -150,75 +157,88 @@ pub(crate) fn attention_f32_with(
         match super::cpu::supported_or_lower(isa) {
             // SAFETY: the level is supported; slices are bounds-checked above.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { head_avx512(task, o) },
+            Isa::Avx512 => unsafe { group_avx512(task, o) },
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { head_avx2(task, o) },
-            _ => unsafe { head_attention::<super::simd::Scalar>(task, o) },
+            Isa::Avx2 => unsafe { group_avx2(task, o) },
+            _ => unsafe { group_attention::<super::simd::Scalar>(task, o) },
         }
     });
     Ok(())
 }
 
-/// One (query, head): `k`/`v` hold exactly the visible keys, `head_dim` each.
-struct HeadTask<'a> {
+/// Largest GQA group handled in one task (per-head softmax state lives on the stack).
+const MAX_GROUP: usize = 16;
+
+/// One query token and `q.len() / head_dim` adjacent heads sharing one kv head; `k`/`v`
+/// hold exactly the visible keys.
+struct GroupTask<'a> {
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
+    head_dim: usize,
     scale: f32,
     softcap: Option<f32>,
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn head_avx512(t: HeadTask<'_>, out: &mut [f32]) {
-    unsafe { head_attention::<super::simd::Avx512>(t, out) }
+unsafe fn group_avx512(t: GroupTask<'_>, out: &mut [f32]) {
+    unsafe { group_attention::<super::simd::Avx512>(t, out) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn head_avx2(t: HeadTask<'_>, out: &mut [f32]) {
-    unsafe { head_attention::<super::simd::Avx2>(t, out) }
+unsafe fn group_avx2(t: GroupTask<'_>, out: &mut [f32]) {
+    unsafe { group_attention::<super::simd::Avx2>(t, out) }
 }
 
 /// Keys per online-softmax block (scores live on the stack).
 const KEY_BLOCK: usize = 64;
 
 #[inline(always)]
-unsafe fn head_attention<S: Simd>(t: HeadTask<'_>, out: &mut [f32]) {
-    let hd = out.len();
+unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
+    let hd = t.head_dim;
+    let heads = out.len() / hd;
     let n_keys = t.k.len() / hd;
     out.fill(0.0);
-    let mut running_max = f32::NEG_INFINITY;
-    let mut denom = 0.0f32;
+    let mut running_max = [f32::NEG_INFINITY; MAX_GROUP];
+    let mut denom = [0.0f32; MAX_GROUP];
     let mut scores = [0.0f32; KEY_BLOCK];
     let mut start = 0;
     while start < n_keys {
         let len = KEY_BLOCK.min(n_keys - start);
-        let block = &mut scores[..len];
-        let mut block_max = f32::NEG_INFINITY;
-        for (j, s) in block.iter_mut().enumerate() {
-            let key = &t.k[(start + j) * hd..(start + j + 1) * hd];
-            let mut v = super::elementwise::dot_simd::<S>(t.q, key) * t.scale;
-            if let Some(cap) = t.softcap {
-                v = cap * (v / cap).tanh();
+        let keys = &t.k[start * hd..(start + len) * hd];
+        let values = &t.v[start * hd..(start + len) * hd];
+        for h in 0..heads {
+            let q = &t.q[h * hd..(h + 1) * hd];
+            let acc = &mut out[h * hd..(h + 1) * hd];
+            let block = &mut scores[..len];
+            let mut block_max = f32::NEG_INFINITY;
+            for (s, key) in block.iter_mut().zip(keys.chunks_exact(hd)) {
+                let mut v = super::elementwise::dot_simd::<S>(q, key) * t.scale;
+                if let Some(cap) = t.softcap {
+                    v = cap * (v / cap).tanh();
+                }
+                *s = v;
+                block_max = block_max.max(v);
             }
-            *s = v;
-            block_max = block_max.max(v);
-        }
-        if block_max > running_max {
-            // Rescale what was accumulated under the old max (exp(-inf) = 0 on the first block).
-            let factor = (running_max - block_max).exp();
-            denom *= factor;
-            scale_simd::<S>(out, factor);
-            running_max = block_max;
-        }
-        denom += super::softmax::exp_shift_sum_simd::<S>(block, running_max);
-        for (j, &w) in block.iter().enumerate() {
-            axpy_simd::<S>(out, w, &t.v[(start + j) * hd..(start + j + 1) * hd]);
+            if block_max > running_max[h] {
+                // Rescale what was accumulated under the old max (exp(-inf) = 0 at first).
+                let factor = (running_max[h] - block_max).exp();
+                denom[h] *= factor;
+                scale_simd::<S>(acc, factor);
+                running_max[h] = block_max;
+            }
+            denom[h] += super::softmax::exp_shift_sum_simd::<S>(block, running_max[h]);
+            for (&w, value) in block.iter().zip(values.chunks_exact(hd)) {
+                axpy_simd::<S>(acc, w, value);
+            }
         }
         start += len;
     }
-    scale_simd::<S>(out, 1.0 / denom);
+    for h in 0..heads {
+        scale_simd::<S>(&mut out[h * hd..(h + 1) * hd], 1.0 / denom[h]);
+    }
 }
 
 /// `y *= a`.

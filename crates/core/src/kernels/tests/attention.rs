@@ -103,6 +103,7 @@ fn decode_mha_and_gqa() {
     check(params(1, 4, 4, 16, 1, 0), 40);
     check(params(1, 9, 3, 64, 77, 76), 41); // SmolLM2-135M shape
     check(params(1, 8, 1, 33, 130, 129), 42); // multi-query, odd head_dim, >2 key blocks
+    check(params(2, 20, 1, 16, 40, 38), 49); // group above MAX_GROUP: one head per task
 }
 
 #[test]
