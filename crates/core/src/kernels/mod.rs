@@ -11,6 +11,7 @@
 
 // Off x86_64 the generic SIMD bodies have no instantiation (the scalar paths run).
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_imports))]
+#![warn(missing_docs)]
 
 mod attention;
 mod cast;
