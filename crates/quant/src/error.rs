@@ -30,6 +30,8 @@ pub enum QuantError {
         expected: usize,
         actual: usize,
     },
+    /// Matrices multiplied together need different activation formats (`first` vs `other`).
+    IncompatibleTypes { first: GgmlType, other: GgmlType },
     /// A shape is out of range, e.g. a row index past the last row or a size that overflows.
     BadShape {
         what: &'static str,
@@ -67,6 +69,10 @@ impl fmt::Display for QuantError {
             } => {
                 write!(f, "{what} has length {actual}, expected {expected}")
             }
+            QuantError::IncompatibleTypes { first, other } => write!(
+                f,
+                "matrices of types {first} and {other} cannot share one quantized input"
+            ),
             QuantError::BadShape { what, value, limit } => {
                 write!(f, "{what} is {value}, out of range (limit {limit})")
             }

@@ -24,7 +24,8 @@ pub use dequant::{dequantize, supports_dequantize};
 pub use error::QuantError;
 pub use ggml_type::GgmlType;
 pub use matmul::{
-    available_kernel_paths, best_kernel_path, dequantize_row, matmul, matmul_with, supports_matmul,
-    ActivationScratch, KernelPath, PackedMatrix,
+    available_kernel_paths, best_kernel_path, dequantize_row, matmul, matmul_multi,
+    matmul_multi_with, matmul_with, supports_matmul, ActivationScratch, KernelPath, PackedMatrix,
+    MAX_MULTI,
 };
 pub use quantize::{f32_to_bf16, quantize};

@@ -377,3 +377,76 @@ fn dequantize_rejects_bad_inputs_with_errors() {
     assert!(err.to_string().contains("IQ2_XXS"), "{err}");
     assert!(dequantize(GgmlType::Q4_1, &[], &mut []).is_ok());
 }
+
+#[test]
+fn multi_matmul_equals_separate_matmuls() {
+    let mut rng = Rng::new(31);
+    let cols = 512;
+    for (types, m) in [
+        (vec![GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_1], 1),
+        (vec![GgmlType::Q4_K, GgmlType::Q6_K], 5),
+        (vec![GgmlType::F16, GgmlType::F32], 2),
+    ] {
+        let shapes: Vec<(GgmlType, usize, Vec<u8>)> = types
+            .iter()
+            .enumerate()
+            .map(|(j, &ty)| {
+                let rows = 64 * (j + 1) + 3;
+                (ty, rows, exact_weights(&mut rng, ty, rows, cols))
+            })
+            .collect();
+        let ws: Vec<PackedMatrix> = shapes
+            .iter()
+            .map(|(ty, rows, data)| PackedMatrix {
+                ty: *ty,
+                data,
+                rows: *rows,
+                cols,
+            })
+            .collect();
+        let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
+        for path in available_kernel_paths() {
+            let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![f32::NAN; m * w.rows]).collect();
+            let mut ys: Vec<&mut [f32]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+            matmul_multi_with(path, &ws, &x, m, &mut ys, &mut ActivationScratch::new()).unwrap();
+            for (w, got) in ws.iter().zip(&outs) {
+                assert_bits_eq(
+                    &format!("multi {} {path:?}", w.ty),
+                    got,
+                    &run(path, w, &x, m),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_matmul_rejects_mismatches() {
+    let a = vec![0u8; 2 * 144];
+    let b = vec![0u8; 2 * 8 * 20];
+    let q4k = PackedMatrix {
+        ty: GgmlType::Q4_K,
+        data: &a,
+        rows: 1,
+        cols: 512,
+    };
+    let q41 = PackedMatrix {
+        ty: GgmlType::Q4_1,
+        data: &b,
+        rows: 2,
+        cols: 256,
+    };
+    let x = vec![0f32; 512];
+    let (mut y1, mut y2) = (vec![0f32; 1], vec![0f32; 2]);
+    let mut s = ActivationScratch::new();
+    let err = matmul_multi(&[q4k, q41], &x, 1, &mut [&mut y1, &mut y2], &mut s).unwrap_err();
+    assert!(matches!(err, QuantError::IncompatibleTypes { .. }), "{err}");
+    let q41_512 = PackedMatrix {
+        cols: 512,
+        rows: 1,
+        ..q41
+    };
+    assert!(matmul_multi(&[q41_512, q41], &x, 1, &mut [&mut y1, &mut y2], &mut s).is_err());
+    assert!(matmul_multi(&[q41_512], &x, 1, &mut [&mut y1, &mut y2], &mut s).is_err());
+    assert!(matmul_multi(&[], &x, 1, &mut [], &mut s).is_ok());
+}

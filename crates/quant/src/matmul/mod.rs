@@ -212,15 +212,53 @@ pub fn matmul_with(
     y: &mut [f32],
     scratch: &mut ActivationScratch,
 ) -> Result<(), QuantError> {
-    let format = activation_format(w.ty).ok_or(QuantError::Unsupported {
-        ty: w.ty,
+    matmul_multi_with(path, std::slice::from_ref(w), x, m, &mut [y], scratch)
+}
+
+/// Several matmuls of the same input: `ys[j] = x * ws[j]^T` (e.g. the Q, K and V projections,
+/// or gate and up). `x` is quantized once and all outputs' rows are split over the pool in one
+/// parallel section, which saves a pool round trip per matrix in decode. The matrices (at most
+/// [`MAX_MULTI`]) must share `cols` and an activation format (all 32-block types, all K types,
+/// or all float).
+pub fn matmul_multi(
+    ws: &[PackedMatrix],
+    x: &[f32],
+    m: usize,
+    ys: &mut [&mut [f32]],
+    scratch: &mut ActivationScratch,
+) -> Result<(), QuantError> {
+    matmul_multi_with(best_kernel_path(), ws, x, m, ys, scratch)
+}
+
+/// [`matmul_multi`] on a chosen kernel path.
+pub fn matmul_multi_with(
+    path: KernelPath,
+    ws: &[PackedMatrix],
+    x: &[f32],
+    m: usize,
+    ys: &mut [&mut [f32]],
+    scratch: &mut ActivationScratch,
+) -> Result<(), QuantError> {
+    if ws.len() != ys.len() {
+        return Err(QuantError::LengthMismatch {
+            what: "matmul outputs (one per matrix)",
+            expected: ws.len(),
+            actual: ys.len(),
+        });
+    }
+    let Some(first) = ws.first() else {
+        return Ok(());
+    };
+    let unsupported = |ty| QuantError::Unsupported {
+        ty,
         operation: "matmul",
-    })?;
-    let row_bytes = check_matrix(w)?;
-    let x_len = m.checked_mul(w.cols).ok_or(QuantError::BadShape {
+    };
+    let format = activation_format(first.ty).ok_or(unsupported(first.ty))?;
+    let cols = first.cols;
+    let x_len = m.checked_mul(cols).ok_or(QuantError::BadShape {
         what: "m * cols",
         value: m,
-        limit: usize::MAX / w.cols.max(1),
+        limit: usize::MAX / cols.max(1),
     })?;
     if x.len() != x_len {
         return Err(QuantError::LengthMismatch {
@@ -229,45 +267,73 @@ pub fn matmul_with(
             actual: x.len(),
         });
     }
-    let y_len = m.checked_mul(w.rows).ok_or(QuantError::BadShape {
-        what: "m * rows",
-        value: m,
-        limit: usize::MAX / w.rows.max(1),
-    })?;
-    if y.len() != y_len {
-        return Err(QuantError::LengthMismatch {
-            what: "matmul output y (m * rows)",
-            expected: y_len,
-            actual: y.len(),
-        });
-    }
     if !path.is_available() {
         return Err(QuantError::Unsupported {
-            ty: w.ty,
+            ty: first.ty,
             operation: "this CPU's kernel path for matmul",
         });
     }
-    if m == 0 || w.rows == 0 {
+    if ws.len() > MAX_MULTI {
+        return Err(QuantError::BadShape {
+            what: "matrices in one multi-matmul",
+            value: ws.len(),
+            limit: MAX_MULTI,
+        });
+    }
+    // A fixed array, not a Vec: a reserved matmul must not allocate.
+    let mut jobs: [Option<Job>; MAX_MULTI] = [None; MAX_MULTI];
+    for ((w, y), slot) in ws.iter().zip(ys.iter_mut()).zip(&mut jobs) {
+        if activation_format(w.ty).ok_or(unsupported(w.ty))? != format {
+            return Err(QuantError::IncompatibleTypes {
+                first: first.ty,
+                other: w.ty,
+            });
+        }
+        if w.cols != cols {
+            return Err(QuantError::LengthMismatch {
+                what: "cols of a matrix in a multi-matmul",
+                expected: cols,
+                actual: w.cols,
+            });
+        }
+        let row_bytes = check_matrix(w)?;
+        let y_len = m.checked_mul(w.rows).ok_or(QuantError::BadShape {
+            what: "m * rows",
+            value: m,
+            limit: usize::MAX / w.rows.max(1),
+        })?;
+        if y.len() != y_len {
+            return Err(QuantError::LengthMismatch {
+                what: "matmul output y (m * rows)",
+                expected: y_len,
+                actual: y.len(),
+            });
+        }
+        let kernels = kernels(w.ty, path).ok_or(unsupported(w.ty))?;
+        *slot = Some(Job {
+            w,
+            row_bytes,
+            out: OutPtr(y.as_mut_ptr()),
+            kernels,
+            tasks: 0,
+        });
+    }
+    if m == 0 {
         return Ok(());
     }
-    let kernels = kernels(w.ty, path).ok_or(QuantError::Unsupported {
-        ty: w.ty,
-        operation: "matmul",
-    })?;
-
     match format {
         ActFormat::Float => {}
-        ActFormat::Q8x32 => quantize_acts_q8x32(x, m, w.cols, scratch),
-        ActFormat::Q8x256 => quantize_acts_q8x256(x, m, w.cols, scratch),
+        ActFormat::Q8x32 => quantize_acts_q8x32(x, m, cols, scratch),
+        ActFormat::Q8x256 => quantize_acts_q8x256(x, m, cols, scratch),
     }
     let acts = QActs {
         qs: &scratch.qs,
         ds: &scratch.ds,
         sums16: &scratch.sums16,
         xf: x,
-        cols: w.cols,
+        cols,
     };
-    run_rows(w, row_bytes, m, y, &acts, kernels);
+    run_jobs(&mut jobs[..ws.len()], m, &acts);
     Ok(())
 }
 
@@ -324,38 +390,52 @@ unsafe impl Sync for OutPtr {}
 /// Weight bytes below which a matmul is not worth splitting across threads.
 const MIN_TASK_BYTES: usize = 24 * 1024;
 
-fn run_rows(w: &PackedMatrix, row_bytes: usize, m: usize, y: &mut [f32], acts: &QActs, k: Kernels) {
-    let rows = w.rows;
+/// Most matrices one multi-matmul takes.
+pub const MAX_MULTI: usize = 8;
+
+/// One matrix of a (multi-)matmul, with its share of the parallel tasks.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    w: &'a PackedMatrix<'a>,
+    row_bytes: usize,
+    out: OutPtr,
+    kernels: Kernels,
+    tasks: usize,
+}
+
+/// Split every job's rows into tasks (by weight bytes) and run all tasks in one parallel
+/// section (inline when there is only one).
+fn run_jobs(jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
     let threads = rayon::current_num_threads().max(1);
-    let by_size = (rows * row_bytes * m.min(8)) / MIN_TASK_BYTES;
-    let tasks = by_size.clamp(1, threads * 4).min(rows);
-    let out = OutPtr(y.as_mut_ptr());
-    let run = |t: usize| {
-        let lo = rows * t / tasks;
-        let hi = rows * (t + 1) / tasks;
-        // SAFETY: `check_matrix` validated `data`; `matmul_with` validated x, y and scratch
-        // sizes and the kernel path's CPU features; task row ranges are disjoint.
-        unsafe { rows_task(w, row_bytes, m, out, acts, k, lo, hi) };
+    for job in jobs.iter_mut().flatten() {
+        let by_size = (job.w.rows * job.row_bytes * m.min(8)) / MIN_TASK_BYTES;
+        job.tasks = by_size.clamp(1, threads * 4).min(job.w.rows);
+    }
+    let jobs = &*jobs;
+    let total: usize = jobs.iter().flatten().map(|j| j.tasks).sum();
+    let run = |mut t: usize| {
+        for job in jobs.iter().flatten() {
+            if t < job.tasks {
+                let rows = job.w.rows;
+                let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
+                // SAFETY: `check_matrix` validated the data; `matmul_multi_with` validated x,
+                // y and scratch sizes and the path's CPU features; task row ranges are disjoint.
+                unsafe { rows_task(job, m, acts, lo, hi) };
+                return;
+            }
+            t -= job.tasks;
+        }
     };
-    if tasks == 1 {
+    if total == 1 {
         run(0);
     } else {
-        (0..tasks).into_par_iter().for_each(run);
+        (0..total).into_par_iter().for_each(run);
     }
 }
 
-/// Weight rows `lo..hi` for all activation rows.
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_task(
-    w: &PackedMatrix,
-    row_bytes: usize,
-    m: usize,
-    out: OutPtr,
-    acts: &QActs,
-    k: Kernels,
-    lo: usize,
-    hi: usize,
-) {
+/// Weight rows `lo..hi` of one job for all activation rows.
+unsafe fn rows_task(job: &Job, m: usize, acts: &QActs, lo: usize, hi: usize) {
+    let (w, row_bytes, out, k) = (job.w, job.row_bytes, job.out, job.kernels);
     let rows = w.rows;
     let mut i = 0;
     while i + PREFILL_ROWS <= m {
