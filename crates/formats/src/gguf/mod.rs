@@ -119,6 +119,10 @@ impl GgufFile {
 
     /// The data of `info`, a zero-copy slice of the file. `info` must come from this file's
     /// directory; an info whose range lies outside the file yields an empty slice.
+    ///
+    /// From [`GgufFile::open`] the slice starts on an [`alignment`](Self::alignment)
+    /// boundary in memory (maps are page-aligned); from [`GgufFile::from_bytes`] it is only as
+    /// aligned as the `Vec`'s allocation, so readers must not assume element alignment.
     pub fn tensor_data(&self, info: &TensorInfo) -> &[u8] {
         let range = self
             .data_start

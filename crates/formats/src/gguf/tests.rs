@@ -126,6 +126,15 @@ fn every_truncation_is_an_error() {
 }
 
 #[test]
+fn version_2_parses_like_3() {
+    let mut raw = valid();
+    raw.version = Some(2);
+    let f = GgufFile::from_bytes(raw.bytes()).unwrap();
+    assert_eq!(f.version(), 2);
+    assert_eq!(f.tensors().len(), 2);
+}
+
+#[test]
 fn v1_and_unknown_versions_are_refused_by_name() {
     let mut raw = valid();
     raw.version = Some(1);
@@ -427,4 +436,12 @@ fn writer_round_trips_through_reader() {
         gguf_bytes(&mixed, &[]).is_err(),
         "heterogeneous arrays cannot be encoded"
     );
+}
+
+#[test]
+fn parsed_files_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<GgufFile>();
+    assert_send_sync::<crate::safetensors::SafetensorsFile>();
+    assert_send_sync::<crate::safetensors::SafetensorsModel>();
 }
