@@ -75,13 +75,20 @@ pub enum KernelPath {
     Scalar,
     /// x86-64 AVX2 + FMA + F16C (`vpmaddubsw` integer dots).
     Avx2,
+    /// x86-64 AVX-512 F/BW/VL (`vpmaddubsw` on 512 bits for Q4_1 / Q8_0) on top of AVX2.
+    Avx512,
     /// x86-64 AVX-512 F/BW/VL + VNNI (`vpdpbusd` integer dots) on top of AVX2.
     Avx512Vnni,
 }
 
 impl KernelPath {
     /// All paths, lowest first.
-    pub const ALL: [KernelPath; 3] = [KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512Vnni];
+    pub const ALL: [KernelPath; 4] = [
+        KernelPath::Scalar,
+        KernelPath::Avx2,
+        KernelPath::Avx512,
+        KernelPath::Avx512Vnni,
+    ];
 
     /// Whether this CPU can run the path.
     pub fn is_available(self) -> bool {
@@ -89,6 +96,8 @@ impl KernelPath {
             KernelPath::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             KernelPath::Avx2 => x86::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            KernelPath::Avx512 => x86::has_avx2() && x86::has_avx512(),
             #[cfg(target_arch = "x86_64")]
             KernelPath::Avx512Vnni => x86::has_avx2() && x86::has_avx512_vnni(),
             #[cfg(not(target_arch = "x86_64"))]

@@ -1,11 +1,12 @@
-//! x86-64 kernels: AVX2 (`vpmaddubsw` + `vpmaddwd`) and AVX-512 VNNI (`vpdpbusd`, 256-bit via
-//! AVX512VL) integer dot products per 32-block, scaled and accumulated with FMA.
+//! x86-64 kernels, chosen per [`KernelPath`]:
+//! - Avx2: `vpmaddubsw` + `vpmaddwd` integer dots per 32-block, FMA scaling, for every type
+//!   (K types and float weights use these on all x86 paths);
+//! - Avx512: Q4_1 and Q8_0 two blocks per 512-bit register (`vpmaddubsw` on zmm);
+//! - Avx512Vnni: the same with `vpdpbusd` (and 256-bit `vpdpbusd` for Q4_0).
 //!
-//! Per block the integer dot is exact (it fits i16 pairs / i32 lanes for these value ranges),
-//! so these kernels agree with the scalar reference except for f32 summation order.
-//!
-//! The VNNI path's Q4_1 and Q8_0 kernels (the default model's types) work on two blocks per
-//! 512-bit register: half the instructions per block of the 256-bit loop.
+//! The integer dot of each block is exact (u8 x i8 pairs stay below i16 saturation for these
+//! value ranges), so every path agrees with the scalar reference up to f32 summation order.
+//! Decode also has 4-weight-row kernels for Q4_1 / Q8_0 that round exactly like prefill.
 
 use std::arch::x86_64::*;
 
@@ -20,12 +21,16 @@ pub(crate) fn has_avx2() -> bool {
         && is_x86_feature_detected!("f16c")
 }
 
-/// AVX-512 F/BW/VL + VNNI.
-pub(crate) fn has_avx512_vnni() -> bool {
+/// AVX-512 F/BW/VL.
+pub(crate) fn has_avx512() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512vnni")
+}
+
+/// AVX-512 F/BW/VL + VNNI.
+pub(crate) fn has_avx512_vnni() -> bool {
+    has_avx512() && is_x86_feature_detected!("avx512vnni")
 }
 
 pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
@@ -46,7 +51,17 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             many: q8_0_vnni512::<PREFILL_ROWS>,
             decode4: Some(q8_0_vnni512_decode::<4>),
         }),
-        (KernelPath::Avx2, Q4_0) => Some(Kernels {
+        (KernelPath::Avx512, Q4_1) => Some(Kernels {
+            one: q4_1_avx512::<1>,
+            many: q4_1_avx512::<PREFILL_ROWS>,
+            decode4: Some(q4_1_avx512_decode::<4>),
+        }),
+        (KernelPath::Avx512, Q8_0) => Some(Kernels {
+            one: q8_0_avx512::<1>,
+            many: q8_0_avx512::<PREFILL_ROWS>,
+            decode4: Some(q8_0_avx512_decode::<4>),
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512, Q4_0) => Some(Kernels {
             one: q4_0_avx2::<1>,
             many: q4_0_avx2::<PREFILL_ROWS>,
             decode4: None,
@@ -62,42 +77,42 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             decode4: None,
         }),
         // K types: the AVX2 kernels serve both paths (their i16 scale multiply is `vpmaddwd`).
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
             one: qk45_avx2::<1, false>,
             many: qk45_avx2::<PREFILL_ROWS, false>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
             one: qk45_avx2::<1, true>,
             many: qk45_avx2::<PREFILL_ROWS, true>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
             one: q6_k_avx2::<1>,
             many: q6_k_avx2::<PREFILL_ROWS>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
             one: q5_avx2::<1, false>,
             many: q5_avx2::<PREFILL_ROWS, false>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
             one: q5_avx2::<1, true>,
             many: q5_avx2::<PREFILL_ROWS, true>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
             one: float_avx2::<1, 0>,
             many: float_avx2::<PREFILL_ROWS, 0>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, F16) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F16) => Some(Kernels {
             one: float_avx2::<1, 1>,
             many: float_avx2::<PREFILL_ROWS, 1>,
             decode4: None,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512Vnni, BF16) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, BF16) => Some(Kernels {
             one: float_avx2::<1, 2>,
             many: float_avx2::<PREFILL_ROWS, 2>,
             decode4: None,
@@ -287,9 +302,23 @@ q4_0_kernel!(
     q4_0_vnni
 );
 
-/// Two f16 scales (at `p0`, `p1`) as f32 lanes 0 and 2, zeros in 1 and 3.
+/// Sum of 64 u8 x i8 products into 16 i32 lanes, exact (`vpdpbusd`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn idot512_vnni(u: __m512i, s: __m512i) -> __m512i {
+    _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s)
+}
+
+/// Sum of 64 u8 x i8 products into 16 i32 lanes via i16 pairs (callers keep pairs < 32767).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+fn idot512_bw(u: __m512i, s: __m512i) -> __m512i {
+    _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1))
+}
+
+/// Two f16 scales (at `p0`, `p1`) as f32 lanes 0 and 2, zeros in 1 and 3.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 unsafe fn f16_pair_02(p0: *const u8, p1: *const u8) -> __m128 {
     let a = p0.cast::<u16>().read_unaligned() as i32;
     let b = p1.cast::<u16>().read_unaligned() as i32;
@@ -298,143 +327,10 @@ unsafe fn f16_pair_02(p0: *const u8, p1: *const u8) -> __m128 {
 
 /// Lanes 0..8 from lane 0 of a 128-bit value, lanes 8..16 from its lane 2.
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 fn spread_02(v: __m128) -> __m512 {
     let idx = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
     _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
-}
-
-/// Q4_1 weights, two blocks per zmm: nibbles of blocks b, b+1 become
-/// `[lo_b, hi_b, lo_b+1, hi_b+1]` (the activations' natural order), one `vpdpbusd` for both.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn q4_1_vnni512<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
-    let nb = a.cols / 32;
-    debug_assert_eq!(w.len(), nb * 20);
-    let wp = w.as_ptr();
-    let m4 = _mm512_set1_epi8(0x0f);
-    let mut acc = [[_mm512_setzero_ps(); N]; 2];
-    let mut accm = [_mm_setzero_ps(); N];
-    macro_rules! pair {
-        ($b:expr, $k:expr) => {{
-            let b = $b;
-            let blk0 = wp.add(b * 20);
-            let blk1 = blk0.add(20);
-            // [d0, m0, d1, m1] widened
-            let dm = _mm_cvtph_ps(_mm_insert_epi32(
-                _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
-                blk1.cast::<i32>().read_unaligned(),
-                1,
-            ));
-            let v = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
-                _mm_loadu_si128(blk1.add(4).cast()),
-                1,
-            );
-            let z = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
-            // 128-bit lanes [q0, q1, q0>>4, q1>>4] -> [q0, q0>>4, q1, q1>>4]
-            let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
-            for i in 0..N {
-                let row = r0 + i;
-                let xq = _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
-                // [dx0, sx0, dx1, sx1]
-                let ds = _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast());
-                let prod = _mm_mul_ps(dm, ds);
-                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xq));
-                acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
-                accm[i] = _mm_add_ps(accm[i], prod);
-            }
-        }};
-    }
-    let mut b = 0;
-    while b + 4 <= nb {
-        pair!(b, 0);
-        pair!(b + 2, 1);
-        b += 4;
-    }
-    if b + 2 <= nb {
-        pair!(b, 0);
-        b += 2;
-    }
-    let mut out: [f32; N] = std::array::from_fn(|i| {
-        let m = accm[i];
-        _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i]))
-            + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
-    });
-    if b < nb {
-        // Odd block count: the last block alone, 256 bits wide.
-        let blk = wp.add(b * 20);
-        let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
-        let wq = nibbles(blk.add(4));
-        for (i, o) in out.iter_mut().enumerate() {
-            let row = r0 + i;
-            let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
-            let ds = _mm_castpd_ps(_mm_load_sd(a.ds.as_ptr().add(row * nb + b).cast()));
-            let prod = _mm_mul_ps(dm, ds);
-            let p = _mm256_cvtepi32_ps(idot_vnni(wq, xq));
-            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
-                + _mm_cvtss_f32(_mm_movehdup_ps(prod));
-        }
-    }
-    out
-}
-
-/// Q8_0 weights, two blocks per zmm; signed x signed via |w| and x negated where w < 0.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn q8_0_vnni512<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
-    let nb = a.cols / 32;
-    debug_assert_eq!(w.len(), nb * 34);
-    let wp = w.as_ptr();
-    let mut acc = [[_mm512_setzero_ps(); N]; 2];
-    macro_rules! pair {
-        ($b:expr, $k:expr) => {{
-            let b = $b;
-            let blk0 = wp.add(b * 34);
-            let blk1 = blk0.add(34);
-            let d = f16_pair_02(blk0, blk1);
-            let wq = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
-                _mm256_loadu_si256(blk1.add(2).cast()),
-                1,
-            );
-            let wabs = _mm512_abs_epi8(wq);
-            let negative = _mm512_movepi8_mask(wq);
-            for i in 0..N {
-                let row = r0 + i;
-                let xq = _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
-                let xs = _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq);
-                // [dx0, sx0, dx1, sx1] * [dw0, 0, dw1, 0]
-                let prod = _mm_mul_ps(d, _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast()));
-                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wabs, xs));
-                acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
-            }
-        }};
-    }
-    let mut b = 0;
-    while b + 4 <= nb {
-        pair!(b, 0);
-        pair!(b + 2, 1);
-        b += 4;
-    }
-    if b + 2 <= nb {
-        pair!(b, 0);
-        b += 2;
-    }
-    let mut out: [f32; N] =
-        std::array::from_fn(|i| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i])));
-    if b < nb {
-        let blk = wp.add(b * 34);
-        let dw = f16_splat(blk);
-        let wq = _mm256_loadu_si256(blk.add(2).cast());
-        let wabs = _mm256_sign_epi8(wq, wq);
-        for (i, o) in out.iter_mut().enumerate() {
-            let row = r0 + i;
-            let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
-            let d = _mm_mul_ss(dw, _mm_load_ss(a.ds.as_ptr().add(row * nb + b).cast()));
-            let p = _mm256_cvtepi32_ps(idot_vnni(wabs, _mm256_sign_epi8(xq, wq)));
-            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
-        }
-    }
-    out
 }
 
 /// Q4_K (`FIVE = false`) and Q5_K (`FIVE = true`) weights: per super-block the 8 groups are
@@ -555,141 +451,6 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
         }
     }
     std::array::from_fn(|i| hsum(acc[i]) - accs[i])
-}
-
-/// Decode (one activation row) against `R` weight rows at once: the activation block and its
-/// scales are loaded once for all R rows. Accumulation order per row is exactly that of
-/// [`q4_1_vnni512`] (even / odd pair accumulators), so decode and prefill round identically.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn q4_1_vnni512_decode<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
-    let nb = a.cols / 32;
-    let m4 = _mm512_set1_epi8(0x0f);
-    let mut acc = [[_mm512_setzero_ps(); R]; 2];
-    let mut accm = [_mm_setzero_ps(); R];
-    let xp = a.qs.as_ptr().add(row * a.cols);
-    let dsp = a.ds.as_ptr().add(row * nb);
-    for wr in &w {
-        debug_assert_eq!(wr.len(), nb * 20);
-    }
-    macro_rules! pair {
-        ($b:expr, $k:expr) => {{
-            let b = $b;
-            let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
-            let ds = _mm_loadu_ps(dsp.add(b).cast());
-            for r in 0..R {
-                let blk0 = w[r].as_ptr().add(b * 20);
-                let blk1 = blk0.add(20);
-                let dm = _mm_cvtph_ps(_mm_insert_epi32(
-                    _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
-                    blk1.cast::<i32>().read_unaligned(),
-                    1,
-                ));
-                let v = _mm256_inserti128_si256(
-                    _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
-                    _mm_loadu_si128(blk1.add(4).cast()),
-                    1,
-                );
-                let z = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
-                let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
-                let prod = _mm_mul_ps(dm, ds);
-                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xq));
-                acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
-                accm[r] = _mm_add_ps(accm[r], prod);
-            }
-        }};
-    }
-    let mut b = 0;
-    while b + 4 <= nb {
-        pair!(b, 0);
-        pair!(b + 2, 1);
-        b += 4;
-    }
-    if b + 2 <= nb {
-        pair!(b, 0);
-        b += 2;
-    }
-    let mut out: [f32; R] = std::array::from_fn(|r| {
-        let m = accm[r];
-        _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]))
-            + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
-    });
-    if b < nb {
-        let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
-        let ds = _mm_castpd_ps(_mm_load_sd(dsp.add(b).cast()));
-        for (r, o) in out.iter_mut().enumerate() {
-            let blk = w[r].as_ptr().add(b * 20);
-            let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
-            let prod = _mm_mul_ps(dm, ds);
-            let p = _mm256_cvtepi32_ps(idot_vnni(nibbles(blk.add(4)), xq));
-            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
-                + _mm_cvtss_f32(_mm_movehdup_ps(prod));
-        }
-    }
-    out
-}
-
-/// Q8_0 decode against `R` weight rows at once, rounding exactly as [`q8_0_vnni512`].
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn q8_0_vnni512_decode<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
-    let nb = a.cols / 32;
-    let mut acc = [[_mm512_setzero_ps(); R]; 2];
-    let xp = a.qs.as_ptr().add(row * a.cols);
-    let dsp = a.ds.as_ptr().add(row * nb);
-    for wr in &w {
-        debug_assert_eq!(wr.len(), nb * 34);
-    }
-    macro_rules! pair {
-        ($b:expr, $k:expr) => {{
-            let b = $b;
-            let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
-            let ds = _mm_loadu_ps(dsp.add(b).cast());
-            for r in 0..R {
-                let blk0 = w[r].as_ptr().add(b * 34);
-                let blk1 = blk0.add(34);
-                let wq = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
-                    _mm256_loadu_si256(blk1.add(2).cast()),
-                    1,
-                );
-                let xs =
-                    _mm512_mask_sub_epi8(xq, _mm512_movepi8_mask(wq), _mm512_setzero_si512(), xq);
-                let prod = _mm_mul_ps(f16_pair_02(blk0, blk1), ds);
-                let p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(
-                    _mm512_setzero_si512(),
-                    _mm512_abs_epi8(wq),
-                    xs,
-                ));
-                acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
-            }
-        }};
-    }
-    let mut b = 0;
-    while b + 4 <= nb {
-        pair!(b, 0);
-        pair!(b + 2, 1);
-        b += 4;
-    }
-    if b + 2 <= nb {
-        pair!(b, 0);
-        b += 2;
-    }
-    let mut out: [f32; R] =
-        std::array::from_fn(|r| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r])));
-    if b < nb {
-        let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
-        let dx = _mm_load_ss(dsp.add(b).cast());
-        for (r, o) in out.iter_mut().enumerate() {
-            let blk = w[r].as_ptr().add(b * 34);
-            let wq = _mm256_loadu_si256(blk.add(2).cast());
-            let d = _mm_mul_ss(f16_splat(blk), dx);
-            let p = _mm256_cvtepi32_ps(idot_vnni(
-                _mm256_sign_epi8(wq, wq),
-                _mm256_sign_epi8(xq, wq),
-            ));
-            *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
-        }
-    }
-    out
 }
 
 /// Eight weights of an F32 (`KIND` 0), F16 (1) or BF16 (2) row starting at element `j`.
@@ -820,3 +581,344 @@ unsafe fn q5_avx2<const N: usize, const ONE: bool>(w: &[u8], a: &QActs, r0: usiz
         hsum(_mm256_add_ps(acc[0][i], acc[1][i])) + m
     })
 }
+
+macro_rules! q4_1_512 {
+    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
+        /// Q4_1 weights, two blocks per zmm: nibbles of blocks b, b+1 become
+        /// `[lo_b, hi_b, lo_b+1, hi_b+1]` (the activations' natural order), one `vpdpbusd` for both.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+            let nb = a.cols / 32;
+            debug_assert_eq!(w.len(), nb * 20);
+            let wp = w.as_ptr();
+            let m4 = _mm512_set1_epi8(0x0f);
+            let mut acc = [[_mm512_setzero_ps(); N]; 2];
+            let mut accm = [_mm_setzero_ps(); N];
+            macro_rules! pair {
+                ($b:expr, $k:expr) => {{
+                    let b = $b;
+                    let blk0 = wp.add(b * 20);
+                    let blk1 = blk0.add(20);
+                    // [d0, m0, d1, m1] widened
+                    let dm = _mm_cvtph_ps(_mm_insert_epi32(
+                        _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
+                        blk1.cast::<i32>().read_unaligned(),
+                        1,
+                    ));
+                    let v = _mm256_inserti128_si256(
+                        _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
+                        _mm_loadu_si128(blk1.add(4).cast()),
+                        1,
+                    );
+                    let z =
+                        _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
+                    // 128-bit lanes [q0, q1, q0>>4, q1>>4] -> [q0, q0>>4, q1, q1>>4]
+                    let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
+                    for i in 0..N {
+                        let row = r0 + i;
+                        let xq =
+                            _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                        // [dx0, sx0, dx1, sx1]
+                        let ds = _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast());
+                        let prod = _mm_mul_ps(dm, ds);
+                        let p = _mm512_cvtepi32_ps($idot512(wq, xq));
+                        acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
+                        accm[i] = _mm_add_ps(accm[i], prod);
+                    }
+                }};
+            }
+            let mut b = 0;
+            while b + 4 <= nb {
+                pair!(b, 0);
+                pair!(b + 2, 1);
+                b += 4;
+            }
+            if b + 2 <= nb {
+                pair!(b, 0);
+                b += 2;
+            }
+            let mut out: [f32; N] = std::array::from_fn(|i| {
+                let m = accm[i];
+                _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i]))
+                    + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
+            });
+            if b < nb {
+                // Odd block count: the last block alone, 256 bits wide.
+                let blk = wp.add(b * 20);
+                let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
+                let wq = nibbles(blk.add(4));
+                for (i, o) in out.iter_mut().enumerate() {
+                    let row = r0 + i;
+                    let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                    let ds = _mm_castpd_ps(_mm_load_sd(a.ds.as_ptr().add(row * nb + b).cast()));
+                    let prod = _mm_mul_ps(dm, ds);
+                    let p = _mm256_cvtepi32_ps($idot256(wq, xq));
+                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
+                        + _mm_cvtss_f32(_mm_movehdup_ps(prod));
+                }
+            }
+            out
+        }
+    };
+}
+
+macro_rules! q8_0_512 {
+    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
+        /// Q8_0 weights, two blocks per zmm; signed x signed via |w| and x negated where w < 0.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+            let nb = a.cols / 32;
+            debug_assert_eq!(w.len(), nb * 34);
+            let wp = w.as_ptr();
+            let mut acc = [[_mm512_setzero_ps(); N]; 2];
+            macro_rules! pair {
+                ($b:expr, $k:expr) => {{
+                    let b = $b;
+                    let blk0 = wp.add(b * 34);
+                    let blk1 = blk0.add(34);
+                    let d = f16_pair_02(blk0, blk1);
+                    let wq = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                        _mm256_loadu_si256(blk1.add(2).cast()),
+                        1,
+                    );
+                    let wabs = _mm512_abs_epi8(wq);
+                    let negative = _mm512_movepi8_mask(wq);
+                    for i in 0..N {
+                        let row = r0 + i;
+                        let xq =
+                            _mm512_loadu_si512(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                        let xs = _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq);
+                        // [dx0, sx0, dx1, sx1] * [dw0, 0, dw1, 0]
+                        let prod =
+                            _mm_mul_ps(d, _mm_loadu_ps(a.ds.as_ptr().add(row * nb + b).cast()));
+                        let p = _mm512_cvtepi32_ps($idot512(wabs, xs));
+                        acc[$k][i] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][i]);
+                    }
+                }};
+            }
+            let mut b = 0;
+            while b + 4 <= nb {
+                pair!(b, 0);
+                pair!(b + 2, 1);
+                b += 4;
+            }
+            if b + 2 <= nb {
+                pair!(b, 0);
+                b += 2;
+            }
+            let mut out: [f32; N] =
+                std::array::from_fn(|i| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i])));
+            if b < nb {
+                let blk = wp.add(b * 34);
+                let dw = f16_splat(blk);
+                let wq = _mm256_loadu_si256(blk.add(2).cast());
+                let wabs = _mm256_sign_epi8(wq, wq);
+                for (i, o) in out.iter_mut().enumerate() {
+                    let row = r0 + i;
+                    let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
+                    let d = _mm_mul_ss(dw, _mm_load_ss(a.ds.as_ptr().add(row * nb + b).cast()));
+                    let p = _mm256_cvtepi32_ps($idot256(wabs, _mm256_sign_epi8(xq, wq)));
+                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
+                }
+            }
+            out
+        }
+    };
+}
+
+macro_rules! q4_1_512_decode {
+    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
+        /// Decode (one activation row) against `R` weight rows at once: the activation block and its
+        /// scales are loaded once for all R rows. Accumulation order per row is exactly that of
+        /// the prefill kernel (even / odd pair accumulators), so decode and prefill round identically.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
+            let nb = a.cols / 32;
+            let m4 = _mm512_set1_epi8(0x0f);
+            let mut acc = [[_mm512_setzero_ps(); R]; 2];
+            let mut accm = [_mm_setzero_ps(); R];
+            let xp = a.qs.as_ptr().add(row * a.cols);
+            let dsp = a.ds.as_ptr().add(row * nb);
+            for wr in &w {
+                debug_assert_eq!(wr.len(), nb * 20);
+            }
+            macro_rules! pair {
+                ($b:expr, $k:expr) => {{
+                    let b = $b;
+                    let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
+                    let ds = _mm_loadu_ps(dsp.add(b).cast());
+                    for r in 0..R {
+                        let blk0 = w[r].as_ptr().add(b * 20);
+                        let blk1 = blk0.add(20);
+                        let dm = _mm_cvtph_ps(_mm_insert_epi32(
+                            _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
+                            blk1.cast::<i32>().read_unaligned(),
+                            1,
+                        ));
+                        let v = _mm256_inserti128_si256(
+                            _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
+                            _mm_loadu_si128(blk1.add(4).cast()),
+                            1,
+                        );
+                        let z = _mm512_inserti64x4(
+                            _mm512_castsi256_si512(v),
+                            _mm256_srli_epi16(v, 4),
+                            1,
+                        );
+                        let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
+                        let prod = _mm_mul_ps(dm, ds);
+                        let p = _mm512_cvtepi32_ps($idot512(wq, xq));
+                        acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
+                        accm[r] = _mm_add_ps(accm[r], prod);
+                    }
+                }};
+            }
+            let mut b = 0;
+            while b + 4 <= nb {
+                pair!(b, 0);
+                pair!(b + 2, 1);
+                b += 4;
+            }
+            if b + 2 <= nb {
+                pair!(b, 0);
+                b += 2;
+            }
+            let mut out: [f32; R] = std::array::from_fn(|r| {
+                let m = accm[r];
+                _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]))
+                    + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
+            });
+            if b < nb {
+                let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
+                let ds = _mm_castpd_ps(_mm_load_sd(dsp.add(b).cast()));
+                for (r, o) in out.iter_mut().enumerate() {
+                    let blk = w[r].as_ptr().add(b * 20);
+                    let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
+                    let prod = _mm_mul_ps(dm, ds);
+                    let p = _mm256_cvtepi32_ps($idot256(nibbles(blk.add(4)), xq));
+                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
+                        + _mm_cvtss_f32(_mm_movehdup_ps(prod));
+                }
+            }
+            out
+        }
+    };
+}
+
+macro_rules! q8_0_512_decode {
+    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
+        /// Q8_0 decode against `R` weight rows at once, rounding exactly as the prefill kernel.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
+            let nb = a.cols / 32;
+            let mut acc = [[_mm512_setzero_ps(); R]; 2];
+            let xp = a.qs.as_ptr().add(row * a.cols);
+            let dsp = a.ds.as_ptr().add(row * nb);
+            for wr in &w {
+                debug_assert_eq!(wr.len(), nb * 34);
+            }
+            macro_rules! pair {
+                ($b:expr, $k:expr) => {{
+                    let b = $b;
+                    let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
+                    let ds = _mm_loadu_ps(dsp.add(b).cast());
+                    for r in 0..R {
+                        let blk0 = w[r].as_ptr().add(b * 34);
+                        let blk1 = blk0.add(34);
+                        let wq = _mm512_inserti64x4(
+                            _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                            _mm256_loadu_si256(blk1.add(2).cast()),
+                            1,
+                        );
+                        let xs = _mm512_mask_sub_epi8(
+                            xq,
+                            _mm512_movepi8_mask(wq),
+                            _mm512_setzero_si512(),
+                            xq,
+                        );
+                        let prod = _mm_mul_ps(f16_pair_02(blk0, blk1), ds);
+                        let p = _mm512_cvtepi32_ps($idot512(_mm512_abs_epi8(wq), xs));
+                        acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
+                    }
+                }};
+            }
+            let mut b = 0;
+            while b + 4 <= nb {
+                pair!(b, 0);
+                pair!(b + 2, 1);
+                b += 4;
+            }
+            if b + 2 <= nb {
+                pair!(b, 0);
+                b += 2;
+            }
+            let mut out: [f32; R] =
+                std::array::from_fn(|r| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r])));
+            if b < nb {
+                let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
+                let dx = _mm_load_ss(dsp.add(b).cast());
+                for (r, o) in out.iter_mut().enumerate() {
+                    let blk = w[r].as_ptr().add(b * 34);
+                    let wq = _mm256_loadu_si256(blk.add(2).cast());
+                    let d = _mm_mul_ss(f16_splat(blk), dx);
+                    let p = _mm256_cvtepi32_ps($idot256(
+                        _mm256_sign_epi8(wq, wq),
+                        _mm256_sign_epi8(xq, wq),
+                    ));
+                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
+                }
+            }
+            out
+        }
+    };
+}
+
+q4_1_512!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    idot512_vnni,
+    idot_vnni,
+    q4_1_vnni512
+);
+q8_0_512!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    idot512_vnni,
+    idot_vnni,
+    q8_0_vnni512
+);
+q4_1_512_decode!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    idot512_vnni,
+    idot_vnni,
+    q4_1_vnni512_decode
+);
+q8_0_512_decode!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    idot512_vnni,
+    idot_vnni,
+    q8_0_vnni512_decode
+);
+q4_1_512!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
+    idot512_bw,
+    idot_avx2,
+    q4_1_avx512
+);
+q8_0_512!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
+    idot512_bw,
+    idot_avx2,
+    q8_0_avx512
+);
+q4_1_512_decode!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
+    idot512_bw,
+    idot_avx2,
+    q4_1_avx512_decode
+);
+q8_0_512_decode!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
+    idot512_bw,
+    idot_avx2,
+    q8_0_avx512_decode
+);
