@@ -7,6 +7,10 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Value as Json};
+use tokenizers::decoders::DecoderWrapper;
+use tokenizers::models::bpe::BPE;
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::AddedToken;
 use torchnative_formats::gguf::{GgufFile, MetadataValue};
 
 use crate::error::{invalid, Result};
@@ -197,20 +201,23 @@ impl GgufVocab {
         config: &TokenizerConfig,
         vocab: &HashMap<String, u32>,
         usable: impl Fn(&str) -> bool,
-    ) -> Vec<Json> {
+    ) -> Vec<AddedTokenSpec> {
         let mut added = Vec::new();
         let mut seen = HashSet::new();
-        let mut push = |id: u32, content: &str, special: bool, added: &mut Vec<Json>| {
-            if seen.insert(content.to_string()) {
-                added.push(json!({"id": id, "content": content, "single_word": false,
-                    "lstrip": false, "rstrip": false, "normalized": false, "special": special}));
+        let mut push = |content: &str, special: bool, added: &mut Vec<AddedTokenSpec>| {
+            if let Some(&id) = vocab.get(content) {
+                if seen.insert(content.to_string()) {
+                    added.push(AddedTokenSpec {
+                        id,
+                        content: content.to_string(),
+                        special,
+                    });
+                }
             }
         };
         for (id, token) in self.tokens.iter().enumerate() {
             if self.token_type(id) == Some(TOKEN_TYPE_CONTROL) && usable(token) {
-                if let Some(&vocab_id) = vocab.get(token) {
-                    push(vocab_id, token, true, &mut added);
-                }
+                push(token, true, &mut added);
             }
         }
         let named = [
@@ -220,34 +227,35 @@ impl GgufVocab {
             &config.pad_token,
         ];
         for token in named.into_iter().flatten() {
-            if let Some(&vocab_id) = vocab.get(token) {
-                push(vocab_id, token, true, &mut added);
-            }
+            push(token, true, &mut added);
         }
         for (id, token) in self.tokens.iter().enumerate() {
             if self.token_type(id) == Some(TOKEN_TYPE_USER_DEFINED) {
-                if let Some(&vocab_id) = vocab.get(token) {
-                    push(vocab_id, token, false, &mut added);
-                }
+                push(token, false, &mut added);
             }
         }
         added
     }
 
-    /// The equivalent Hugging Face tokenizer.json document.
+    /// The equivalent Hugging Face tokenizer.json document (what transformers' GGUF converter
+    /// would save).
     pub fn to_tokenizer_json(&self) -> Result<Json> {
+        Ok(self.backend_spec()?.to_json())
+    }
+
+    fn backend_spec(&self) -> Result<BackendSpec> {
         self.check_lengths()?;
         let config = self.config()?;
         match self.model.as_str() {
-            "gpt2" => self.byte_level_json(&config),
-            "llama" => self.sentencepiece_json(&config),
+            "gpt2" => self.byte_level_spec(&config),
+            "llama" => self.sentencepiece_spec(&config),
             other => Err(invalid(format!(
                 "GGUF tokenizer.ggml.model {other:?} is not supported (supported: gpt2, llama)"
             ))),
         }
     }
 
-    fn byte_level_json(&self, config: &TokenizerConfig) -> Result<Json> {
+    fn byte_level_spec(&self, config: &TokenizerConfig) -> Result<BackendSpec> {
         let spelling = bytes_to_unicode();
         let alphabet: HashSet<char> = spelling.iter().copied().collect();
         let in_alphabet = |token: &str| token.chars().all(|c| alphabet.contains(&c));
@@ -266,24 +274,18 @@ impl GgufVocab {
             invalid("GGUF byte-level (gpt2) vocabulary has no tokenizer.ggml.merges")
         })?;
         let added = self.added_tokens(config, &vocab, in_alphabet);
-        Ok(json!({
-            "version": "1.0",
-            "truncation": null,
-            "padding": null,
-            "added_tokens": added,
-            "normalizer": null,
-            "pre_tokenizer": byte_level_pre_tokenizer(self.pre.as_deref())?,
-            "post_processor": null,
-            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
-                        "use_regex": true},
-            "model": {"type": "BPE", "dropout": null, "unk_token": null,
-                      "continuing_subword_prefix": "", "end_of_word_suffix": "",
-                      "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
-                      "vocab": vocab, "merges": merges},
-        }))
+        Ok(BackendSpec {
+            vocab,
+            merges,
+            sentencepiece: false,
+            pre_tokenizer: byte_level_pre_tokenizer(self.pre.as_deref())?,
+            decoder: json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                            "use_regex": true}),
+            added,
+        })
     }
 
-    fn sentencepiece_json(&self, config: &TokenizerConfig) -> Result<Json> {
+    fn sentencepiece_spec(&self, config: &TokenizerConfig) -> Result<BackendSpec> {
         let mut vocab = HashMap::with_capacity(self.tokens.len());
         for (id, token) in self.tokens.iter().enumerate() {
             vocab.insert(token.clone(), id as u32);
@@ -302,26 +304,20 @@ impl GgufVocab {
             decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
         }
         let added = self.added_tokens(config, &vocab, |_| true);
-        Ok(json!({
-            "version": "1.0",
-            "truncation": null,
-            "padding": null,
-            "added_tokens": added,
-            "normalizer": null,
+        Ok(BackendSpec {
+            vocab,
+            merges,
+            sentencepiece: true,
             // "first": the space marker goes before the text, not after each special token.
-            "pre_tokenizer": {"type": "Metaspace", "replacement": "\u{2581}",
+            pre_tokenizer: json!({"type": "Metaspace", "replacement": "\u{2581}",
                 "prepend_scheme": if add_space_prefix { "first" } else { "never" },
-                "split": false},
-            "post_processor": null,
-            "decoder": {"type": "Sequence", "decoders": decoders},
-            "model": {"type": "BPE", "dropout": null, "unk_token": null,
-                      "continuing_subword_prefix": null, "end_of_word_suffix": null,
-                      "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
-                      "vocab": vocab, "merges": merges},
-        }))
+                "split": false}),
+            decoder: json!({"type": "Sequence", "decoders": decoders}),
+            added,
+        })
     }
 
-    fn parsed_merges(&self) -> Result<Option<Vec<[String; 2]>>> {
+    fn parsed_merges(&self) -> Result<Option<Vec<(String, String)>>> {
         let Some(merges) = &self.merges else {
             return Ok(None);
         };
@@ -330,7 +326,7 @@ impl GgufVocab {
             let mut parts = merge.split(' ');
             match (parts.next(), parts.next(), parts.next()) {
                 (Some(left), Some(right), None) if !left.is_empty() && !right.is_empty() => {
-                    parsed.push([left.to_string(), right.to_string()])
+                    parsed.push((left.to_string(), right.to_string()))
                 }
                 _ => {
                     return Err(invalid(format!(
@@ -346,7 +342,7 @@ impl GgufVocab {
     /// SentencePiece files list scores, not merges: every split of a token into two vocabulary
     /// entries is a merge, ranked by the merged token's score (best first), then by the lengths
     /// of its halves, then by their ids. This is the order transformers' `generate_merges` gives.
-    fn merges_from_scores(&self, vocab: &HashMap<String, u32>) -> Result<Vec<[String; 2]>> {
+    fn merges_from_scores(&self, vocab: &HashMap<String, u32>) -> Result<Vec<(String, String)>> {
         let scores = self.scores.as_ref().ok_or_else(|| {
             invalid("GGUF SentencePiece (llama) vocabulary has neither merges nor scores")
         })?;
@@ -392,7 +388,7 @@ impl GgufVocab {
         });
         Ok(candidates
             .into_iter()
-            .map(|c| [c.left.to_string(), c.right.to_string()])
+            .map(|c| (c.left.to_string(), c.right.to_string()))
             .collect())
     }
 }
@@ -518,6 +514,87 @@ impl MetadataReader<'_> {
     }
 }
 
+/// An added token: its id in the vocabulary, text, and whether it is special.
+struct AddedTokenSpec {
+    id: u32,
+    content: String,
+    special: bool,
+}
+
+/// Everything that defines the rebuilt tokenizer; turned into tokenizer.json for export, or
+/// built directly (much faster than a JSON round trip for 50k merges).
+struct BackendSpec {
+    vocab: HashMap<String, u32>,
+    merges: Vec<(String, String)>,
+    /// SentencePiece BPE: byte fallback and fused unknowns; otherwise byte-level BPE.
+    sentencepiece: bool,
+    pre_tokenizer: Json,
+    decoder: Json,
+    added: Vec<AddedTokenSpec>,
+}
+
+impl BackendSpec {
+    fn to_json(&self) -> Json {
+        let added: Vec<Json> = self
+            .added
+            .iter()
+            .map(|t| {
+                json!({"id": t.id, "content": t.content, "single_word": false, "lstrip": false,
+                       "rstrip": false, "normalized": false, "special": t.special})
+            })
+            .collect();
+        json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": added,
+            "normalizer": null,
+            "pre_tokenizer": self.pre_tokenizer,
+            "post_processor": null,
+            "decoder": self.decoder,
+            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                      "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                      "fuse_unk": self.sentencepiece, "byte_fallback": self.sentencepiece,
+                      "ignore_merges": false, "vocab": self.vocab, "merges": self.merges},
+        })
+    }
+
+    fn build(self) -> Result<tokenizers::Tokenizer> {
+        let model = BPE::builder()
+            .vocab_and_merges(
+                self.vocab
+                    .into_iter()
+                    .collect::<tokenizers::models::bpe::Vocab>(),
+                self.merges,
+            )
+            .fuse_unk(self.sentencepiece)
+            .byte_fallback(self.sentencepiece)
+            .build()
+            .map_err(|e| {
+                invalid(format!(
+                    "GGUF vocabulary and merges do not form a BPE model: {e}"
+                ))
+            })?;
+        let pre_tokenizer: PreTokenizerWrapper = serde_json::from_value(self.pre_tokenizer)
+            .map_err(|e| invalid(format!("internal pre-tokenizer description rejected: {e}")))?;
+        let decoder: DecoderWrapper = serde_json::from_value(self.decoder)
+            .map_err(|e| invalid(format!("internal decoder description rejected: {e}")))?;
+        let mut tokenizer = tokenizers::Tokenizer::new(model);
+        tokenizer.with_pre_tokenizer(Some(pre_tokenizer));
+        tokenizer.with_decoder(Some(decoder));
+        let as_added = |special: bool| -> Vec<AddedToken> {
+            self.added
+                .iter()
+                .filter(|t| t.special == special)
+                .map(|t| AddedToken::from(t.content.clone(), special).normalized(false))
+                .collect()
+        };
+        tokenizer.add_special_tokens(&as_added(true));
+        tokenizer.add_tokens(&as_added(false));
+        Ok(tokenizer)
+    }
+}
+
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's `tokenizer.*` metadata.
     pub fn from_gguf(file: &GgufFile) -> Result<Self> {
@@ -526,12 +603,7 @@ impl Tokenizer {
 
     /// Builds the tokenizer a GGUF's `tokenizer.*` metadata describes.
     pub fn from_gguf_vocab(vocab: &GgufVocab) -> Result<Self> {
-        let document = vocab.to_tokenizer_json()?;
-        let backend: tokenizers::Tokenizer = serde_json::from_value(document).map_err(|e| {
-            invalid(format!(
-                "GGUF vocabulary does not form a valid tokenizer: {e}"
-            ))
-        })?;
+        let backend = vocab.backend_spec()?.build()?;
         // The model's embedding has one row per GGUF token, whatever duplicates the list holds.
         let vocab_size = vocab.tokens.len().max(backend.get_vocab_size(true));
         Tokenizer::from_backend(backend, vocab.config()?, vocab_size)

@@ -454,6 +454,118 @@ mod tests {
         assert_eq!(config.chat_template.as_deref(), Some("D"));
     }
 
+    /// A word-level tokenizer.json whose post-processor wraps a sequence in <s> ... </s>.
+    const WORD_LEVEL_JSON: &str = r#"{
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": [
+            {"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+            {"id": 1, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}
+        ],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]}, "</s>": {"id": "</s>", "ids": [1], "tokens": ["</s>"]}}},
+        "decoder": null,
+        "model": {"type": "WordLevel", "vocab": {"<s>": 0, "</s>": 1, "hi": 2, "there": 3, "[UNK]": 4}, "unk_token": "[UNK]"}
+    }"#;
+
+    #[test]
+    fn sequence_specials_follow_transformers_rules() {
+        let with = EncodeOptions::default();
+        let without = EncodeOptions {
+            add_special_tokens: false,
+            parse_special: true,
+        };
+        // No flags in the config: tokenizer.json's post-processor decides.
+        let plain = Tokenizer::from_json_str(WORD_LEVEL_JSON, TokenizerConfig::default()).unwrap();
+        assert_eq!(plain.encode("hi there", with).unwrap(), [0, 2, 3, 1]);
+        assert_eq!(plain.encode("hi there", without).unwrap(), [2, 3]);
+        // A flag stated in the config replaces the post-processor (transformers rebuilds it).
+        let bos_only = TokenizerConfig {
+            add_bos_token: Some(true),
+            bos_token: Some("<s>".into()),
+            eos_token: Some("</s>".into()),
+            ..TokenizerConfig::default()
+        };
+        let tokenizer = Tokenizer::from_json_str(WORD_LEVEL_JSON, bos_only.clone()).unwrap();
+        assert_eq!(tokenizer.encode("hi there", with).unwrap(), [0, 2, 3]);
+        let both = TokenizerConfig {
+            add_eos_token: Some(true),
+            ..bos_only
+        };
+        let tokenizer = Tokenizer::from_json_str(WORD_LEVEL_JSON, both).unwrap();
+        assert_eq!(tokenizer.encode("hi there", with).unwrap(), [0, 2, 3, 1]);
+        assert_eq!(
+            tokenizer.encode_batch(&["hi", "there hi"], with).unwrap(),
+            [vec![0, 2, 1], vec![0, 3, 2, 1]]
+        );
+        // Unknown words map to the unknown token; special strings parse or not on request.
+        assert_eq!(tokenizer.encode("hi <s> yo", without).unwrap(), [2, 0, 4]);
+        let literal = EncodeOptions {
+            add_special_tokens: false,
+            parse_special: false,
+        };
+        // Whitespace pre-tokenization cuts a literal "<s>" into "<", "s", ">": three unknowns.
+        assert_eq!(tokenizer.encode("hi <s>", literal).unwrap(), [2, 4, 4, 4]);
+        assert_eq!(
+            tokenizer
+                .decode(
+                    &[0, 2, 3, 1],
+                    DecodeOptions {
+                        skip_special_tokens: true
+                    }
+                )
+                .unwrap(),
+            "hi there"
+        );
+        let err = tokenizer
+            .decode(&[5], DecodeOptions::default())
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::TokenIdOutOfRange {
+                    id: 5,
+                    vocab_size: 5
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            tokenizer
+                .special_token_ids()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
+    }
+
+    #[test]
+    fn missing_special_tokens_and_bad_json_are_named() {
+        let config = TokenizerConfig {
+            eos_token: Some("<|eot|>".into()),
+            ..TokenizerConfig::default()
+        };
+        let err = Tokenizer::from_json_str(WORD_LEVEL_JSON, config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("eos_token") && err.contains("<|eot|>"),
+            "{err}"
+        );
+        let err = Tokenizer::from_json_str("{", TokenizerConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tokenizer.json"), "{err}");
+        let err = Tokenizer::from_files(Path::new("/nonexistent/tokenizer.json"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/tokenizer.json"), "{err}");
+    }
+
     #[test]
     fn config_rejects_wrong_types_by_name() {
         let err = TokenizerConfig::from_json_str(r#"{"add_bos_token": "yes"}"#).unwrap_err();

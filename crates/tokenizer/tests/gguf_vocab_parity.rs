@@ -181,9 +181,11 @@ fn sentencepiece_gguf_matches_transformers() {
     let work = common::temp_dir("spm");
     let (tokens, scores, types) = sentencepiece_vocab();
     let texts = sentencepiece_corpus();
+    let saved = work.join("saved");
     let jobs = json!([{
         "kind": "write_gguf_and_encode",
         "file_name": "spm.gguf",
+        "save_to": saved,
         // No add_bos_token key: transformers and llama.cpp both default to adding BOS here.
         "metadata": {"model": "llama", "tokens": tokens, "scores": scores, "token_types": types,
                      "bos_id": 1, "eos_id": 2, "unk_id": 0, "add_space_prefix": true},
@@ -202,6 +204,14 @@ fn sentencepiece_gguf_matches_transformers() {
     );
     assert_eq!(tokenizer.bos_id(), Some(1));
     assert_matches_reference("sentencepiece", &tokenizer, &texts, reference);
+
+    // transformers' saved tokenizer.json + tokenizer_config.json load through from_files.
+    let from_files = Tokenizer::from_files(
+        &saved.join("tokenizer.json"),
+        Some(&saved.join("tokenizer_config.json")),
+    )
+    .expect("from_files on the saved SentencePiece tokenizer");
+    assert_matches_reference("sentencepiece from_files", &from_files, &texts, reference);
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -332,4 +342,58 @@ fn malformed_vocabularies_are_errors_not_panics() {
         assert!(err.contains(expected), "expected {expected:?} in {err}");
     }
     assert!(Tokenizer::from_gguf_vocab(&base).is_ok());
+}
+
+/// `to_tokenizer_json` (the export) describes the same tokenizer `from_gguf_vocab` builds.
+#[test]
+fn exported_tokenizer_json_matches_direct_build() {
+    let (tokens, scores, types) = sentencepiece_vocab();
+    let mut vocabs = vec![GgufVocab {
+        model: "llama".into(),
+        tokens,
+        scores: Some(scores),
+        token_types: Some(types),
+        bos_id: Some(1),
+        eos_id: Some(2),
+        unk_id: Some(0),
+        ..GgufVocab::default()
+    }];
+    if let Some(model) = common::model_path() {
+        vocabs.push(GgufVocab::from_gguf(&GgufFile::open(&model).unwrap()).unwrap());
+    }
+    let mut texts = sentencepiece_corpus();
+    texts.extend(common::corpus());
+    for vocab in vocabs {
+        let direct = Tokenizer::from_gguf_vocab(&vocab).unwrap();
+        let json = vocab.to_tokenizer_json().unwrap().to_string();
+        let config = torchnative_tokenizer::TokenizerConfig {
+            add_bos_token: Some(direct.bos_id().is_some() && vocab.model == "llama"),
+            add_eos_token: Some(false),
+            bos_token: direct.bos_token().map(str::to_string),
+            eos_token: direct.eos_token().map(str::to_string),
+            pad_token: direct.pad_token().map(str::to_string),
+            unk_token: direct.unk_token().map(str::to_string),
+            ..Default::default()
+        };
+        let exported = Tokenizer::from_json_str(&json, config).unwrap();
+        for text in &texts {
+            for parse_special in [true, false] {
+                let options = EncodeOptions {
+                    add_special_tokens: true,
+                    parse_special,
+                };
+                let ids = direct.encode(text, options).unwrap();
+                assert_eq!(
+                    exported.encode(text, options).unwrap(),
+                    ids,
+                    "{}: {text:?}",
+                    vocab.model
+                );
+                assert_eq!(
+                    exported.decode(&ids, DecodeOptions::default()).unwrap(),
+                    direct.decode(&ids, DecodeOptions::default()).unwrap()
+                );
+            }
+        }
+    }
 }

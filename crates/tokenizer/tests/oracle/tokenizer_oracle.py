@@ -9,7 +9,8 @@ The request is a list of jobs; the response has one result per job, in order. Jo
       (add_special_tokens, split_special_tokens) pair, plus decodes of the ids. "pre_override":
       "smollm" replaces the pre-tokenizer by llama.cpp's smollm split (see below) and also
       returns the untouched transformers ids as "plain".
-  {"kind": "write_gguf_and_encode", "metadata": {...}, "copy_vocab_from"?, "file_name", "texts"}
+  {"kind": "write_gguf_and_encode", "metadata": {...}, "copy_vocab_from"?, "file_name", "texts",
+   "save_to"?}
       Writes a GGUF holding only the given tokenizer metadata (optionally starting from another
       GGUF's byte-level vocabulary) with the `gguf` package, loads it through AutoTokenizer
       (transformers' own GGUF converter) and encodes/decodes as above.
@@ -135,6 +136,8 @@ def write_gguf_and_encode(job, workdir):
     writer.write_tensors_to_file()
     writer.close()
     tok = AutoTokenizer.from_pretrained(workdir, gguf_file=os.path.basename(path))
+    if job.get("save_to"):
+        tok.save_pretrained(job["save_to"])
     return {
         "gguf_path": path,
         "texts": encode_all(tok, job["texts"]),
