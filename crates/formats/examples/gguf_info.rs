@@ -13,8 +13,8 @@ fn short(v: &MetadataValue) -> String {
             a.len(),
             a.first().map_or("?", |x| x.type_name())
         ),
-        MetadataValue::String(s) if s.len() > 60 => {
-            format!("{:?}...", &s[..s.floor_char_boundary(60)])
+        MetadataValue::String(s) if s.chars().count() > 60 => {
+            format!("{:?}...", s.chars().take(60).collect::<String>())
         }
         other => format!("{other:?}"),
     }
