@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 use crate::error::{malformed, FormatError, Result};
 use crate::gguf::{GgufFile, MetadataValue};
 use crate::json::UniqueMap;
+use crate::mapped::read_text;
+
+/// Largest `config.json` / `generation_config.json` accepted (real ones are a few KB).
+pub const MAX_JSON_BYTES: u64 = 16 << 20;
 
 /// Decoder families torchnative runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -154,7 +158,7 @@ pub const MAX_CONTEXT: usize = 1 << 24;
 pub fn load_hf_config(dir: &Path) -> Result<(DecoderConfig, GenerationDefaults)> {
     let read = |name: &str| {
         let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|e| FormatError::io(&path, e))
+        read_text(&path, MAX_JSON_BYTES)
     };
     let config_path = dir.join("config.json");
     let config = DecoderConfig::from_hf_config_json(&read("config.json")?)

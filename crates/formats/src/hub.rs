@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{FormatError, Result};
+use crate::mapped::read_text;
 
 /// Where a model's files are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +65,8 @@ pub fn resolve_model_in(spec: &str, hub_cache: Option<&Path>) -> Result<ModelLoc
     let revision = revision.unwrap_or("main");
     let ref_file = repo_dir.join("refs").join(revision);
     let commit = if ref_file.is_file() {
-        let text = std::fs::read_to_string(&ref_file).map_err(|e| FormatError::io(&ref_file, e))?;
+        // A ref holds one commit hash.
+        let text = read_text(&ref_file, 1024)?;
         text.trim().to_string()
     } else {
         // A revision given as a commit hash has no ref file.

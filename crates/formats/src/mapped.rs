@@ -29,3 +29,35 @@ pub(crate) fn map_file(path: &Path) -> Result<Bytes> {
     let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::io(path, e))?;
     Ok(Bytes::Mapped(map))
 }
+
+/// Reads a small text file (JSON configs, indexes, refs), refusing files over `limit` bytes
+/// before reading them: these files are untrusted and read whole.
+pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String> {
+    use std::io::Read;
+    let file = File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let mut text = String::new();
+    // Read one byte past the limit to tell "exactly at the limit" from "over it".
+    file.take(limit + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| FormatError::io(path, e))?;
+    if text.len() as u64 > limit {
+        return Err(FormatError::Malformed(format!(
+            "{}: larger than the {limit}-byte limit for this kind of file",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_files_are_bounded_before_reading() {
+        let path = std::env::temp_dir().join(format!("tn-formats-text-{}", std::process::id()));
+        std::fs::write(&path, "0123456789a").unwrap();
+        assert_eq!(super::read_text(&path, 11).unwrap(), "0123456789a");
+        let msg = super::read_text(&path, 10).unwrap_err().to_string();
+        assert!(msg.contains("10-byte limit"), "{msg}");
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::error::{malformed, FormatError, Result};
 use crate::json::UniqueMap;
-use crate::mapped::{map_file, Bytes};
+use crate::mapped::{map_file, read_text, Bytes};
 
 /// Largest header accepted, as the reference implementation does (100 MB).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
@@ -416,8 +416,7 @@ impl SafetensorsModel {
     /// Opens a sharded checkpoint from its index file. The index must list every expected
     /// tensor exactly once, and each shard must hold exactly the tensors the index assigns it.
     pub fn open_index(index_path: &Path, expected: Option<&[String]>) -> Result<SafetensorsModel> {
-        let text =
-            std::fs::read_to_string(index_path).map_err(|e| FormatError::io(index_path, e))?;
+        let text = read_text(index_path, MAX_HEADER_BYTES)?;
         let index = parse_index(&text).map_err(|e| e.in_file(index_path))?;
         if let Some(expected) = expected {
             let names = index.weight_map.iter().map(|(t, _)| t.as_str());
