@@ -85,6 +85,29 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An empty vector with room for `n` elements, or an error naming `op` when the allocation
+/// is impossible (instead of Rust's abort on allocation failure).
+pub(crate) fn reserve_vec<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        invalid(
+            op,
+            format!(
+                "cannot allocate memory for {n} elements of {} bytes",
+                std::mem::size_of::<T>()
+            ),
+        )
+    })?;
+    Ok(v)
+}
+
+/// `vec![value; n]` that returns an error instead of aborting when memory is short.
+pub(crate) fn filled_vec<T: Clone>(op: &'static str, n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = reserve_vec(op, n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 /// Shorthand for an [`Error::InvalidArgument`].
 pub(crate) fn invalid(op: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidArgument {

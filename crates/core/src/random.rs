@@ -93,6 +93,7 @@ fn require_float(op: &'static str, dtype: DType) -> Result<()> {
 pub fn rand(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
     require_float("rand", dtype)?;
     let n = checked_numel("rand", shape)?;
+    crate::error::reserve_vec::<f64>("rand", n)?;
     let bits = mantissa_bits(dtype);
     let v: Vec<f64> = (0..n).map(|_| gen.unit(bits)).collect();
     Tensor::from_f64s(&v, shape, dtype)
@@ -102,6 +103,7 @@ pub fn rand(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor
 pub fn randn(shape: &[usize], dtype: DType, gen: &mut Generator) -> Result<Tensor> {
     require_float("randn", dtype)?;
     let n = checked_numel("randn", shape)?;
+    crate::error::reserve_vec::<f64>("randn", n)?;
     let v: Vec<f64> = (0..n).map(|_| gen.next_normal()).collect();
     Tensor::from_f64s(&v, shape, dtype)
 }
@@ -121,6 +123,7 @@ pub fn randint(
         ));
     }
     let n = checked_numel("randint", shape)?;
+    crate::error::reserve_vec::<i64>("randint", n)?;
     let range = high.wrapping_sub(low) as u64;
     let v: Vec<i64> = (0..n)
         .map(|_| low.wrapping_add(gen.below(range) as i64))
@@ -178,7 +181,8 @@ impl Tensor {
         let rows = if self.dim() == 1 { 1 } else { self.shape()[0] };
         let cats = self.shape()[self.dim() - 1];
         let w = self.to_vec::<f64>()?;
-        let mut out = Vec::with_capacity(rows * num_samples);
+        let mut out =
+            crate::error::reserve_vec(op, crate::layout::checked_numel(op, &[rows, num_samples])?)?;
         for r in 0..rows {
             let mut row: Vec<f64> = w[r * cats..(r + 1) * cats].to_vec();
             if row.iter().any(|&p| p < 0.0 || !p.is_finite()) {

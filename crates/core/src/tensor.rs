@@ -12,7 +12,7 @@ use crate::storage::{cast_element, Buffer, Element, Storage};
 use crate::{with_buffer, with_dtype};
 
 /// An n-dimensional strided view of typed storage (CPU) or a shape-only tensor (Meta).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Tensor {
     /// `None` for Meta tensors.
     storage: Option<Storage>,
@@ -20,6 +20,35 @@ pub struct Tensor {
     dtype: DType,
     /// A Python scalar turned into a 0-dim tensor; it ranks lowest in type promotion.
     wrapped_number: bool,
+}
+
+/// Shape, strides, dtype and device plus at most the first 8 values (never the whole buffer).
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={:?}, strides={:?}, offset={}, dtype={}, device={}",
+            self.layout.sizes,
+            self.layout.strides,
+            self.layout.offset,
+            self.dtype.name(),
+            self.device().name()
+        )?;
+        if self.storage.is_some() {
+            let head = self
+                .reshape(&[-1])
+                .and_then(|t| t.narrow(0, 0, t.numel().min(8)))
+                .and_then(|t| t.to_vec::<f64>());
+            if let Ok(v) = head {
+                write!(
+                    f,
+                    ", values={v:?}{}",
+                    if self.numel() > 8 { "..." } else { "" }
+                )?;
+            }
+        }
+        write!(f, ")")
+    }
 }
 
 /// Refuses a meta tensor for an op that needs data.
@@ -155,7 +184,8 @@ impl Tensor {
             Device::Meta => Tensor::meta(shape, dtype),
             Device::Cpu => {
                 let n = checked_numel("empty", shape)?;
-                Tensor::from_buffer("empty", Buffer::zeros(dtype, n), shape)
+                let buf = with_dtype!(dtype, T => T::into_buffer(crate::error::filled_vec("empty", n, T::default())?));
+                Tensor::from_buffer("empty", buf, shape)
             }
         }
     }
@@ -260,7 +290,7 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         let storage = needs_data("to_vec", self)?;
         let buf = storage.read();
-        let mut out = Vec::with_capacity(self.numel());
+        let mut out = crate::error::reserve_vec("to_vec", self.numel())?;
         with_buffer!(&*buf, data => {
             for_each_offsets(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o]| {
                 out.push(cast_element(data[o]));

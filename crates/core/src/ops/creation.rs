@@ -1,7 +1,7 @@
 //! Tensor factories: `zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and `*_like`.
 
 use crate::dtype::{DType, Device, Scalar, DEFAULT_FLOAT};
-use crate::error::{invalid, Result};
+use crate::error::{filled_vec, invalid, reserve_vec, Result};
 use crate::layout::checked_numel;
 use crate::tensor::Tensor;
 
@@ -31,9 +31,9 @@ pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>) -> Result<Tens
     let n = checked_numel("full", shape)?;
     crate::tensor::check_scalar_fits("full", value, dtype)?;
     match value {
-        Scalar::Float(f) => Tensor::from_f64s(&vec![f; n], shape, dtype),
-        Scalar::Int(i) => Tensor::from_i64s(&vec![i; n], shape, dtype),
-        Scalar::Bool(b) => Tensor::from_i64s(&vec![b as i64; n], shape, dtype),
+        Scalar::Float(f) => Tensor::from_f64s(&filled_vec("full", n, f)?, shape, dtype),
+        Scalar::Int(i) => Tensor::from_i64s(&filled_vec("full", n, i)?, shape, dtype),
+        Scalar::Bool(b) => Tensor::from_i64s(&filled_vec("full", n, b as i64)?, shape, dtype),
     }
 }
 
@@ -85,6 +85,7 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         return Err(invalid("arange", format!("too many elements ({len})")));
     }
     let len = len as usize;
+    reserve_vec::<f64>("arange", len)?;
     if !dtype.is_float() {
         // Integer dtypes: PyTorch truncates start and step to integers; the length still
         // comes from the float arguments.
@@ -102,7 +103,7 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
 /// second half down from `end` (PyTorch's symmetric formula), in f32 arithmetic for f32.
 pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<DType>) -> Result<Tensor> {
     let dtype = dtype.unwrap_or(DEFAULT_FLOAT);
-    checked_numel("linspace", &[steps])?;
+    reserve_vec::<f64>("linspace", steps)?;
     if steps == 0 {
         return Tensor::from_f64s(&[], &[0], dtype);
     }
@@ -135,7 +136,7 @@ pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<DType>) -> Res
 pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Result<Tensor> {
     let m = m.unwrap_or(n);
     let total = checked_numel("eye", &[n, m])?;
-    let mut v = vec![0i64; total];
+    let mut v = filled_vec("eye", total, 0i64)?;
     for i in 0..n.min(m) {
         v[i * m + i] = 1;
     }

@@ -122,14 +122,14 @@ pub(crate) fn advanced_index_offsets(
     if t.device() == Device::Meta {
         return Ok((vec![], result_shape));
     }
-    let mut bases = vec![t.storage_offset(); bshape.iter().product()];
+    let mut bases = crate::error::filled_vec(op, bshape.iter().product(), t.storage_offset())?;
     for (d, idx) in long_indices.iter().enumerate() {
         let vals = index_values_wrapping(op, &idx.broadcast_to(&bshape)?, t.shape()[d])?;
         for (b, v) in bases.iter_mut().zip(vals) {
             *b += v * t.strides()[d];
         }
     }
-    let mut offsets = Vec::with_capacity(bases.len() * rest_sizes.iter().product::<usize>());
+    let mut offsets = crate::error::reserve_vec(op, checked_numel(op, &result_shape)?)?;
     for b in bases {
         for_each_offsets(rest_sizes, [rest_strides], [b], |[o]| offsets.push(o));
     }
@@ -588,6 +588,17 @@ impl Tensor {
                     .ok_or_else(|| invalid("repeat", "result too large"))? as i64,
             );
         }
+        // Every size must stay a valid i64 and the element count must fit.
+        let final_sizes: Vec<usize> = final_shape.iter().map(|&x| x as usize).collect();
+        let too_big = repeats.iter().any(|&r| i64::try_from(r).is_err())
+            || final_shape.iter().any(|&x| x < 0);
+        if too_big {
+            return Err(invalid(
+                "repeat",
+                format!("repeats {repeats:?} give a result that is too large"),
+            ));
+        }
+        checked_numel("repeat", &final_sizes)?;
         base.reshape(&inter)?
             .expand(&expanded)?
             .contiguous()?
@@ -629,14 +640,21 @@ impl Tensor {
                 ),
             ));
         }
-        let mut idx = Vec::new();
-        for (i, &r) in reps.iter().enumerate() {
+        let total = reps.iter().try_fold(0u64, |acc, &r| {
             if r < 0 {
-                return Err(invalid(
-                    op,
-                    format!("repeats can not be negative (got {r})"),
-                ));
+                None
+            } else {
+                acc.checked_add(r as u64)
             }
+        });
+        let total = total.ok_or_else(|| {
+            invalid(
+                op,
+                format!("repeats must be non-negative with a representable sum, got {reps:?}"),
+            )
+        })?;
+        let mut idx = crate::error::reserve_vec(op, usize::try_from(total).unwrap_or(usize::MAX))?;
+        for (i, &r) in reps.iter().enumerate() {
             idx.extend(std::iter::repeat_n(i as i64, r as usize));
         }
         let n = idx.len();
