@@ -174,16 +174,7 @@ const PREFILL_ROWS: usize = 4;
 pub(crate) struct Kernels {
     pub one: DotFn<1>,
     pub many: DotFn<PREFILL_ROWS>,
-    /// Optional decode kernel: one activation row against `DECODE_ROWS` weight rows.
-    pub decode4: Option<DecodeFn<DECODE_ROWS>>,
 }
-
-/// Weight rows a decode kernel handles together.
-pub(crate) const DECODE_ROWS: usize = 4;
-
-/// Dot products of `R` packed weight rows with activation row `row` (same safety contract as
-/// [`DotFn`]).
-pub(crate) type DecodeFn<const R: usize> = unsafe fn([&[u8]; R], &QActs, usize) -> [f32; R];
 
 fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
     #[cfg(target_arch = "x86_64")]
@@ -458,18 +449,9 @@ unsafe fn rows_task(job: &Job, m: usize, acts: &QActs, lo: usize, hi: usize) {
         i += PREFILL_ROWS;
     }
     while i < m {
+        // Decode walks one weight row at a time on purpose: interleaving several rows (tried:
+        // 4 at once) was faster from cache but much slower streaming from memory.
         let mut r = lo;
-        if let Some(decode) = k.decode4 {
-            while r + DECODE_ROWS <= hi {
-                let ws: [&[u8]; DECODE_ROWS] =
-                    std::array::from_fn(|j| &w.data[(r + j) * row_bytes..(r + j + 1) * row_bytes]);
-                let v = decode(ws, acts, i);
-                for (j, v) in v.into_iter().enumerate() {
-                    *out.0.add(i * rows + r + j) = v;
-                }
-                r += DECODE_ROWS;
-            }
-        }
         while r < hi {
             let wr = &w.data[r * row_bytes..(r + 1) * row_bytes];
             *out.0.add(i * rows + r) = (k.one)(wr, acts, i)[0];

@@ -12,57 +12,46 @@ pub(crate) fn kernels(ty: GgmlType) -> Option<Kernels> {
         Q4_0 => Kernels {
             one: q4_0::<1>,
             many: q4_0::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q4_1 => Kernels {
             one: q4_1::<1>,
             many: q4_1::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q5_0 => Kernels {
             one: q5_0::<1>,
             many: q5_0::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q5_1 => Kernels {
             one: q5_1::<1>,
             many: q5_1::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q8_0 => Kernels {
             one: q8_0::<1>,
             many: q8_0::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q4_K => Kernels {
             one: q4_k::<1>,
             many: q4_k::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q5_K => Kernels {
             one: q5_k::<1>,
             many: q5_k::<PREFILL_ROWS>,
-            decode4: None,
         },
         Q6_K => Kernels {
             one: q6_k::<1>,
             many: q6_k::<PREFILL_ROWS>,
-            decode4: None,
         },
         F32 => Kernels {
             one: float::<1, 0>,
             many: float::<PREFILL_ROWS, 0>,
-            decode4: None,
         },
         F16 => Kernels {
             one: float::<1, 1>,
             many: float::<PREFILL_ROWS, 1>,
-            decode4: None,
         },
         BF16 => Kernels {
             one: float::<1, 2>,
             many: float::<PREFILL_ROWS, 2>,
-            decode4: None,
         },
         _ => return None,
     })

@@ -6,7 +6,6 @@
 //!
 //! The integer dot of each block is exact (u8 x i8 pairs stay below i16 saturation for these
 //! value ranges), so every path agrees with the scalar reference up to f32 summation order.
-//! Decode also has 4-weight-row kernels for Q4_1 / Q8_0 that round exactly like prefill.
 
 use std::arch::x86_64::*;
 
@@ -39,83 +38,67 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
         (KernelPath::Avx512Vnni, Q4_0) => Some(Kernels {
             one: q4_0_vnni::<1>,
             many: q4_0_vnni::<PREFILL_ROWS>,
-            decode4: None,
         }),
         (KernelPath::Avx512Vnni, Q4_1) => Some(Kernels {
             one: q4_1_vnni512::<1>,
             many: q4_1_vnni512::<PREFILL_ROWS>,
-            decode4: Some(q4_1_vnni512_decode::<4>),
         }),
         (KernelPath::Avx512Vnni, Q8_0) => Some(Kernels {
             one: q8_0_vnni512::<1>,
             many: q8_0_vnni512::<PREFILL_ROWS>,
-            decode4: Some(q8_0_vnni512_decode::<4>),
         }),
         (KernelPath::Avx512, Q4_1) => Some(Kernels {
             one: q4_1_avx512::<1>,
             many: q4_1_avx512::<PREFILL_ROWS>,
-            decode4: Some(q4_1_avx512_decode::<4>),
         }),
         (KernelPath::Avx512, Q8_0) => Some(Kernels {
             one: q8_0_avx512::<1>,
             many: q8_0_avx512::<PREFILL_ROWS>,
-            decode4: Some(q8_0_avx512_decode::<4>),
         }),
         (KernelPath::Avx2 | KernelPath::Avx512, Q4_0) => Some(Kernels {
             one: q4_0_avx2::<1>,
             many: q4_0_avx2::<PREFILL_ROWS>,
-            decode4: None,
         }),
         (KernelPath::Avx2, Q4_1) => Some(Kernels {
             one: q4_1_avx2::<1>,
             many: q4_1_avx2::<PREFILL_ROWS>,
-            decode4: None,
         }),
         (KernelPath::Avx2, Q8_0) => Some(Kernels {
             one: q8_0_avx2::<1>,
             many: q8_0_avx2::<PREFILL_ROWS>,
-            decode4: None,
         }),
         // K types: the AVX2 kernels serve both paths (their i16 scale multiply is `vpmaddwd`).
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
             one: qk45_avx2::<1, false>,
             many: qk45_avx2::<PREFILL_ROWS, false>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
             one: qk45_avx2::<1, true>,
             many: qk45_avx2::<PREFILL_ROWS, true>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
             one: q6_k_avx2::<1>,
             many: q6_k_avx2::<PREFILL_ROWS>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
             one: q5_avx2::<1, false>,
             many: q5_avx2::<PREFILL_ROWS, false>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
             one: q5_avx2::<1, true>,
             many: q5_avx2::<PREFILL_ROWS, true>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
             one: float_avx2::<1, 0>,
             many: float_avx2::<PREFILL_ROWS, 0>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F16) => Some(Kernels {
             one: float_avx2::<1, 1>,
             many: float_avx2::<PREFILL_ROWS, 1>,
-            decode4: None,
         }),
         (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, BF16) => Some(Kernels {
             one: float_avx2::<1, 2>,
             many: float_avx2::<PREFILL_ROWS, 2>,
-            decode4: None,
         }),
         _ => None,
     }
@@ -727,153 +710,6 @@ macro_rules! q8_0_512 {
     };
 }
 
-macro_rules! q4_1_512_decode {
-    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
-        /// Decode (one activation row) against `R` weight rows at once: the activation block and its
-        /// scales are loaded once for all R rows. Accumulation order per row is exactly that of
-        /// the prefill kernel (even / odd pair accumulators), so decode and prefill round identically.
-        #[target_feature(enable = $features)]
-        unsafe fn $name<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
-            let nb = a.cols / 32;
-            let m4 = _mm512_set1_epi8(0x0f);
-            let mut acc = [[_mm512_setzero_ps(); R]; 2];
-            let mut accm = [_mm_setzero_ps(); R];
-            let xp = a.qs.as_ptr().add(row * a.cols);
-            let dsp = a.ds.as_ptr().add(row * nb);
-            for wr in &w {
-                debug_assert_eq!(wr.len(), nb * 20);
-            }
-            macro_rules! pair {
-                ($b:expr, $k:expr) => {{
-                    let b = $b;
-                    let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
-                    let ds = _mm_loadu_ps(dsp.add(b).cast());
-                    for r in 0..R {
-                        let blk0 = w[r].as_ptr().add(b * 20);
-                        let blk1 = blk0.add(20);
-                        let dm = _mm_cvtph_ps(_mm_insert_epi32(
-                            _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
-                            blk1.cast::<i32>().read_unaligned(),
-                            1,
-                        ));
-                        let v = _mm256_inserti128_si256(
-                            _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
-                            _mm_loadu_si128(blk1.add(4).cast()),
-                            1,
-                        );
-                        let z = _mm512_inserti64x4(
-                            _mm512_castsi256_si512(v),
-                            _mm256_srli_epi16(v, 4),
-                            1,
-                        );
-                        let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
-                        let prod = _mm_mul_ps(dm, ds);
-                        let p = _mm512_cvtepi32_ps($idot512(wq, xq));
-                        acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
-                        accm[r] = _mm_add_ps(accm[r], prod);
-                    }
-                }};
-            }
-            let mut b = 0;
-            while b + 4 <= nb {
-                pair!(b, 0);
-                pair!(b + 2, 1);
-                b += 4;
-            }
-            if b + 2 <= nb {
-                pair!(b, 0);
-                b += 2;
-            }
-            let mut out: [f32; R] = std::array::from_fn(|r| {
-                let m = accm[r];
-                _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]))
-                    + (_mm_cvtss_f32(_mm_movehdup_ps(m)) + _mm_cvtss_f32(_mm_shuffle_ps(m, m, 3)))
-            });
-            if b < nb {
-                let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
-                let ds = _mm_castpd_ps(_mm_load_sd(dsp.add(b).cast()));
-                for (r, o) in out.iter_mut().enumerate() {
-                    let blk = w[r].as_ptr().add(b * 20);
-                    let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
-                    let prod = _mm_mul_ps(dm, ds);
-                    let p = _mm256_cvtepi32_ps($idot256(nibbles(blk.add(4)), xq));
-                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(prod)))
-                        + _mm_cvtss_f32(_mm_movehdup_ps(prod));
-                }
-            }
-            out
-        }
-    };
-}
-
-macro_rules! q8_0_512_decode {
-    ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
-        /// Q8_0 decode against `R` weight rows at once, rounding exactly as the prefill kernel.
-        #[target_feature(enable = $features)]
-        unsafe fn $name<const R: usize>(w: [&[u8]; R], a: &QActs, row: usize) -> [f32; R] {
-            let nb = a.cols / 32;
-            let mut acc = [[_mm512_setzero_ps(); R]; 2];
-            let xp = a.qs.as_ptr().add(row * a.cols);
-            let dsp = a.ds.as_ptr().add(row * nb);
-            for wr in &w {
-                debug_assert_eq!(wr.len(), nb * 34);
-            }
-            macro_rules! pair {
-                ($b:expr, $k:expr) => {{
-                    let b = $b;
-                    let xq = _mm512_loadu_si512(xp.add(b * 32).cast());
-                    let ds = _mm_loadu_ps(dsp.add(b).cast());
-                    for r in 0..R {
-                        let blk0 = w[r].as_ptr().add(b * 34);
-                        let blk1 = blk0.add(34);
-                        let wq = _mm512_inserti64x4(
-                            _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
-                            _mm256_loadu_si256(blk1.add(2).cast()),
-                            1,
-                        );
-                        let xs = _mm512_mask_sub_epi8(
-                            xq,
-                            _mm512_movepi8_mask(wq),
-                            _mm512_setzero_si512(),
-                            xq,
-                        );
-                        let prod = _mm_mul_ps(f16_pair_02(blk0, blk1), ds);
-                        let p = _mm512_cvtepi32_ps($idot512(_mm512_abs_epi8(wq), xs));
-                        acc[$k][r] = _mm512_fmadd_ps(p, spread_02(prod), acc[$k][r]);
-                    }
-                }};
-            }
-            let mut b = 0;
-            while b + 4 <= nb {
-                pair!(b, 0);
-                pair!(b + 2, 1);
-                b += 4;
-            }
-            if b + 2 <= nb {
-                pair!(b, 0);
-                b += 2;
-            }
-            let mut out: [f32; R] =
-                std::array::from_fn(|r| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][r], acc[1][r])));
-            if b < nb {
-                let xq = _mm256_loadu_si256(xp.add(b * 32).cast());
-                let dx = _mm_load_ss(dsp.add(b).cast());
-                for (r, o) in out.iter_mut().enumerate() {
-                    let blk = w[r].as_ptr().add(b * 34);
-                    let wq = _mm256_loadu_si256(blk.add(2).cast());
-                    let d = _mm_mul_ss(f16_splat(blk), dx);
-                    let p = _mm256_cvtepi32_ps($idot256(
-                        _mm256_sign_epi8(wq, wq),
-                        _mm256_sign_epi8(xq, wq),
-                    ));
-                    *o += hsum(_mm256_mul_ps(p, _mm256_broadcastss_ps(d)));
-                }
-            }
-            out
-        }
-    };
-}
-
 q4_1_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
     idot512_vnni,
@@ -886,18 +722,6 @@ q8_0_512!(
     idot_vnni,
     q8_0_vnni512
 );
-q4_1_512_decode!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-    idot512_vnni,
-    idot_vnni,
-    q4_1_vnni512_decode
-);
-q8_0_512_decode!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-    idot512_vnni,
-    idot_vnni,
-    q8_0_vnni512_decode
-);
 q4_1_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
     idot512_bw,
@@ -909,16 +733,4 @@ q8_0_512!(
     idot512_bw,
     idot_avx2,
     q8_0_avx512
-);
-q4_1_512_decode!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
-    idot512_bw,
-    idot_avx2,
-    q4_1_avx512_decode
-);
-q8_0_512_decode!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
-    idot512_bw,
-    idot_avx2,
-    q8_0_avx512_decode
 );
