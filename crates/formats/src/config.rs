@@ -19,9 +19,13 @@ pub const MAX_JSON_BYTES: u64 = 16 << 20;
 /// Decoder families torchnative runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Architecture {
+    /// `LlamaForCausalLM` (also SmolLM2).
     Llama,
+    /// `MistralForCausalLM`.
     Mistral,
+    /// `Qwen2ForCausalLM`.
     Qwen2,
+    /// `Qwen3ForCausalLM`.
     Qwen3,
 }
 
@@ -70,25 +74,41 @@ impl Architecture {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RopeScaling {
     /// Positions divided by `factor`.
-    Linear { factor: f32 },
+    Linear {
+        /// Position divisor.
+        factor: f32,
+    },
     /// NTK-aware base rescaling once the sequence exceeds the trained length.
-    Dynamic { factor: f32 },
+    Dynamic {
+        /// Context extension factor.
+        factor: f32,
+    },
     /// YaRN.
     Yarn {
+        /// Context extension factor.
         factor: f32,
+        /// Context length the model was trained with before extension.
         original_max_position_embeddings: usize,
+        /// Rotations above which frequencies are kept (extrapolated); default 32.
         beta_fast: f32,
+        /// Rotations below which frequencies are fully interpolated; default 1.
         beta_slow: f32,
         /// Attention temperature; computed from `factor` (and mscale) when `None`.
         attention_factor: Option<f32>,
+        /// DeepSeek-style mscale, when given.
         mscale: Option<f32>,
+        /// DeepSeek-style mscale_all_dim, when given.
         mscale_all_dim: Option<f32>,
     },
     /// Llama 3.1 piecewise frequency scaling.
     Llama3 {
+        /// Divisor for low frequencies.
         factor: f32,
+        /// Wavelength bound (as original context / this) above which frequencies are scaled.
         low_freq_factor: f32,
+        /// Wavelength bound below which frequencies are kept.
         high_freq_factor: f32,
+        /// Context length the model was trained with before extension.
         original_max_position_embeddings: usize,
     },
 }
@@ -96,18 +116,29 @@ pub enum RopeScaling {
 /// What a decoder-only transformer needs to be built, independent of the file format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DecoderConfig {
+    /// Model family.
     pub architecture: Architecture,
+    /// Decoder layers.
     pub n_layers: usize,
+    /// Residual stream width.
     pub hidden_size: usize,
+    /// Query heads.
     pub n_heads: usize,
+    /// Key/value heads (grouped-query attention when fewer than `n_heads`).
     pub n_kv_heads: usize,
+    /// Width of one head (not always `hidden_size / n_heads`, e.g. Qwen3).
     pub head_dim: usize,
+    /// MLP inner width.
     pub intermediate_size: usize,
+    /// Rows of the token embedding.
     pub vocab_size: usize,
     /// Trained context length (`max_position_embeddings`).
     pub context_length: usize,
+    /// RoPE base frequency.
     pub rope_theta: f32,
+    /// RoPE scaling, if any.
     pub rope_scaling: Option<RopeScaling>,
+    /// RMSNorm epsilon.
     pub norm_eps: f32,
     /// The output projection reuses the token embedding.
     pub tie_word_embeddings: bool,
@@ -122,25 +153,40 @@ pub struct DecoderConfig {
     pub qk_norm: bool,
     /// Every layer attends to at most this many previous positions.
     pub sliding_window: Option<usize>,
+    /// Logits are squashed to `cap * tanh(logits / cap)` when set.
     pub final_logit_softcap: Option<f32>,
+    /// Beginning-of-sequence token.
     pub bos_token_id: Option<u32>,
+    /// End-of-sequence tokens (GGUF: eos and eot).
     pub eos_token_ids: Vec<u32>,
+    /// Padding token.
     pub pad_token_id: Option<u32>,
 }
 
 /// Sampling defaults from `generation_config.json`; `None` where the file is silent.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GenerationDefaults {
+    /// Beginning-of-sequence token.
     pub bos_token_id: Option<u32>,
+    /// Tokens that end generation.
     pub eos_token_ids: Vec<u32>,
+    /// Padding token.
     pub pad_token_id: Option<u32>,
+    /// Sample (true) or decode greedily (false).
     pub do_sample: Option<bool>,
+    /// Softmax temperature.
     pub temperature: Option<f32>,
+    /// Keep the k most likely tokens.
     pub top_k: Option<usize>,
+    /// Keep the smallest set of tokens with this total probability.
     pub top_p: Option<f32>,
+    /// Drop tokens below this fraction of the top probability.
     pub min_p: Option<f32>,
+    /// Penalty for repeating earlier tokens.
     pub repetition_penalty: Option<f32>,
+    /// Tokens to generate at most.
     pub max_new_tokens: Option<usize>,
+    /// Prompt plus generated tokens at most.
     pub max_length: Option<usize>,
 }
 

@@ -2,6 +2,7 @@
 //!
 //! Every file is untrusted input: parsers validate sizes and offsets before allocating or
 //! slicing, and report problems as [`FormatError`]s that name the field, value and limit.
+#![warn(missing_docs)]
 
 pub mod config;
 mod error;

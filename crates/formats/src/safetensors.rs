@@ -24,18 +24,31 @@ pub const SINGLE_FILE: &str = "model.safetensors";
 /// Element types a safetensors header may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
+    /// Booleans, one byte each.
     Bool,
+    /// Unsigned 8-bit integers.
     U8,
+    /// Signed 8-bit integers.
     I8,
+    /// Unsigned 16-bit integers.
     U16,
+    /// Signed 16-bit integers.
     I16,
+    /// IEEE half precision.
     F16,
+    /// bfloat16.
     BF16,
+    /// Unsigned 32-bit integers.
     U32,
+    /// Signed 32-bit integers.
     I32,
+    /// IEEE single precision.
     F32,
+    /// Unsigned 64-bit integers.
     U64,
+    /// Signed 64-bit integers.
     I64,
+    /// IEEE double precision.
     F64,
 }
 

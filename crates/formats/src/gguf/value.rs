@@ -3,18 +3,31 @@
 /// One GGUF metadata value. Arrays may nest; every element of one array has the same type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MetadataValue {
+    /// GGUF `uint8`.
     U8(u8),
+    /// GGUF `int8`.
     I8(i8),
+    /// GGUF `uint16`.
     U16(u16),
+    /// GGUF `int16`.
     I16(i16),
+    /// GGUF `uint32`.
     U32(u32),
+    /// GGUF `int32`.
     I32(i32),
+    /// GGUF `uint64`.
     U64(u64),
+    /// GGUF `int64`.
     I64(i64),
+    /// GGUF `float32`.
     F32(f32),
+    /// GGUF `float64`.
     F64(f64),
+    /// GGUF `bool` (stored as one byte, 0 or 1).
     Bool(bool),
+    /// GGUF UTF-8 `string`.
     String(String),
+    /// GGUF `array` of one element type (may nest).
     Array(Vec<MetadataValue>),
 }
 
