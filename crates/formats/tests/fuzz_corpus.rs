@@ -47,6 +47,40 @@ fn gguf_corpus() {
     assert!(DecoderConfig::from_gguf(&file).unwrap().qk_norm);
 }
 
+/// Cutting a valid GGUF anywhere before the end of its last tensor's data is an error
+/// (past that point only trailing padding is lost).
+#[test]
+fn gguf_seed_truncations_are_errors() {
+    for (path, bytes) in corpus("gguf") {
+        let file = GgufFile::from_bytes(bytes.clone()).unwrap();
+        let end = file
+            .tensors()
+            .iter()
+            .map(|t| file.data_start() + t.offset + t.n_bytes)
+            .max()
+            .unwrap_or(file.data_start()) as usize;
+        for len in 0..end {
+            assert!(
+                GgufFile::from_bytes(bytes[..len].to_vec()).is_err(),
+                "{} cut to {len} of {end} bytes parsed",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn open_errors_name_the_file() {
+    let (_, bytes) = &corpus("gguf")[0];
+    let path = std::env::temp_dir().join(format!("tn-formats-cut-{}.gguf", std::process::id()));
+    std::fs::write(&path, &bytes[..100]).unwrap();
+    let msg = GgufFile::open(&path).unwrap_err().to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    let _ = std::fs::remove_file(&path);
+    let missing = GgufFile::open(&path).unwrap_err().to_string();
+    assert!(missing.contains(&path.display().to_string()), "{missing}");
+}
+
 #[test]
 fn safetensors_corpus() {
     replay("safetensors", fuzzing::safetensors);
