@@ -1,6 +1,6 @@
 //! Benchmark of the torchnative-core kernels beside torch on the same machine, same run.
 //!
-//! `cargo run --release -p torchnative-bench-core -- --threads 2 [--quick] [--no-torch]`
+//! `cargo run --release -p torchnative-bench-core -- --threads 2 [--quick] [--no-torch] [--filter NAME]`
 //! Prints a table and a JSON object (last line). torch numbers come from
 //! `bench/core/torch_bench.py` run with `TORCHNATIVE_ORACLE_PYTHON` (or the default oracle
 //! venv path); without it the torch column is empty.
@@ -16,6 +16,8 @@ struct Options {
     threads: usize,
     quick: bool,
     torch: bool,
+    /// Only run our benchmarks whose name contains this.
+    filter: String,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -23,6 +25,7 @@ fn parse_args() -> Result<Options, String> {
         threads: 2,
         quick: false,
         torch: true,
+        filter: String::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -36,12 +39,11 @@ fn parse_args() -> Result<Options, String> {
                     .ok_or_else(|| format!("--threads {v:?}: expected an integer >= 1"))?;
             }
             "--quick" => opts.quick = true,
+            "--filter" => opts.filter = args.next().ok_or("--filter needs a value")?,
             "--no-torch" => opts.torch = false,
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (use --threads N, --quick, --no-torch)"
-                ))
-            }
+            other => return Err(format!(
+                "unknown argument {other:?} (use --threads N, --quick, --no-torch, --filter NAME)"
+            )),
         }
     }
     Ok(opts)
@@ -165,10 +167,10 @@ fn main() {
     let bw = read_bandwidth_gbps(opts.threads, batch);
     // Two interleaved passes each (ours, torch, ours, torch), best of both: on a shared
     // machine load comes and goes, and this gives both sides the same chances.
-    let mut ours = measure_ours(batch);
+    let mut ours = measure_ours(batch, &opts.filter);
     let mut torch = run_torch(&opts);
     if !opts.quick {
-        ours = best_of(&ours, &measure_ours(batch), "");
+        ours = best_of(&ours, &measure_ours(batch, &opts.filter), "");
         torch = match (torch, run_torch(&opts)) {
             (Some(a), Some(b)) => Some(best_of(&a, &b, "")),
             (a, b) => a.or(b),
@@ -215,22 +217,28 @@ fn best_of(a: &Value, b: &Value, key: &str) -> Value {
 }
 
 /// One pass over every benchmark of our kernels.
-fn measure_ours(batch: Duration) -> Value {
+fn measure_ours(batch: Duration, filter: &str) -> Value {
     let mut ours = serde_json::Map::new();
-    let (a, b) = (random_vec(1 << 20, 1), random_vec(1 << 20, 2));
-    let mut c = vec![0f32; 1 << 20];
-    let t = best_time(batch, || {
-        kernels::matmul_f32(
-            1024, 1024, 1024, &a, 1024, 1, &b, 1024, 1, &mut c, 1024, 0.0,
-        )
-    });
-    ours.insert(
-        "matmul_1024_gflops".into(),
-        json!(2.0 * 1024f64.powi(3) / t / 1e9),
-    );
+    let want = |name: &str| name.contains(filter);
+    if want("matmul") {
+        let (a, b) = (random_vec(1 << 20, 1), random_vec(1 << 20, 2));
+        let mut c = vec![0f32; 1 << 20];
+        let t = best_time(batch, || {
+            kernels::matmul_f32(
+                1024, 1024, 1024, &a, 1024, 1, &b, 1024, 1, &mut c, 1024, 0.0,
+            )
+        });
+        ours.insert(
+            "matmul_1024_gflops".into(),
+            json!(2.0 * 1024f64.powi(3) / t / 1e9),
+        );
+    }
 
     let mut gemv = serde_json::Map::new();
-    for &(n, k) in GEMV_SHAPES {
+    for &(n, k) in GEMV_SHAPES
+        .iter()
+        .filter(|(n, k)| want(&format!("gemv {n}x{k}")))
+    {
         let x = random_vec(k, 3);
         let w32 = random_vec(n * k, 4);
         let mut y = vec![0f32; n];
@@ -264,13 +272,17 @@ fn measure_ours(batch: Duration) -> Value {
     let x = random_vec(32 * 4096, 5);
     let w = random_vec(4096, 6);
     let mut buf = x.clone();
-    let t = best_time(batch, || {
-        buf.copy_from_slice(&x);
-        kernels::softmax_rows_f32(&mut buf, 4096)
-    });
-    ours.insert("softmax_32x4096_us".into(), json!(t * 1e6));
-    let t = best_time(batch, || kernels::rms_norm_rows_f32(&x, &w, 1e-5, &mut buf));
-    ours.insert("rms_norm_32x4096_us".into(), json!(t * 1e6));
+    if want("softmax") {
+        let t = best_time(batch, || {
+            buf.copy_from_slice(&x);
+            kernels::softmax_rows_f32(&mut buf, 4096)
+        });
+        ours.insert("softmax_32x4096_us".into(), json!(t * 1e6));
+    }
+    if want("rms_norm") {
+        let t = best_time(batch, || kernels::rms_norm_rows_f32(&x, &w, 1e-5, &mut buf));
+        ours.insert("rms_norm_32x4096_us".into(), json!(t * 1e6));
+    }
     Value::Object(ours)
 }
 

@@ -265,62 +265,54 @@ unsafe fn tile_task<S: Simd, T: WeightElem, const MR: usize, const NR: usize>(t:
     }
 }
 
-/// Decode (m == 1): four W rows per pass over x, accumulators in named locals so they stay
-/// in registers even in the lightly optimised dev profile.
+/// Decode (m == 1): one W row at a time, so W is read strictly sequentially. (Interleaving
+/// several rows makes several short streams — a 576-wide f16 row is only 18 cache lines —
+/// which the hardware prefetchers barely learn before each ends; x stays in L1 anyway.)
 #[inline(always)]
 unsafe fn gemv_columns<S: Simd, T: WeightElem>(t: &TileTask<'_, T>) {
     let k = t.d.k;
-    let x = t.x;
-    let bias = |j: usize| t.bias.map_or(0.0, |b| b[j]);
-    let mut j = t.cols.start;
-    while j + 4 <= t.cols.end {
-        let w = t.w.add(j * k);
-        let (w0, w1, w2, w3) = (w, w.add(k), w.add(2 * k), w.add(3 * k));
-        let zero = S::splat(0.0);
-        let (mut a0, mut a1, mut a2, mut a3) = (zero, zero, zero, zero);
-        let mut kk = 0;
-        while kk + S::W <= k {
-            let xv = S::load(x.add(kk));
-            a0 = S::fma(xv, T::load::<S>(w0.add(kk)), a0);
-            a1 = S::fma(xv, T::load::<S>(w1.add(kk)), a1);
-            a2 = S::fma(xv, T::load::<S>(w2.add(kk)), a2);
-            a3 = S::fma(xv, T::load::<S>(w3.add(kk)), a3);
-            kk += S::W;
-        }
-        if kk < k {
-            let r = k - kk;
-            let xv = S::load_partial(x.add(kk), r);
-            a0 = S::fma(xv, T::load_partial::<S>(w0.add(kk), r), a0);
-            a1 = S::fma(xv, T::load_partial::<S>(w1.add(kk), r), a1);
-            a2 = S::fma(xv, T::load_partial::<S>(w2.add(kk), r), a2);
-            a3 = S::fma(xv, T::load_partial::<S>(w3.add(kk), r), a3);
-        }
-        let y = t.y.0;
-        *y.add(j) = S::hsum(a0) + bias(j);
-        *y.add(j + 1) = S::hsum(a1) + bias(j + 1);
-        *y.add(j + 2) = S::hsum(a2) + bias(j + 2);
-        *y.add(j + 3) = S::hsum(a3) + bias(j + 3);
-        j += 4;
+    for j in t.cols.clone() {
+        let dot = gemv_row::<S, T>(t.x, t.w.add(j * k), k);
+        *t.y.0.add(j) = dot + t.bias.map_or(0.0, |b| b[j]);
     }
-    while j < t.cols.end {
-        let w = std::slice::from_raw_parts(t.w.add(j * k), k);
-        let mut acc = S::splat(0.0);
-        let mut kk = 0;
-        while kk + S::W <= k {
-            acc = S::fma(S::load(x.add(kk)), T::load::<S>(w.as_ptr().add(kk)), acc);
-            kk += S::W;
-        }
-        if kk < k {
-            let r = k - kk;
-            acc = S::fma(
-                S::load_partial(x.add(kk), r),
-                T::load_partial::<S>(w.as_ptr().add(kk), r),
-                acc,
-            );
-        }
-        *t.y.0.add(j) = S::hsum(acc) + bias(j);
-        j += 1;
+}
+
+/// `x · w_row` over k elements with four independent accumulators (named locals, so they
+/// stay in registers even in the lightly optimised dev profile).
+#[inline(always)]
+unsafe fn gemv_row<S: Simd, T: WeightElem>(x: *const f32, w: *const T, k: usize) -> f32 {
+    let w_ = S::W;
+    let zero = S::splat(0.0);
+    let (mut a0, mut a1, mut a2, mut a3) = (zero, zero, zero, zero);
+    let mut kk = 0;
+    while kk + 4 * w_ <= k {
+        a0 = S::fma(S::load(x.add(kk)), T::load::<S>(w.add(kk)), a0);
+        a1 = S::fma(S::load(x.add(kk + w_)), T::load::<S>(w.add(kk + w_)), a1);
+        a2 = S::fma(
+            S::load(x.add(kk + 2 * w_)),
+            T::load::<S>(w.add(kk + 2 * w_)),
+            a2,
+        );
+        a3 = S::fma(
+            S::load(x.add(kk + 3 * w_)),
+            T::load::<S>(w.add(kk + 3 * w_)),
+            a3,
+        );
+        kk += 4 * w_;
     }
+    while kk + w_ <= k {
+        a0 = S::fma(S::load(x.add(kk)), T::load::<S>(w.add(kk)), a0);
+        kk += w_;
+    }
+    if kk < k {
+        let r = k - kk;
+        a1 = S::fma(
+            S::load_partial(x.add(kk), r),
+            T::load_partial::<S>(w.add(kk), r),
+            a1,
+        );
+    }
+    S::hsum(S::add(S::add(a0, a1), S::add(a2, a3)))
 }
 
 /// Rows `i..i+MR` of y, columns `j0..j1`, NR columns at a time (the rest one by one).
