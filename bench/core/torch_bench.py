@@ -45,6 +45,11 @@ def main():
                 t = best_time(lambda: torch.nn.functional.linear(x, w), batch)
                 gemv[f"{n}x{k}_{name}"] = {"us": t * 1e6, "gbps": n * k * w.element_size() / t / 1e9}
         out["gemv"] = gemv
+        m, k, n = 64, 576, 1536
+        for name, dt in [("f32", torch.float32), ("bf16", torch.bfloat16)]:
+            x, w = torch.randn(m, k).to(dt), torch.randn(n, k).to(dt)
+            t = best_time(lambda: torch.nn.functional.linear(x, w), batch)
+            out[f"prefill_{name}_gflops"] = 2 * m * k * n / t / 1e9
         x = torch.randn(32, 4096)
         w = torch.randn(4096)
         t = best_time(lambda: torch.softmax(x, dim=-1), batch)

@@ -41,9 +41,11 @@ fn parse_args() -> Result<Options, String> {
             "--quick" => opts.quick = true,
             "--filter" => opts.filter = args.next().ok_or("--filter needs a value")?,
             "--no-torch" => opts.torch = false,
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "unknown argument {other:?} (use --threads N, --quick, --no-torch, --filter NAME)"
-            )),
+            ))
+            }
         }
     }
     Ok(opts)
@@ -142,6 +144,9 @@ fn run_torch(opts: &Options) -> Option<Value> {
         }
     }
 }
+
+/// (m, k, n) of the prefill Linear benchmark.
+const PREFILL: (usize, usize, usize) = (64, 576, 1536);
 
 const GEMV_SHAPES: &[(usize, usize)] = &[
     (576, 1536),
@@ -269,6 +274,25 @@ fn measure_ours(batch: Duration, filter: &str) -> Value {
     }
     ours.insert("gemv".into(), Value::Object(gemv));
 
+    // Prefill-sized Linear (m = 64 tokens): f32 through the gemm crate, half weights through
+    // the register-tile kernel.
+    if want("prefill") {
+        let (m, k, n) = PREFILL;
+        let x = random_vec(m * k, 8);
+        let w32 = random_vec(n * k, 9);
+        let wb: Vec<bf16> = w32.iter().map(|&v| bf16::from_f32(v)).collect();
+        let mut y = vec![0f32; m * n];
+        let flops = 2.0 * (m * k * n) as f64;
+        let t = best_time(batch, || {
+            kernels::linear_f32(&x, &w32, None, &mut y, m, k, n)
+        });
+        ours.insert("prefill_f32_gflops".into(), json!(flops / t / 1e9));
+        let t = best_time(batch, || {
+            kernels::linear_bf16(&x, &wb, None, &mut y, m, k, n)
+        });
+        ours.insert("prefill_bf16_gflops".into(), json!(flops / t / 1e9));
+    }
+
     let x = random_vec(32 * 4096, 5);
     let w = random_vec(4096, 6);
     let mut buf = x.clone();
@@ -344,6 +368,20 @@ fn print_table(ours: &Value, torch: Option<&Value>) {
         }
     }
     row(
+        "linear 64x576->1536 f32",
+        &["prefill_f32_gflops"],
+        "GF/s",
+        true,
+        false,
+    );
+    row(
+        "linear 64x576->1536 bf16",
+        &["prefill_bf16_gflops"],
+        "GF/s",
+        true,
+        false,
+    );
+    row(
         "softmax 32x4096",
         &["softmax_32x4096_us"],
         "us",
@@ -357,5 +395,7 @@ fn print_table(ours: &Value, torch: Option<&Value>) {
         false,
         false,
     );
-    println!("(ratio > 1: ours faster. torch gemv with half weights casts x to the same dtype.)");
+    println!(
+        "(ratio > 1: ours faster. torch gemv/linear with half weights casts x to the same dtype.)"
+    );
 }
