@@ -91,6 +91,15 @@ pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -
     Ok(())
 }
 
+/// Layout of a copied tensor (PyTorch's `memory_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MemoryFormat {
+    /// Row-major.
+    Contiguous,
+    /// Keep the strides of a dense (non-overlapping, gap-free) source.
+    Preserve,
+}
+
 /// `canCast` from c10: float results cannot go into integer outputs, nor non-bool into bool.
 pub fn can_cast(from: DType, to: DType) -> bool {
     !((from.is_float() && !to.is_float()) || (from != DType::Bool && to == DType::Bool))
@@ -321,21 +330,36 @@ impl Tensor {
 
     // ----- copies and casts -----
 
-    /// A contiguous copy of `self` cast to `dtype`.
-    fn copy_as(&self, dtype: DType) -> Result<Tensor> {
+    /// A copy of `self` cast to `dtype`, laid out per `format`.
+    fn copy_as(&self, dtype: DType, format: MemoryFormat) -> Result<Tensor> {
         if self.storage.is_none() {
             return Tensor::meta(self.shape(), dtype);
         }
         let buf = with_dtype!(dtype, T => T::into_buffer(self.to_vec::<T>()?));
-        Tensor::from_buffer("copy", buf, self.shape())
+        let out = Tensor::from_buffer("copy", buf, self.shape())?;
+        if format == MemoryFormat::Preserve
+            && !self.is_contiguous()
+            && self.is_non_overlapping_and_dense()
+        {
+            // Same dense strides over a fresh buffer of exactly numel elements.
+            let strided = out.with_layout(Layout {
+                sizes: self.layout.sizes.clone(),
+                strides: self.layout.strides.clone(),
+                offset: 0,
+            });
+            strided.write_from(self)?;
+            return Ok(strided);
+        }
+        Ok(out)
     }
 
-    /// `tensor.to(dtype)`: returns `self` (shared) when the dtype already matches.
+    /// `tensor.to(dtype)`: returns `self` (shared) when the dtype already matches; a copy keeps
+    /// dense strides like PyTorch.
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype {
             return Ok(self.clone());
         }
-        self.copy_as(dtype)
+        self.copy_as(dtype, MemoryFormat::Preserve)
     }
 
     /// `tensor.to(device)`: Cpu -> Meta drops data; Meta -> Cpu is refused (no data exists).
@@ -355,12 +379,13 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        self.copy_as(self.dtype)
+        self.copy_as(self.dtype, MemoryFormat::Contiguous)
     }
 
-    /// `tensor.clone()`: a new tensor with its own (row-major) storage.
+    /// `tensor.clone()`: a new tensor with its own storage; dense layouts keep their strides
+    /// (PyTorch's `memory_format=torch.preserve_format`), others become row-major.
     pub fn deep_clone(&self) -> Result<Tensor> {
-        self.copy_as(self.dtype)
+        self.copy_as(self.dtype, MemoryFormat::Preserve)
     }
 
     // ----- views -----
@@ -397,7 +422,7 @@ impl Tensor {
                 offset: self.layout.offset,
             })),
             None => {
-                let c = self.copy_as(self.dtype)?;
+                let c = self.copy_as(self.dtype, MemoryFormat::Contiguous)?;
                 Ok(c.with_layout(Layout::contiguous(&sizes)))
             }
         }

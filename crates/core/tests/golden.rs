@@ -82,6 +82,12 @@ impl Cases {
         self.list
             .push(json!({"op": op, "inputs": inputs, "kwargs": kwargs, "tol": tol}));
     }
+    /// A case whose result strides must also equal torch's (views, clones, casts).
+    fn add_strided(&mut self, op: &str, inputs: Vec<Value>, kwargs: Value) {
+        self.list.push(
+            json!({"op": op, "inputs": inputs, "kwargs": kwargs, "tol": 0.0, "strides": true}),
+        );
+    }
 }
 
 fn sc_float(v: f64) -> Value {
@@ -386,6 +392,7 @@ fn run_case(op: &str, bases: &[Tensor], xs: &[Tensor], kw: &Value) -> Result<Vec
             kw["length"].as_u64().unwrap() as usize,
         )?],
         "select" => vec![x0().select(dim(), kw["index"].as_i64().unwrap())?],
+        "unsqueeze_view" => vec![x0().unsqueeze(dim())?],
         "squeeze" => vec![match kw.get("dims") {
             Some(d) => x0().squeeze_dims(&i64s(d))?,
             None => x0().squeeze(),
@@ -485,7 +492,15 @@ fn eps_of(d: DType) -> f64 {
 }
 
 /// Compares one of our outputs to torch's; returns a description of the first difference.
-fn compare(ours: &Tensor, theirs: &Value, tol: f64) -> Option<String> {
+fn compare(ours: &Tensor, theirs: &Value, tol: f64, check_strides: bool) -> Option<String> {
+    if check_strides && ours.numel() > 1 && ours.strides() != usizes(&theirs["strides"]).as_slice()
+    {
+        return Some(format!(
+            "strides {:?} vs torch {}",
+            ours.strides(),
+            theirs["strides"]
+        ));
+    }
     let dtype = dtype_of(&theirs["dtype"]);
     let shape = usizes(&theirs["shape"]);
     if ours.dtype() != dtype {
@@ -616,7 +631,11 @@ fn check_against_torch(name: &str, cases: Vec<Value>) {
                     continue;
                 }
                 for (k, (o, t)) in outs.iter().zip(theirs).enumerate() {
-                    if let Some(d) = compare(o, t, case["tol"].as_f64().unwrap()) {
+                    let strides = case
+                        .get("strides")
+                        .and_then(|v| v.as_bool())
+                        .unwrap_or(false);
+                    if let Some(d) = compare(o, t, case["tol"].as_f64().unwrap(), strides) {
                         failures.push(format!("{} output {k}: {d}", brief()));
                     }
                 }
@@ -1497,77 +1516,55 @@ fn golden_views_and_inplace() {
         json!([4, 6]),
         json!([5, -1]),
     ] {
-        c.add("view", vec![x.clone()], json!({"shape": shape}), 0.0);
-        c.add("view", vec![xt.clone()], json!({"shape": shape}), 0.0);
-        c.add("reshape", vec![xt.clone()], json!({"shape": shape}), 0.0);
+        c.add_strided("view", vec![x.clone()], json!({"shape": shape}));
+        c.add_strided("view", vec![xt.clone()], json!({"shape": shape}));
+        c.add_strided("reshape", vec![xt.clone()], json!({"shape": shape}));
     }
-    c.add(
-        "view",
-        vec![xt.clone()],
-        json!({"shape": [2, 2, 3, 2]}),
-        0.0,
-    );
+    c.add_strided("view", vec![xt.clone()], json!({"shape": [2, 2, 3, 2]}));
     for (off, d1, d2) in [(0i64, 0i64, 1i64), (1, 0, 2), (-1, 2, 0), (5, 1, 2)] {
-        c.add(
+        c.add_strided(
             "diagonal",
             vec![xt.clone()],
             json!({"offset": off, "dim1": d1, "dim2": d2}),
-            0.0,
         );
     }
-    c.add(
+    c.add_strided(
         "as_strided",
         vec![x.clone()],
         json!({"size": [3, 3], "stride": [2, 5], "offset": 1}),
-        0.0,
     );
-    c.add(
+    c.add_strided(
         "as_strided",
         vec![x.clone()],
         json!({"size": [3, 3], "stride": [10, 5], "offset": 1}),
-        0.0,
     );
-    c.add(
-        "flatten",
-        vec![xt.clone()],
-        json!({"start": 1, "end": 2}),
-        0.0,
-    );
-    c.add(
+    c.add_strided("flatten", vec![xt.clone()], json!({"start": 1, "end": 2}));
+    c.add_strided(
         "unflatten",
         vec![x.clone()],
         json!({"dim": 2, "sizes": [2, -1]}),
-        0.0,
     );
-    c.add(
+    c.add_strided(
         "narrow",
         vec![xt.clone()],
         json!({"dim": 0, "start": -3, "length": 2}),
-        0.0,
     );
-    c.add(
+    c.add_strided(
         "narrow",
         vec![xt.clone()],
         json!({"dim": 0, "start": 3, "length": 2}),
-        0.0,
     );
-    c.add(
-        "select",
-        vec![xt.clone()],
-        json!({"dim": 1, "index": -1}),
-        0.0,
-    );
-    c.add(
-        "select",
-        vec![xt.clone()],
-        json!({"dim": 1, "index": 3}),
-        0.0,
-    );
+    c.add_strided("select", vec![xt.clone()], json!({"dim": 1, "index": -1}));
+    c.add_strided("select", vec![xt.clone()], json!({"dim": 1, "index": 3}));
     let sq = c.rand_input(DType::I32, &[1, 3, 1], json!([]));
-    c.add("squeeze", vec![sq.clone()], json!({}), 0.0);
-    c.add("squeeze", vec![sq.clone()], json!({"dims": [0, 1]}), 0.0);
-    c.add("contiguous", vec![xt.clone()], json!({}), 0.0);
-    c.add("clone", vec![xt.clone()], json!({}), 0.0);
+    c.add_strided("squeeze", vec![sq.clone()], json!({}));
+    c.add_strided("squeeze", vec![sq.clone()], json!({"dims": [0, 1]}));
+    c.add_strided("contiguous", vec![xt.clone()], json!({}));
+    c.add_strided("clone", vec![xt.clone()], json!({}));
+    let stepped = c.rand_input(DType::F32, &[4, 6], json!([["slice", 1, 0, null, 2]]));
+    c.add_strided("clone", vec![stepped], json!({}));
+    c.add_strided("to", vec![xt.clone()], json!({"dtype": "float64"}));
+    c.add_strided("unsqueeze_view", vec![xt.clone()], json!({"dim": 1}));
 
     // In-place writes through views land in the base tensor.
     for d in [DType::F32, DType::I64, DType::F16, DType::U8, DType::Bool] {

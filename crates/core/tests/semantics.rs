@@ -57,6 +57,21 @@ fn view_shares_storage_and_reshape_copies_only_when_needed() {
 }
 
 #[test]
+fn clone_and_cast_preserve_dense_strides() {
+    let t = arange_i64(6, &[2, 3]);
+    let tt = t.t().unwrap(); // strides [1, 3]
+    let c = tt.deep_clone().unwrap();
+    assert_eq!(c.strides(), &[1, 3]);
+    assert!(!c.shares_storage(&t));
+    assert_eq!(c.to_vec::<i64>().unwrap(), tt.to_vec::<i64>().unwrap());
+    assert_eq!(tt.to_dtype(DType::F32).unwrap().strides(), &[1, 3]);
+    assert_eq!(tt.contiguous().unwrap().strides(), &[2, 1]);
+    // Not dense (a step slice): the copy is row-major.
+    let s = t.slice(1, None, None, 2).unwrap();
+    assert_eq!(s.deep_clone().unwrap().strides(), &[2, 1]);
+}
+
+#[test]
 fn in_place_overlap_rules() {
     let a = arange_i64(16, &[4, 4]).to_dtype(DType::F32).unwrap();
     let before = a.to_vec::<f32>().unwrap();

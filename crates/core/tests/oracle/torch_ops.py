@@ -59,13 +59,14 @@ def build_input(spec):
 
 
 def encode(t):
+    strides = list(t.stride())
     t = t.detach().contiguous()
     flat = t.reshape(-1)
     if t.dtype.is_floating_point:
         vals = [repr(float(x)) for x in flat.to(torch.float64).tolist()]
     else:
         vals = [str(int(x)) for x in flat.to(torch.int64).tolist()]
-    return {"values": vals, "shape": list(t.shape), "dtype": NAMES[t.dtype]}
+    return {"values": vals, "shape": list(t.shape), "dtype": NAMES[t.dtype], "strides": strides}
 
 
 def bottom_right_causal(lq, lk, window=None):
@@ -245,6 +246,8 @@ def run(op, bases, xs, kw):
         return [x.narrow(kw["dim"], kw["start"], kw["length"])]
     if op == "select":
         return [x.select(kw["dim"], kw["index"])]
+    if op == "unsqueeze_view":
+        return [x.unsqueeze(kw["dim"])]
     if op == "squeeze":
         return [x.squeeze(kw["dims"]) if "dims" in kw else x.squeeze()]
     # In-place ops act on the (possibly strided) view and report the base and the view.
