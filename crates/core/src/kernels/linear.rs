@@ -126,23 +126,23 @@ pub(crate) fn linear_with<T: WeightElem>(
     d: Dims,
 ) {
     let Dims { m, k, n } = d;
+    // Checked products: a wrapped size would let the raw-pointer kernels run out of bounds.
+    let size = |a: usize, b: usize| a.checked_mul(b).expect("linear: size overflows usize");
+    let (x_need, w_need, y_need) = (size(m, k), size(n, k), size(m, n));
     assert!(
-        x.len() >= m * k,
-        "linear: x has {} elements, needs m*k = {}",
-        x.len(),
-        m * k
+        x.len() >= x_need,
+        "linear: x has {} elements, needs m*k = {x_need}",
+        x.len()
     );
     assert!(
-        w.len() >= n * k,
-        "linear: w has {} elements, needs n*k = {}",
-        w.len(),
-        n * k
+        w.len() >= w_need,
+        "linear: w has {} elements, needs n*k = {w_need}",
+        w.len()
     );
     assert!(
-        y.len() >= m * n,
-        "linear: y has {} elements, needs m*n = {}",
-        y.len(),
-        m * n
+        y.len() >= y_need,
+        "linear: y has {} elements, needs m*n = {y_need}",
+        y.len()
     );
     assert!(
         bias.is_none_or(|b| b.len() >= n),
