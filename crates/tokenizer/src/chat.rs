@@ -9,12 +9,12 @@
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use minijinja::value::{Kwargs, Value};
+use minijinja::value::{Kwargs, Value, ValueKind};
 use minijinja::{AutoEscape, Environment, ErrorKind};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::pyjson::{dumps, DumpOptions};
+use crate::pyjson::{dumps, python_repr, DumpOptions};
 use crate::tokenizer::Tokenizer;
 
 /// Name the template is registered under (shows in error locations).
@@ -44,9 +44,11 @@ impl ChatMessage {
 pub struct ChatTemplateOptions {
     /// End with the header that starts the assistant's reply.
     pub add_generation_prompt: bool,
-    /// Further variables for the template (e.g. `enable_thinking`), like apply_chat_template's
-    /// extra keyword arguments. They override the defaults of the same name.
-    pub extra_variables: Vec<(String, serde_json::Value)>,
+    /// Further variables for the template, like apply_chat_template's extra keyword arguments:
+    /// a JSON object whose keys become variables (e.g. `{"tools": [...], "enable_thinking":
+    /// false}`), overriding the defaults of the same name. Key order inside is kept, as Python
+    /// dicts keep it, so `tojson` prints objects in the order written.
+    pub extra_variables_json: Option<String>,
 }
 
 /// Bounds on one render of an untrusted template.
@@ -105,6 +107,15 @@ impl ChatTemplate {
         env.set_lstrip_blocks(true);
         env.set_keep_trailing_newline(false);
         env.set_auto_escape_callback(|_| AutoEscape::None);
+        // Jinja2 prints a list or dict with Python's str(): quotes as repr, not JSON.
+        env.set_formatter(|out, state, value| match value.kind() {
+            ValueKind::Seq | ValueKind::Map => {
+                let mut text = String::new();
+                python_repr(&mut text, value, 0)?;
+                out.write_str(&text).map_err(minijinja::Error::from)
+            }
+            _ => minijinja::escape_formatter(out, state, value),
+        });
         env.set_fuel(Some(limits.fuel));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
@@ -163,9 +174,11 @@ impl ChatTemplate {
                 context.push((name.into(), Value::from(token.as_str())));
             }
         }
-        for (name, value) in &options.extra_variables {
-            context.retain(|(existing, _)| existing != name);
-            context.push((name.clone(), Value::from_serialize(value)));
+        if let Some(json) = &options.extra_variables_json {
+            for (name, value) in parse_variables(json)? {
+                context.retain(|(existing, _)| *existing != name);
+                context.push((name, value));
+            }
         }
         let context: Value = context.into_iter().collect();
         let mut output = LimitedWriter {
@@ -186,6 +199,26 @@ impl ChatTemplate {
         String::from_utf8(output.bytes)
             .map_err(|e| Error::Template(format!("rendered output is not UTF-8: {e}")))
     }
+}
+
+/// Reads a JSON object into (name, value) pairs, keeping key order at every level.
+fn parse_variables(json: &str) -> Result<Vec<(String, Value)>> {
+    let bad = |why: String| Error::Template(format!("extra_variables_json: {why}"));
+    // minijinja's own deserializer builds order-preserving maps (its preserve_order feature).
+    let value: Value = serde_json::from_str(json).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    if value.kind() != minijinja::value::ValueKind::Map {
+        return Err(bad(format!(
+            "must be a JSON object, found {}",
+            value.kind()
+        )));
+    }
+    let mut variables = Vec::new();
+    for key in value.try_iter().map_err(|e| bad(e.to_string()))? {
+        let name = key.as_str().unwrap_or_default().to_string();
+        let item = value.get_item(&key).map_err(|e| bad(e.to_string()))?;
+        variables.push((name, item));
+    }
+    Ok(variables)
 }
 
 /// A minijinja error with its cause chain, so a template's own message is never lost.
@@ -397,6 +430,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn chat_template_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<ChatTemplate>();
+    }
+
+    #[test]
     fn strftime_matches_known_dates() {
         // 2024-02-29T13:05:09Z is 1709211909 (leap day, a Thursday).
         assert_eq!(
@@ -440,6 +479,46 @@ mod tests {
             .render(&[], &ChatTemplateOptions::default())
             .unwrap_err();
         assert!(err.to_string().contains("fuel"), "{err}");
+    }
+
+    #[test]
+    fn extra_variables_must_be_a_json_object() {
+        let template = ChatTemplate::new("{{ x }}", ChatTemplateTokens::default()).unwrap();
+        let render = |json: &str| {
+            let options = ChatTemplateOptions {
+                extra_variables_json: Some(json.to_string()),
+                ..Default::default()
+            };
+            template.render(&[], &options)
+        };
+        assert_eq!(
+            render(r#"{"x": {"b": 1, "a": 2}}"#).unwrap(),
+            "{'b': 1, 'a': 2}"
+        );
+        assert!(render("[1]")
+            .unwrap_err()
+            .to_string()
+            .contains("must be a JSON object"));
+        assert!(render("{")
+            .unwrap_err()
+            .to_string()
+            .contains("invalid JSON"));
+    }
+
+    #[test]
+    fn printing_values_follows_jinja2() {
+        // Jinja2 output for the same template (CPython 3, Jinja2 3.1).
+        let template = ChatTemplate::new(
+            "{{ true }}|{{ none }}|{{ [1, 'a', \"b'c\", none, true, 1.0, 2.5] }}|{{ {'k': [1]} }}|{{ 1.0 }}|{{ 3 / 2 }}|{{ 4 / 2 }}|{{ x }}",
+            ChatTemplateTokens::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            template
+                .render(&[], &ChatTemplateOptions::default())
+                .unwrap(),
+            r#"True|None|[1, 'a', "b'c", None, True, 1.0, 2.5]|{'k': [1]}|1.0|1.5|2.0|"#
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Python's `json.dumps` output for template values: chat templates print tool schemas and
-//! arguments with `tojson`, and transformers defines that filter as plain `json.dumps` (no HTML
-//! escaping, `", "` and `": "` separators, non-ASCII kept unless `ensure_ascii`).
+//! Python's text forms of template values: `json.dumps` (chat templates print tool schemas and
+//! arguments with `tojson`, which transformers defines as plain `json.dumps`: no HTML escaping,
+//! `", "` and `": "` separators, non-ASCII kept unless `ensure_ascii`), and `repr`, which Jinja2
+//! uses when a template prints a list or dict directly.
 
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
@@ -204,6 +205,93 @@ pub(crate) fn python_float_repr(value: f64) -> String {
     }
 }
 
+/// Python's `str()` of a list or dict (what `{{ value }}` prints in Jinja2): items as `repr`.
+pub(crate) fn python_repr(out: &mut String, value: &Value, depth: usize) -> Result<(), Error> {
+    if depth > MAX_DEPTH {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("value nested deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::None => out.push_str("None"),
+        ValueKind::Bool => out.push_str(if value.is_true() { "True" } else { "False" }),
+        ValueKind::Number if value.is_integer() => out.push_str(&value.to_string()),
+        ValueKind::Number => out.push_str(&python_float_repr(f64::try_from(value.clone())?)),
+        ValueKind::String => write_python_str_repr(out, value.as_str().unwrap_or_default()),
+        ValueKind::Seq | ValueKind::Iterable => {
+            out.push('[');
+            for (index, item) in value.try_iter()?.enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                python_repr(out, &item, depth + 1)?;
+            }
+            out.push(']');
+        }
+        ValueKind::Map => {
+            out.push('{');
+            for (index, key) in value.try_iter()?.enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                python_repr(out, &key, depth + 1)?;
+                out.push_str(": ");
+                python_repr(out, &value.get_item(&key)?, depth + 1)?;
+            }
+            out.push('}');
+        }
+        _ => out.push_str(&value.to_string()),
+    }
+    Ok(())
+}
+
+/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; backslash escapes
+/// for the quote, backslash and non-printable characters.
+fn write_python_str_repr(out: &mut String, text: &str) {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !python_printable(c) => {
+                let code = c as u32;
+                if code <= 0xFF {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else if code <= 0xFFFF {
+                    out.push_str(&format!("\\u{code:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{code:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+}
+
+/// Python's `str.isprintable` for the characters chat text realistically holds: controls,
+/// separators other than the ASCII space, and the common format characters are not printable.
+/// (Unassigned code points, which Python also escapes, are printed as is.)
+fn python_printable(c: char) -> bool {
+    let code = c as u32;
+    !(c.is_control()
+        || matches!(code, 0xA0 | 0xAD | 0x1680 | 0x180E | 0x2000..=0x200F | 0x2028..=0x202F
+            | 0x205F..=0x2064 | 0x2066..=0x206F | 0x3000 | 0xFEFF | 0xFFF9..=0xFFFB
+            | 0xD800..=0xF8FF | 0xF0000..=0x10FFFF))
+}
+
 fn write_string(out: &mut String, text: &str, ensure_ascii: bool) {
     out.push('"');
     for c in text.chars() {
@@ -252,6 +340,23 @@ mod tests {
         for (value, expected) in cases {
             assert_eq!(python_float_repr(value), expected, "{value}");
         }
+    }
+
+    #[test]
+    fn repr_matches_python() {
+        let repr = |json: serde_json::Value| {
+            let mut out = String::new();
+            python_repr(&mut out, &Value::from_serialize(json), 0).unwrap();
+            out
+        };
+        // Python: str([1, 'a', "b'c", None, True, 1.5, 'x\ny\\', '\xa0', 'é😀', {'k': []}])
+        assert_eq!(
+            repr(
+                serde_json::json!([1, "a", "b'c", null, true, 1.5, "x\ny\\", "\u{a0}", "é😀", {"k": []}])
+            ),
+            r#"[1, 'a', "b'c", None, True, 1.5, 'x\ny\\', '\xa0', 'é😀', {'k': []}]"#
+        );
+        assert_eq!(repr(serde_json::json!(["it's \"q\""])), r#"['it\'s "q"']"#);
     }
 
     #[test]

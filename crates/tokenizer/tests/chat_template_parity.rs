@@ -50,10 +50,19 @@ const JSON_TEMPLATE: &str = r#"{%- for message in messages %}
 {% endfor %}
 {{ messages | tojson(indent=2) }}
 tools: {{ tools is none }} {{ tools is defined }} documents: {{ documents is none }}
+{%- if tools %}
+{%- for tool in tools %}
+{{ tool | tojson }}
+{{ tool.function.parameters | tojson(indent=4) }}
+{%- endfor %}
+{%- endif %}
 thinking: {{ enable_thinking | default('unset') }}
 {%- if add_generation_prompt %}
 <|assistant|>
 {%- endif %}"#;
+
+/// Extra template variables, keys deliberately not sorted: tools print in this order.
+const EXTRA_JSON: &str = r#"{"enable_thinking": false, "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city, in °C", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}]}"#;
 
 fn conversations() -> Vec<Vec<ChatMessage>> {
     let m = ChatMessage::new;
@@ -104,7 +113,6 @@ fn chat_templates_match_transformers() {
         ("strict", STRICT_TEMPLATE),
         ("json", JSON_TEMPLATE),
     ];
-    let extra = json!({"enable_thinking": false});
     let work = common::temp_dir("chat");
     let jobs: Vec<Value> = templates
         .iter()
@@ -115,7 +123,8 @@ fn chat_templates_match_transformers() {
                 "gguf_file": model.file_name().and_then(|n| n.to_str()).unwrap(),
                 "template": template,
                 "conversations": convs.iter().map(|c| message_json(c)).collect::<Vec<_>>(),
-                "extra": if *name == "json" { extra.clone() } else { json!({}) },
+                // Sent as text so Python sees the keys in written order.
+                "extra_json": if *name == "json" { EXTRA_JSON } else { "{}" },
             })
         })
         .collect();
@@ -140,9 +149,7 @@ fn chat_templates_match_transformers() {
                     ..Default::default()
                 };
                 if *name == "json" {
-                    options
-                        .extra_variables
-                        .push(("enable_thinking".into(), json!(false)));
+                    options.extra_variables_json = Some(EXTRA_JSON.to_string());
                 }
                 let reference = &expected[format!("gen{}", u8::from(add_generation_prompt))];
                 let ours = template.render(conversation, &options);

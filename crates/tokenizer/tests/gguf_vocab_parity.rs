@@ -397,3 +397,84 @@ fn exported_tokenizer_json_matches_direct_build() {
         }
     }
 }
+
+/// GGUF metadata of the wrong shape is an error naming the key, index and type found.
+#[test]
+fn wrongly_typed_gguf_metadata_is_named() {
+    use torchnative_formats::gguf::{gguf_bytes, MetadataValue as M};
+    let strings =
+        |items: &[&str]| M::Array(items.iter().map(|s| M::String(s.to_string())).collect());
+    let valid = || {
+        vec![
+            ("tokenizer.ggml.model".to_string(), M::String("gpt2".into())),
+            ("tokenizer.ggml.pre".to_string(), M::String("gpt2".into())),
+            (
+                "tokenizer.ggml.tokens".to_string(),
+                strings(&["a", "b", "ab"]),
+            ),
+            ("tokenizer.ggml.merges".to_string(), strings(&["a b"])),
+            (
+                "tokenizer.ggml.token_type".to_string(),
+                M::Array(vec![M::I32(1); 3]),
+            ),
+            ("tokenizer.ggml.bos_token_id".to_string(), M::U32(2)),
+        ]
+    };
+    let load = |metadata: Vec<(String, M)>| {
+        let file = GgufFile::from_bytes(gguf_bytes(&metadata, &[]).unwrap()).unwrap();
+        Tokenizer::from_gguf(&file).map(|t| t.encode("abba", EncodeOptions::default()).unwrap())
+    };
+    // The valid file works: "abba" -> "ab", "b", "a".
+    assert_eq!(load(valid()).unwrap(), [2, 1, 0]);
+    let replace = |key: &str, value: M| {
+        let mut metadata = valid();
+        metadata.retain(|(k, _)| k != key);
+        metadata.push((key.to_string(), value));
+        metadata
+    };
+    let cases = [
+        (
+            replace("tokenizer.ggml.tokens", M::U32(3)),
+            "tokenizer.ggml.tokens must be an array of string, found u32",
+        ),
+        // (GGUF arrays are homogeneous, so a wrong element type is wrong from element 0.)
+        (
+            replace("tokenizer.ggml.tokens", M::Array(vec![M::I32(5); 3])),
+            "tokenizer.ggml.tokens[0] must be string, found i32",
+        ),
+        (
+            replace("tokenizer.ggml.bos_token_id", M::I32(-1)),
+            "tokenizer.ggml.bos_token_id must be an unsigned integer, found i32",
+        ),
+        (
+            replace("tokenizer.ggml.bos_token_id", M::U64(1 << 40)),
+            "does not fit a u32",
+        ),
+        (
+            replace("tokenizer.ggml.bos_token_id", M::U32(3)),
+            "bos_token_id is 3, beyond the 3 tokens",
+        ),
+        (
+            replace("tokenizer.ggml.model", M::Bool(true)),
+            "tokenizer.ggml.model must be a string, found bool",
+        ),
+        (
+            replace("tokenizer.ggml.merges", strings(&["a z"])),
+            "do not form a BPE model",
+        ),
+        (
+            replace("tokenizer.ggml.token_type", M::Array(vec![M::F32(1.0); 3])),
+            "token_type[0] must be i32, found f32",
+        ),
+    ];
+    for (metadata, expected) in cases {
+        let err = load(metadata).unwrap_err().to_string();
+        assert!(err.contains(expected), "expected {expected:?} in {err}");
+    }
+    let mut no_tokens = valid();
+    no_tokens.retain(|(k, _)| k != "tokenizer.ggml.tokens");
+    assert!(load(no_tokens)
+        .unwrap_err()
+        .to_string()
+        .contains("no tokenizer.ggml.tokens"));
+}

@@ -161,7 +161,7 @@ def chat(job):
                     chat_template=job["template"],
                     tokenize=False,
                     add_generation_prompt=generation,
-                    **job.get("extra", {}),
+                    **json.loads(job.get("extra_json", "{}")),
                 )
             except Exception as error:  # the template's own raise_exception, or a Jinja error
                 entry[key] = {"error": str(error), "type": type(error).__name__}
