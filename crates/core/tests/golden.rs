@@ -137,7 +137,7 @@ fn scalar_of(v: &Value) -> Scalar {
     }
 }
 
-fn build_input(spec: &Value) -> Result<(Tensor, Tensor)> {
+fn build_input(spec: &Value, meta: bool) -> Result<(Tensor, Tensor)> {
     let dtype = dtype_of(&spec["dtype"]);
     let shape = usizes(&spec["shape"]);
     let strs: Vec<&str> = spec["values"]
@@ -152,6 +152,11 @@ fn build_input(spec: &Value) -> Result<(Tensor, Tensor)> {
     } else {
         let v: Vec<i64> = strs.iter().map(|s| s.parse().unwrap()).collect();
         Tensor::from_i64s(&v, &shape, dtype)?
+    };
+    let base = if meta {
+        base.to_device(Device::Meta)?
+    } else {
+        base
     };
     let mut t = base.clone();
     for step in spec["view"].as_array().unwrap() {
@@ -509,6 +514,10 @@ fn compare(ours: &Tensor, theirs: &Value, tol: f64, check_strides: bool) -> Opti
     if ours.shape() != shape.as_slice() {
         return Some(format!("shape {:?} vs torch {:?}", ours.shape(), shape));
     }
+    if theirs.get("meta").is_some() {
+        return (ours.device() != Device::Meta)
+            .then(|| format!("device {:?} vs torch meta", ours.device()));
+    }
     let strs: Vec<&str> = theirs["values"]
         .as_array()
         .unwrap()
@@ -595,7 +604,7 @@ fn check_against_torch(name: &str, cases: Vec<Value>) {
             .as_array()
             .unwrap()
             .iter()
-            .map(build_input)
+            .map(|spec| build_input(spec, case.get("meta").is_some()))
             .collect();
         let ours = built.and_then(|b| {
             let bases: Vec<Tensor> = b.iter().map(|p| p.0.clone()).collect();
@@ -1668,6 +1677,46 @@ fn golden_views_and_inplace() {
     let int_t = c.rand_input(DType::I64, &[3], json!([]));
     c.add("add_", vec![int_t], json!({"scalar": sc_float(0.5)}), 0.0);
     check_against_torch("views_inplace", c.list);
+}
+
+#[test]
+fn golden_meta_shapes_and_dtypes() {
+    let mut c = new_cases(9);
+    let mut add_meta = |c: &mut Cases, op: &str, inputs: Vec<Value>, kwargs: Value| {
+        c.list
+            .push(json!({"op": op, "inputs": inputs, "kwargs": kwargs, "tol": 0.0, "meta": true}));
+    };
+    for (a, b) in [
+        (DType::F16, DType::F32),
+        (DType::I32, DType::U8),
+        (DType::Bool, DType::Bool),
+        (DType::I64, DType::BF16),
+    ] {
+        for op in ["add", "mul", "div", "eq", "maximum"] {
+            let x = c.rand_input(a, &[2, 1, 3], json!([]));
+            let y = c.rand_input(b, &[4, 3], json!([["t"], ["t"]]));
+            add_meta(&mut c, op, vec![x, y], json!({}));
+        }
+        let x = c.rand_input(a, &[2, 3, 4], json!([["transpose", 0, 2]]));
+        add_meta(
+            &mut c,
+            "sum",
+            vec![x.clone()],
+            json!({"dims": [0, 2], "keepdim": true}),
+        );
+        add_meta(&mut c, "exp", vec![x.clone()], json!({}));
+        // (torch's meta softmax skips the dtype check that CPU does; we refuse ints on both.)
+        if a.is_float() {
+            add_meta(&mut c, "softmax", vec![x.clone()], json!({"dim": -1}));
+        }
+        add_meta(&mut c, "mean", vec![x.clone()], json!({"dims": [1]}));
+        let y = c.rand_input(a, &[3, 5], json!([]));
+        add_meta(&mut c, "matmul", vec![x.clone(), y.clone()], json!({}));
+        add_meta(&mut c, "cat", vec![x.clone(), x.clone()], json!({"dim": 1}));
+        add_meta(&mut c, "view", vec![x.clone()], json!({"shape": [-1]}));
+        add_meta(&mut c, "reshape", vec![x], json!({"shape": [-1]}));
+    }
+    check_against_torch("meta", c.list);
 }
 
 #[test]

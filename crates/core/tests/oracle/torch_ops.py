@@ -28,13 +28,15 @@ def parse_scalar(s):
     return {"float": float, "int": int, "bool": bool}[kind](v)
 
 
-def build_input(spec):
+def build_input(spec, meta=False):
     dtype = DTYPES[spec["dtype"]]
     if dtype.is_floating_point:
         base = torch.tensor([float(v) for v in spec["values"]], dtype=torch.float64).to(dtype)
     else:
         base = torch.tensor([int(v) for v in spec["values"]], dtype=torch.int64).to(dtype)
     base = base.reshape(spec["shape"])
+    if meta:
+        base = base.to("meta")
     t = base
     for step in spec.get("view", []):
         name, args = step[0], step[1:]
@@ -60,6 +62,8 @@ def build_input(spec):
 
 def encode(t):
     strides = list(t.stride())
+    if t.device.type == "meta":
+        return {"values": [], "shape": list(t.shape), "dtype": NAMES[t.dtype], "strides": strides, "meta": True}
     t = t.detach().contiguous()
     flat = t.reshape(-1)
     if t.dtype.is_floating_point:
@@ -324,7 +328,7 @@ def main():
     results = []
     for case in cases:
         try:
-            built = [build_input(s) for s in case["inputs"]]
+            built = [build_input(s, case.get("meta", False)) for s in case["inputs"]]
             bases = [b for b, _ in built]
             xs = [t for _, t in built]
             outs = run(case["op"], bases, xs, case.get("kwargs", {}))
