@@ -1682,7 +1682,7 @@ fn golden_views_and_inplace() {
 #[test]
 fn golden_meta_shapes_and_dtypes() {
     let mut c = new_cases(9);
-    let mut add_meta = |c: &mut Cases, op: &str, inputs: Vec<Value>, kwargs: Value| {
+    let add_meta = |c: &mut Cases, op: &str, inputs: Vec<Value>, kwargs: Value| {
         c.list
             .push(json!({"op": op, "inputs": inputs, "kwargs": kwargs, "tol": 0.0, "meta": true}));
     };
