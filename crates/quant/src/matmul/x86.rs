@@ -303,9 +303,10 @@ fn idot512_bw(u: __m512i, s: __m512i) -> __m512i {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 unsafe fn f16_pair_02(p0: *const u8, p1: *const u8) -> __m128 {
-    let a = p0.cast::<u16>().read_unaligned() as i32;
-    let b = p1.cast::<u16>().read_unaligned() as i32;
-    _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(a), b, 1))
+    // Joined in a general register: vector shuffle ports are the scarce resource here.
+    let a = p0.cast::<u16>().read_unaligned() as u64;
+    let b = p1.cast::<u16>().read_unaligned() as u64;
+    _mm_cvtph_ps(_mm_cvtsi64_si128((a | (b << 32)) as i64))
 }
 
 /// Lanes 0..8 from lane 0 of a 128-bit value, lanes 8..16 from its lane 2.
@@ -575,6 +576,7 @@ macro_rules! q4_1_512 {
             debug_assert_eq!(w.len(), nb * 20);
             let wp = w.as_ptr();
             let m4 = _mm512_set1_epi8(0x0f);
+            let nibble_shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
             let mut acc = [[_mm512_setzero_ps(); N]; 2];
             let mut accm = [_mm_setzero_ps(); N];
             macro_rules! pair {
@@ -582,21 +584,20 @@ macro_rules! q4_1_512 {
                     let b = $b;
                     let blk0 = wp.add(b * 20);
                     let blk1 = blk0.add(20);
-                    // [d0, m0, d1, m1] widened
-                    let dm = _mm_cvtph_ps(_mm_insert_epi32(
-                        _mm_cvtsi32_si128(blk0.cast::<i32>().read_unaligned()),
-                        blk1.cast::<i32>().read_unaligned(),
-                        1,
-                    ));
-                    let v = _mm256_inserti128_si256(
-                        _mm256_castsi128_si256(_mm_loadu_si128(blk0.add(4).cast())),
+                    // [d0, m0, d1, m1] widened; the two 32-bit pairs joined in a general
+                    // register (vector shuffle ports are the scarce resource here).
+                    let lo = blk0.cast::<u32>().read_unaligned() as u64;
+                    let hi = blk1.cast::<u32>().read_unaligned() as u64;
+                    let dm = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
+                    // 128-bit lanes [q0, q0, q1, q1] by (masked) broadcast loads, then the
+                    // odd lanes shifted down a nibble: [q0, q0>>4, q1, q1>>4].
+                    let q0 = _mm512_broadcast_i32x4(_mm_loadu_si128(blk0.add(4).cast()));
+                    let q = _mm512_mask_broadcast_i32x4(
+                        q0,
+                        0xff00,
                         _mm_loadu_si128(blk1.add(4).cast()),
-                        1,
                     );
-                    let z =
-                        _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
-                    // 128-bit lanes [q0, q1, q0>>4, q1>>4] -> [q0, q0>>4, q1, q1>>4]
-                    let wq = _mm512_and_si512(_mm512_shuffle_i64x2(z, z, 0b11_01_10_00), m4);
+                    let wq = _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4);
                     for i in 0..N {
                         let row = r0 + i;
                         let xq =
@@ -660,10 +661,10 @@ macro_rules! q8_0_512 {
                     let blk0 = wp.add(b * 34);
                     let blk1 = blk0.add(34);
                     let d = f16_pair_02(blk0, blk1);
-                    let wq = _mm512_inserti64x4(
+                    let wq = _mm512_mask_broadcast_i64x4(
                         _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                        0xf0,
                         _mm256_loadu_si256(blk1.add(2).cast()),
-                        1,
                     );
                     let wabs = _mm512_abs_epi8(wq);
                     let negative = _mm512_movepi8_mask(wq);
