@@ -450,3 +450,32 @@ fn multi_matmul_rejects_mismatches() {
     assert!(matmul_multi(&[q41_512], &x, 1, &mut [&mut y1, &mut y2], &mut s).is_err());
     assert!(matmul_multi(&[], &x, 1, &mut [], &mut s).is_ok());
 }
+
+#[test]
+fn nan_activations_give_nan_outputs() {
+    let mut rng = Rng::new(37);
+    for ty in MATMUL_TYPES {
+        let (rows, cols) = (9, 512);
+        let data = exact_weights(&mut rng, ty, rows, cols);
+        let w = PackedMatrix {
+            ty,
+            data: &data,
+            rows,
+            cols,
+        };
+        let mut x: Vec<f32> = (0..2 * cols).map(|_| rng.normal(1.0)).collect();
+        x[cols + 300] = f32::NAN; // second activation row only
+        for path in available_kernel_paths() {
+            let y = run(path, &w, &x, 2);
+            assert!(
+                y[..rows].iter().all(|v| v.is_finite()),
+                "{ty} {path:?}: clean row"
+            );
+            assert!(
+                y[rows..].iter().all(|v| v.is_nan()),
+                "{ty} {path:?}: NaN row gave {:?}",
+                &y[rows..]
+            );
+        }
+    }
+}

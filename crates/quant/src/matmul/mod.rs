@@ -467,6 +467,19 @@ fn round_i8(v: f32) -> i8 {
     v.round() as i8
 }
 
+/// `amax / 127` of an activation block; NaN if the block holds a NaN, so that NaN inputs give
+/// NaN outputs (as an f32 matmul would) instead of being quantized away.
+fn block_scale(xb: &[f32]) -> f32 {
+    let mut amax = 0f32;
+    for &v in xb {
+        if v.is_nan() {
+            return f32::NAN;
+        }
+        amax = amax.max(v.abs());
+    }
+    amax / 127.0
+}
+
 /// Quantize activation rows to 8-bit blocks of 32: `d = amax / 127`, `q = round(x / d)`.
 fn quantize_acts_q8x32(x: &[f32], m: usize, cols: usize, s: &mut ActivationScratch) {
     s.reserve(m, cols);
@@ -475,8 +488,7 @@ fn quantize_acts_q8x32(x: &[f32], m: usize, cols: usize, s: &mut ActivationScrat
         .zip(s.qs.chunks_exact_mut(32))
         .zip(s.ds.iter_mut())
     {
-        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
-        let d = amax / 127.0;
+        let d = block_scale(xb);
         let id = if d == 0.0 { 0.0 } else { 1.0 / d };
         let mut sum = 0i32;
         for (q, &v) in qb.iter_mut().zip(xb) {
@@ -495,8 +507,7 @@ fn quantize_acts_q8x256(x: &[f32], m: usize, cols: usize, s: &mut ActivationScra
         .zip(s.qs.chunks_exact_mut(256))
         .zip(s.ds.iter_mut());
     for (((xb, qb), ds), sums) in blocks.zip(s.sums16.chunks_exact_mut(16)) {
-        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
-        let d = amax / 127.0;
+        let d = block_scale(xb);
         let id = if d == 0.0 { 0.0 } else { 1.0 / d };
         for (q, &v) in qb.iter_mut().zip(xb) {
             *q = round_i8(v * id);
