@@ -13,6 +13,7 @@ mod elementwise;
 mod linear;
 mod oracle;
 mod rope;
+mod threads;
 
 pub(crate) const U: f64 = 1.0 / (1u64 << 24) as f64;
 
