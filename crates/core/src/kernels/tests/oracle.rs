@@ -237,3 +237,42 @@ fn attention_matches_torch_sdpa() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Our RoPE table against the one HF's `LlamaRotaryEmbedding` builds (f32 pow, f32 angle
+/// product, f32 cos/sin). Rule: both sides round inv_freq (pow + division: ~2 ulp) and the
+/// angle product (1 ulp), so the angle may differ by 4·2^-24·|angle|; plus 2 ulp for cos/sin.
+#[test]
+fn rope_table_matches_hf() {
+    let Some(py) = oracle_python() else { return };
+    let dir = temp_dir("rope");
+    let (dim, max_pos, base) = (64usize, 2048usize, 100000.0f32);
+    run_oracle(
+        &py,
+        "rope_table",
+        &dir,
+        &[dim.to_string(), max_pos.to_string(), base.to_string()],
+    );
+    let (cos, sin) = (read_f32(dir.join("cos.bin")), read_f32(dir.join("sin.bin")));
+    let table = crate::kernels::RopeTable::new(dim, max_pos, base).unwrap();
+    let half = dim / 2;
+    for pos in 0..max_pos {
+        let (c, s) = table.row(pos);
+        for i in 0..half {
+            let angle = pos as f64 / (base as f64).powf(2.0 * i as f64 / dim as f64);
+            let tol = 4.0 * super::U * angle + 4.0 * super::U;
+            assert_close(
+                c[i],
+                cos[pos * half + i] as f64,
+                tol,
+                &format!("cos pos {pos} i {i}"),
+            );
+            assert_close(
+                s[i],
+                sin[pos * half + i] as f64,
+                tol,
+                &format!("sin pos {pos} i {i}"),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

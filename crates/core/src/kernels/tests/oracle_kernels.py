@@ -52,6 +52,17 @@ def attention(d, n_q, n_heads, n_kv, hd, kv_len, cap, q_pos0, window):
     save(d, "out.bin", out.transpose(0, 1))
 
 
+def rope_table(d, dim, max_pos, base):
+    """cos/sin exactly as HF LlamaRotaryEmbedding (default rope type) builds them, float32."""
+    dim, max_pos, base = int(dim), int(max_pos), float(base)
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float) / dim))
+    pos = torch.arange(max_pos, dtype=torch.int64)[None, :].float()
+    freqs = (inv_freq[None, :, None].float() @ pos[:, None, :]).transpose(1, 2)[0]
+    save(d, "cos.bin", freqs.cos())
+    save(d, "sin.bin", freqs.sin())
+
+
 if __name__ == "__main__":
     op, d, args = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
-    {"norm_softmax": norm_softmax, "casts": casts, "attention": attention}[op](d, *args)
+    {"norm_softmax": norm_softmax, "casts": casts, "attention": attention,
+     "rope_table": rope_table}[op](d, *args)
