@@ -205,6 +205,22 @@ impl Tokenizer {
         let backend: tokenizers::Tokenizer = tokenizer_json
             .parse()
             .map_err(|e| invalid(format!("cannot load tokenizer.json: {e}")))?;
+        let mut backend = backend;
+        // transformers adds named special tokens the vocabulary lacks (e.g. a new "<pad>") as
+        // special added tokens with fresh ids; so do we, before counting the vocabulary.
+        let named = [
+            &config.bos_token,
+            &config.eos_token,
+            &config.unk_token,
+            &config.pad_token,
+        ];
+        let missing: Vec<tokenizers::AddedToken> = named
+            .into_iter()
+            .flatten()
+            .filter(|t| backend.token_to_id(t).is_none())
+            .map(|t| tokenizers::AddedToken::from(t.clone(), true))
+            .collect();
+        backend.add_special_tokens(&missing);
         let vocab_size = backend.get_vocab_size(true);
         Self::from_backend(backend, config, vocab_size)
     }
@@ -221,6 +237,7 @@ impl Tokenizer {
                 Some(t) => match backend.token_to_id(t) {
                     Some(id) => Ok(Some((t.clone(), id))),
                     None => Err(invalid(format!("{what} {t:?} is not in the vocabulary"))),
+                    // (from_json_str has added the named tokens; GGUF ids always resolve.)
                 },
             }
         };
@@ -544,18 +561,21 @@ mod tests {
     }
 
     #[test]
-    fn missing_special_tokens_and_bad_json_are_named() {
+    fn missing_special_tokens_are_added_and_bad_json_is_named() {
         let config = TokenizerConfig {
             eos_token: Some("<|eot|>".into()),
             ..TokenizerConfig::default()
         };
-        let err = Tokenizer::from_json_str(WORD_LEVEL_JSON, config)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("eos_token") && err.contains("<|eot|>"),
-            "{err}"
-        );
+        let tokenizer = Tokenizer::from_json_str(WORD_LEVEL_JSON, config).unwrap();
+        // Appended after the 5 vocabulary entries, as transformers does.
+        assert_eq!(tokenizer.eos_ids(), [5]);
+        assert_eq!(tokenizer.vocab_size(), 6);
+        assert!(tokenizer.is_special(5));
+        let literal = EncodeOptions {
+            add_special_tokens: false,
+            parse_special: true,
+        };
+        assert_eq!(tokenizer.encode("hi<|eot|>", literal).unwrap(), [2, 5]);
         let err = Tokenizer::from_json_str("{", TokenizerConfig::default())
             .unwrap_err()
             .to_string();

@@ -478,3 +478,57 @@ fn wrongly_typed_gguf_metadata_is_named() {
         .to_string()
         .contains("no tokenizer.ggml.tokens"));
 }
+
+/// `add_space_prefix = false` (llama.cpp's reading): no `▁` before the text and no leading
+/// space stripped on decode. transformers ignores this key, so the expectations are derived by
+/// hand from the vocabulary: "the" without a marker only merges "he" (score -2); with the
+/// marker, "▁t"+"he" -> "▁the" wins.
+#[test]
+fn sentencepiece_space_prefix_flag() {
+    let (tokens, scores, types) = sentencepiece_vocab();
+    let vocab = |add_space_prefix| GgufVocab {
+        model: "llama".into(),
+        tokens: tokens.clone(),
+        scores: Some(scores.clone()),
+        token_types: Some(types.clone()),
+        bos_id: Some(1),
+        eos_id: Some(2),
+        add_bos: Some(false),
+        add_space_prefix: Some(add_space_prefix),
+        ..GgufVocab::default()
+    };
+    let plain = EncodeOptions {
+        add_special_tokens: false,
+        parse_special: true,
+    };
+    let pieces = |tokenizer: &Tokenizer, text: &str| -> Vec<String> {
+        let ids = tokenizer.encode(text, plain).unwrap();
+        ids.iter()
+            .map(|&id| tokenizer.token_to_piece(id).unwrap())
+            .collect()
+    };
+    let with = Tokenizer::from_gguf_vocab(&vocab(true)).unwrap();
+    let without = Tokenizer::from_gguf_vocab(&vocab(false)).unwrap();
+    assert_eq!(pieces(&with, "the cat"), ["▁the", "▁cat"]);
+    assert_eq!(pieces(&without, "the cat"), ["t", "he", "▁cat"]);
+    for tokenizer in [&with, &without] {
+        let ids = tokenizer.encode("the cat", plain).unwrap();
+        assert_eq!(
+            tokenizer.decode(&ids, DecodeOptions::default()).unwrap(),
+            "the cat"
+        );
+    }
+    // A leading space in the text survives decoding only without the prefix rule's strip...
+    let ids = without.encode(" cat", plain).unwrap();
+    assert_eq!(
+        without.decode(&ids, DecodeOptions::default()).unwrap(),
+        " cat"
+    );
+    // ...while with it, the text's own space already is the marker (no second one is added),
+    // and decoding strips it: the leading space is lost, as in Hugging Face.
+    let ids = with.encode(" cat", plain).unwrap();
+    assert_eq!(pieces(&with, " cat"), ["▁cat"]);
+    assert_eq!(with.decode(&ids, DecodeOptions::default()).unwrap(), "cat");
+    // Byte fallback: "ü" is not in the vocabulary, so it becomes its two UTF-8 byte tokens.
+    assert_eq!(pieces(&without, "ü"), ["<0xC3>", "<0xBC>"]);
+}

@@ -202,3 +202,40 @@ fn byte_level_spelling(byte: u8) -> String {
     let shifted = (0..byte).filter(|&b| !printable(b)).count() as u32;
     char::from_u32(256 + shifted).unwrap().to_string()
 }
+
+/// One tokenizer shared by several threads gives every thread the same ids as a single thread.
+#[test]
+fn shared_tokenizer_across_threads() {
+    let Some(model) = common::model_path() else {
+        return common::skip("the default model GGUF is missing");
+    };
+    let tokenizer = Tokenizer::from_gguf(&GgufFile::open(&model).unwrap()).unwrap();
+    let texts = common::corpus();
+    let expected: Vec<Vec<u32>> = texts
+        .iter()
+        .map(|t| tokenizer.encode(t, EncodeOptions::default()).unwrap())
+        .collect();
+    std::thread::scope(|scope| {
+        for offset in 0..4 {
+            let (tokenizer, texts, expected) = (&tokenizer, &texts, &expected);
+            scope.spawn(move || {
+                for round in 0..5 {
+                    for i in 0..texts.len() {
+                        let index = (i + offset + round) % texts.len();
+                        let ids = tokenizer
+                            .encode(&texts[index], EncodeOptions::default())
+                            .unwrap();
+                        assert_eq!(ids, expected[index]);
+                    }
+                }
+            });
+        }
+    });
+    let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+    assert_eq!(
+        tokenizer
+            .encode_batch(&batch, EncodeOptions::default())
+            .unwrap(),
+        expected
+    );
+}
