@@ -5,9 +5,11 @@
 //! dtypes), then cast to the output dtype.
 
 use crate::dtype::{DType, Scalar, DEFAULT_FLOAT};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, reserve_vec, Error, Result};
+use crate::layout::for_each_offsets;
 use crate::storage::Element;
 use crate::tensor::{broadcast_all_shapes, common_device, result_type_of, Tensor};
+use crate::with_dtype;
 use crate::Device;
 
 /// Anything usable as an operand of a binary op: a tensor or a Python-style scalar.
@@ -72,6 +74,18 @@ pub(crate) fn map_n<const N: usize>(
         return Tensor::meta(&shape, out);
     }
     let n: usize = shape.iter().product();
+    if float_domain && out == compute {
+        let f = match kernel {
+            Kernel::Float(f) | Kernel::Both(f, _) => f,
+            Kernel::Int(_) => return Err(Error::UnsupportedDType { op, dtype: compute }),
+        };
+        let views = inputs
+            .iter()
+            .map(|t| t.to_dtype(compute)?.broadcast_to(&shape))
+            .collect::<Result<Vec<_>>>()?;
+        let views: [&Tensor; N] = std::array::from_fn(|k| &views[k]);
+        return with_dtype!(compute, T => map_float_fused::<T, N>(op, views, &shape, f));
+    }
     if float_domain {
         let cols = inputs
             .iter()
@@ -99,6 +113,60 @@ pub(crate) fn map_n<const N: usize>(
             .collect::<Result<Vec<i64>>>()?;
         Tensor::from_i64s(&values, &shape, out)
     }
+}
+
+/// One pass over broadcast views that already have the compute dtype `T`: reads every
+/// operand straight from its storage through the strided iterator, applies `f` in f64 and
+/// rounds into the output (the same numerics as the general path, without temporaries).
+fn map_float_fused<T: Element, const N: usize>(
+    op: &'static str,
+    views: [&Tensor; N],
+    shape: &[usize],
+    f: &dyn Fn([f64; N]) -> f64,
+) -> Result<Tensor> {
+    let storages = views
+        .iter()
+        .map(|v| {
+            v.storage_ref().ok_or(Error::UnsupportedDevice {
+                op,
+                device: "meta".into(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Lock each distinct storage once (a second read lock on the same RwLock could wait
+    // behind a queued writer).
+    let mut guards = Vec::new();
+    let mut which = [0usize; N];
+    for k in 0..N {
+        match (0..k).find(|&j| storages[j].same(storages[k])) {
+            Some(j) => which[k] = which[j],
+            None => {
+                which[k] = guards.len();
+                guards.push(storages[k].read());
+            }
+        }
+    }
+    let slices = guards
+        .iter()
+        .map(|g| {
+            T::slice(g).ok_or(Error::UnsupportedDType {
+                op,
+                dtype: g.dtype(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let data: [&[T]; N] = std::array::from_fn(|k| slices[which[k]]);
+    let strides: [&[usize]; N] = std::array::from_fn(|k| views[k].strides());
+    let offsets: [usize; N] = std::array::from_fn(|k| views[k].storage_offset());
+    let mut out = reserve_vec(op, shape.iter().product())?;
+    for_each_offsets(shape, strides, offsets, |o| {
+        out.push(T::from_f64(f(std::array::from_fn(|k| {
+            data[k][o[k]].to_f64()
+        }))));
+    });
+    drop(slices);
+    drop(guards);
+    Tensor::from_vec(out, shape)
 }
 
 /// Adds two elements of the same dtype as PyTorch would (wrapping ints, bool or).
