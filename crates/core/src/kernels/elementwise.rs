@@ -180,28 +180,50 @@ pub(crate) fn silu_mul_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
 
 #[inline(always)]
 unsafe fn silu_mul_simd<S: Simd>(gate: &[f32], up: &[f32], out: &mut [f32]) {
-    let n = out.len();
-    let (pg, pu, po) = (gate.as_ptr(), up.as_ptr(), out.as_mut_ptr());
+    silu_mul_ptr::<S>(gate.as_ptr(), up.as_ptr(), out.as_mut_ptr(), out.len())
+}
+
+/// SwiGLU over `n` elements through raw pointers, so `out` may alias `up` (in-place form):
+/// each lane block is read before it is written.
+#[inline(always)]
+unsafe fn silu_mul_ptr<S: Simd>(pg: *const f32, pu: *const f32, po: *mut f32, n: usize) {
     let one = S::splat(1.0);
     let neg = S::splat(-1.0);
     let f = |g: S::V, u: S::V| {
         let e = S::exp(S::mul(g, neg));
         S::mul(S::div(g, S::add(one, e)), u)
     };
-    let mut i = 0;
-    while i + S::W <= n {
-        S::store(po.add(i), f(S::load(pg.add(i)), S::load(pu.add(i))));
-        i += S::W;
-    }
-    if i < n {
-        let r = n - i;
-        S::store_partial(
-            po.add(i),
-            r,
-            f(S::load_partial(pg.add(i), r), S::load_partial(pu.add(i), r)),
-        );
+    map2::<S>(pg, pu, po, n, f)
+}
+
+/// In-place SwiGLU: `up[i] = silu(gate[i]) * up[i]` (saves the runtime a scratch buffer);
+/// `gate` at least `up.len()` long.
+pub fn silu_mul_inplace_f32(gate: &[f32], up: &mut [f32]) {
+    silu_mul_inplace_f32_with(active_isa(), gate, up)
+}
+
+pub(crate) fn silu_mul_inplace_f32_with(isa: Isa, gate: &[f32], up: &mut [f32]) {
+    assert!(
+        gate.len() >= up.len(),
+        "silu_mul_inplace_f32: gate shorter than up"
+    );
+    dispatch!(isa, silu_mul_inplace_scalar, silu_mul_inplace_avx512, silu_mul_inplace_avx2; (gate, up))
+}
+
+fn silu_mul_inplace_scalar(gate: &[f32], up: &mut [f32]) {
+    for (u, &g) in up.iter_mut().zip(gate) {
+        *u *= g / (1.0 + exp_scalar(-g));
     }
 }
+
+#[inline(always)]
+unsafe fn silu_mul_inplace_simd<S: Simd>(gate: &[f32], up: &mut [f32]) {
+    let pu = up.as_mut_ptr();
+    silu_mul_ptr::<S>(gate.as_ptr(), pu, pu, up.len())
+}
+simd_entries!(silu_mul_inplace_simd => silu_mul_inplace_avx512, silu_mul_inplace_avx2;
+    (gate: &[f32], up: &mut [f32]));
+
 simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2; (gate: &[f32], up: &[f32], out: &mut [f32]));
 
 // ---------------------------------------------------------------- argmax

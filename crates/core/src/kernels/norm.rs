@@ -50,9 +50,21 @@ unsafe fn sum_sq_simd<S: Simd>(x: &[f32]) -> f32 {
 
 #[inline(always)]
 unsafe fn rms_norm_simd<S: Simd>(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
-    let n = out.len();
-    let inv = 1.0 / (sum_sq_simd::<S>(x) / n as f32 + eps).sqrt();
-    let (px, pw, po) = (x.as_ptr(), weight.as_ptr(), out.as_mut_ptr());
+    rms_norm_ptr::<S>(
+        x.as_ptr(),
+        weight.as_ptr(),
+        eps,
+        out.as_mut_ptr(),
+        out.len(),
+    )
+}
+
+/// RMSNorm of `n` elements through raw pointers, so `out` may alias `x` (in-place form): the
+/// statistics pass finishes before the first write.
+#[inline(always)]
+unsafe fn rms_norm_ptr<S: Simd>(px: *const f32, pw: *const f32, eps: f32, po: *mut f32, n: usize) {
+    let sum_sq = sum_sq_simd::<S>(std::slice::from_raw_parts(px, n));
+    let inv = 1.0 / (sum_sq / n as f32 + eps).sqrt();
     let vinv = S::splat(inv);
     let mut i = 0;
     while i + S::W <= n {
@@ -71,6 +83,37 @@ unsafe fn rms_norm_simd<S: Simd>(x: &[f32], weight: &[f32], eps: f32, out: &mut 
         S::store_partial(po.add(i), r, v);
     }
 }
+
+/// In-place RMSNorm of one row (e.g. Qwen3's per-head q/k norm): `x[i] = x[i] /
+/// sqrt(mean(x²) + eps) * weight[i]`, same results as [`rms_norm_f32`].
+pub fn rms_norm_inplace_f32(x: &mut [f32], weight: &[f32], eps: f32) {
+    rms_norm_inplace_f32_with(active_isa(), x, weight, eps)
+}
+
+pub(crate) fn rms_norm_inplace_f32_with(isa: Isa, x: &mut [f32], weight: &[f32], eps: f32) {
+    assert!(
+        weight.len() == x.len(),
+        "rms_norm_inplace_f32: lengths differ"
+    );
+    dispatch!(isa, rms_norm_inplace_scalar, rms_norm_inplace_avx512, rms_norm_inplace_avx2; (x, weight, eps))
+}
+
+fn rms_norm_inplace_scalar(x: &mut [f32], weight: &[f32], eps: f32) {
+    let sum_sq: f32 = x.iter().map(|v| v * v).sum();
+    let inv = 1.0 / (sum_sq / x.len() as f32 + eps).sqrt();
+    for (v, &w) in x.iter_mut().zip(weight) {
+        *v = *v * inv * w;
+    }
+}
+
+#[inline(always)]
+unsafe fn rms_norm_inplace_simd<S: Simd>(x: &mut [f32], weight: &[f32], eps: f32) {
+    let p = x.as_mut_ptr();
+    rms_norm_ptr::<S>(p, weight.as_ptr(), eps, p, x.len())
+}
+simd_entries!(rms_norm_inplace_simd => rms_norm_inplace_avx512, rms_norm_inplace_avx2;
+    (x: &mut [f32], weight: &[f32], eps: f32));
+
 simd_entries!(rms_norm_simd => rms_norm_avx512, rms_norm_avx2;
     (x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]));
 

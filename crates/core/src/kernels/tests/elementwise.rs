@@ -417,3 +417,23 @@ fn add_and_scale_exact_on_awkward_sizes() {
         }
     }
 }
+
+/// The in-place forms run the same arithmetic as the out-of-place ones: bitwise equal.
+#[test]
+fn inplace_silu_and_rms_norm_equal_out_of_place_on_every_isa() {
+    let mut rng = Rng::new(12);
+    for &n in AWKWARD_SIZES {
+        let (g, u, w) = (rng.vec_scaled(n, 8.0), rng.vec(n), rng.vec(n));
+        for isa in supported_isas() {
+            let mut out = vec![0.0; n];
+            silu_mul_f32_with(isa, &g, &u, &mut out);
+            let mut up = u.clone();
+            silu_mul_inplace_f32_with(isa, &g, &mut up);
+            assert_eq!(up, out, "silu {isa:?} n={n}");
+            rms_norm_f32_with(isa, &g, &w, 1e-6, &mut out);
+            let mut x = g.clone();
+            rms_norm_inplace_f32_with(isa, &mut x, &w, 1e-6);
+            assert_eq!(x, out, "rms_norm {isa:?} n={n}");
+        }
+    }
+}
