@@ -2,8 +2,21 @@
 
 pub mod error;
 pub mod kv_cache;
+mod llm;
+pub mod model;
+mod rope;
+pub mod weights;
 pub mod rng;
 pub mod sampling;
 pub mod stop;
 
 pub use error::{Result, RuntimeError};
+pub use kv_cache::{DenseKvCache, KvCache, KvShape};
+pub use llm::{
+    load_llm, Completion, Counters, Flow, GenerationConfig, Llm, LoadOptions, Session, SessionOptions, Timings, Usage,
+};
+pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
+pub use sampling::{SamplerChain, SamplerKind, SamplingParams};
+pub use stop::FinishReason;
+pub use torchnative_tokenizer::ChatMessage;
+pub use weights::{LoadStats, WeightFormat};

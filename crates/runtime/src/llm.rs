@@ -1,0 +1,571 @@
+//! Loading a model and its text side, and the roles around it: [`Llm`] (immutable, shared) and
+//! [`Session`] (mutable: KV cache, token history, RNG).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use torchnative_core::kernels;
+use torchnative_formats::config::load_hf_config;
+use torchnative_formats::gguf::GgufFile;
+use torchnative_formats::{resolve_model, DecoderConfig, GenerationDefaults, ModelLocation};
+use torchnative_tokenizer::{
+    ChatMessage, ChatTemplate, ChatTemplateOptions, DecodeOptions, EncodeOptions, StreamingDetokenizer, Tokenizer,
+};
+
+use crate::error::{invalid, Result, RuntimeError};
+use crate::kv_cache::{DenseKvCache, KvCache};
+use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
+use crate::rng::Rng;
+use crate::sampling::{SamplerChain, SamplingContext, SamplingParams};
+use crate::stop::{FinishReason, StopStep, StopStrings};
+use crate::weights::{open_safetensors, Checkpoint, WeightFormat};
+
+/// How to load a model.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    pub weight_format: WeightFormat,
+    /// Kernel threads (default: all cores).
+    pub threads: Option<usize>,
+}
+
+/// A loaded model with its tokenizer and chat template: immutable, cheap to clone, shareable
+/// between threads and sessions.
+#[derive(Clone)]
+pub struct Llm {
+    inner: Arc<LlmInner>,
+}
+
+struct LlmInner {
+    model: DecoderModel,
+    tokenizer: Tokenizer,
+    template: Option<ChatTemplate>,
+    eos_ids: Vec<u32>,
+    defaults: GenerationDefaults,
+    source: PathBuf,
+    load_time: Duration,
+}
+
+/// Load a model: a `.gguf` path, a safetensors directory, or a Hugging Face repo id present in
+/// the local cache. Everything is validated here; nothing is fetched.
+pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
+    let start = Instant::now();
+    if let Some(n) = options.threads {
+        kernels::set_num_threads(n).map_err(|e| invalid("threads", e.to_string()))?;
+    }
+    let location = resolve_model(spec).map_err(|e| RuntimeError::Load { path: spec.into(), reason: e.to_string() })?;
+    let (config, checkpoint, tokenizer, defaults, source) = match location {
+        ModelLocation::Gguf(path) => {
+            let load_err = |reason: String| RuntimeError::Load { path: path.display().to_string(), reason };
+            let file = GgufFile::open(&path).map_err(|e| load_err(e.to_string()))?;
+            let config = DecoderConfig::from_gguf(&file).map_err(|e| load_err(e.to_string()))?;
+            let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| load_err(format!("tokenizer: {e}")))?;
+            let defaults = GenerationDefaults {
+                bos_token_id: config.bos_token_id,
+                eos_token_ids: config.eos_token_ids.clone(),
+                pad_token_id: config.pad_token_id,
+                ..Default::default()
+            };
+            (config, Checkpoint::Gguf(Arc::new(file)), tokenizer, defaults, path)
+        }
+        ModelLocation::HfDirectory(dir) => {
+            let load_err = |reason: String| RuntimeError::Load { path: dir.display().to_string(), reason };
+            let (config, defaults) = load_hf_config(&dir).map_err(|e| load_err(e.to_string()))?;
+            let checkpoint = open_safetensors(&dir, &expected_hf_tensors(&config))?;
+            let tok_json = dir.join("tokenizer.json");
+            let tok_cfg = dir.join("tokenizer_config.json");
+            let tokenizer = Tokenizer::from_files(&tok_json, tok_cfg.exists().then_some(tok_cfg.as_path()))
+                .map_err(|e| load_err(format!("tokenizer: {e}")))?;
+            (config, checkpoint, tokenizer, defaults, dir)
+        }
+    };
+    if tokenizer.vocab_size() > config.vocab_size {
+        return Err(RuntimeError::Load {
+            path: source.display().to_string(),
+            reason: format!(
+                "the tokenizer has {} tokens but the model's embedding only {} rows",
+                tokenizer.vocab_size(),
+                config.vocab_size
+            ),
+        });
+    }
+    let template = match ChatTemplate::from_tokenizer(&tokenizer) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return Err(RuntimeError::Text(format!("chat template: {e}"))),
+        None => None,
+    };
+    let mut eos_ids = defaults.stop_token_ids(&config);
+    for id in tokenizer.eos_ids() {
+        if !eos_ids.contains(&id) {
+            eos_ids.push(id);
+        }
+    }
+    let model = DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| match e {
+        RuntimeError::Load { path, reason } if path.is_empty() => {
+            RuntimeError::Load { path: source.display().to_string(), reason }
+        }
+        other => other,
+    })?;
+    Ok(Llm {
+        inner: Arc::new(LlmInner {
+            model,
+            tokenizer,
+            template,
+            eos_ids,
+            defaults,
+            source,
+            load_time: start.elapsed(),
+        }),
+    })
+}
+
+/// Token counts of a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+}
+
+/// Wall-clock timings of a request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// Model load (from the `Llm`).
+    pub load: Duration,
+    /// Evaluating the prompt tokens not already in the cache.
+    pub prefill: Duration,
+    /// From the start of the request to the first generated token.
+    pub time_to_first_token: Duration,
+    /// Each decode step after the first token (forward + sampling).
+    pub decode_steps: Vec<Duration>,
+}
+
+impl Timings {
+    /// Generated tokens per second over the decode steps.
+    pub fn decode_tokens_per_second(&self) -> f64 {
+        let total: f64 = self.decode_steps.iter().map(Duration::as_secs_f64).sum();
+        if total > 0.0 {
+            self.decode_steps.len() as f64 / total
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Counters a request reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Counters {
+    /// Bytes of f32 produced by dequantizing weights at load.
+    pub bytes_dequantized_at_load: usize,
+    /// Bytes of the session's KV cache buffers.
+    pub cache_bytes: usize,
+    /// Prompt tokens that were already in the cache and not evaluated again.
+    pub reused_prompt_tokens: usize,
+}
+
+/// The result of one generation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    /// Generated token ids (without a final EOS / stop token).
+    pub tokens: Vec<u32>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    pub timings: Timings,
+    pub counters: Counters,
+}
+
+/// What a generation does, with transformers' names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerationConfig {
+    pub max_new_tokens: usize,
+    /// EOS is suppressed until this many tokens were generated.
+    pub min_new_tokens: usize,
+    pub sampling: SamplingParams,
+    /// Seed of the request's RNG; `None` keeps the session's RNG as it is.
+    pub seed: Option<u64>,
+    /// Stop strings (may span tokens; not emitted).
+    pub stop: Vec<String>,
+    /// End-of-sequence ids; `None` uses the model's.
+    pub eos_token_ids: Option<Vec<u32>>,
+}
+
+impl Default for GenerationConfig {
+    fn default() -> Self {
+        GenerationConfig {
+            max_new_tokens: 256,
+            min_new_tokens: 0,
+            sampling: SamplingParams::default(),
+            seed: None,
+            stop: Vec::new(),
+            eos_token_ids: None,
+        }
+    }
+}
+
+/// What a streaming callback tells the generation loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Cancel,
+}
+
+/// Session settings.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOptions {
+    /// Context capacity in tokens (default: min(model's context, 4096)).
+    pub n_ctx: Option<usize>,
+    /// Most prompt tokens evaluated in one forward pass (bounds the workspace).
+    pub n_batch: usize,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions { n_ctx: None, n_batch: 256 }
+    }
+}
+
+impl Llm {
+    pub fn model(&self) -> &DecoderModel {
+        &self.inner.model
+    }
+
+    pub fn config(&self) -> &DecoderConfig {
+        self.inner.model.config()
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.inner.tokenizer
+    }
+
+    pub fn chat_template(&self) -> Option<&ChatTemplate> {
+        self.inner.template.as_ref()
+    }
+
+    pub fn eos_token_ids(&self) -> &[u32] {
+        &self.inner.eos_ids
+    }
+
+    pub fn generation_defaults(&self) -> &GenerationDefaults {
+        &self.inner.defaults
+    }
+
+    pub fn source(&self) -> &Path {
+        &self.inner.source
+    }
+
+    pub fn load_time(&self) -> Duration {
+        self.inner.load_time
+    }
+
+    /// Token ids of `text` as the model's tokenizer adds special tokens for a plain prompt.
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        self.inner.tokenizer.encode(text, EncodeOptions::default()).map_err(text_err)
+    }
+
+    pub fn detokenize(&self, ids: &[u32]) -> Result<String> {
+        self.inner.tokenizer.decode(ids, DecodeOptions::default()).map_err(text_err)
+    }
+
+    /// The prompt text of a conversation, ending with the assistant header.
+    pub fn render_chat(&self, messages: &[ChatMessage]) -> Result<String> {
+        let template = self.inner.template.as_ref().ok_or_else(|| RuntimeError::Unsupported {
+            what: format!("chat: the model '{}' has no chat template", self.inner.source.display()),
+            supported: "plain completion (raw prompts)".into(),
+        })?;
+        let opts = ChatTemplateOptions { add_generation_prompt: true, ..Default::default() };
+        template.render(messages, &opts).map_err(text_err)
+    }
+
+    /// Token ids of a rendered conversation (special tokens parsed, none added: the template
+    /// already wrote them, as transformers' `apply_chat_template(tokenize=True)` does).
+    pub fn tokenize_chat(&self, messages: &[ChatMessage]) -> Result<Vec<u32>> {
+        let text = self.render_chat(messages)?;
+        let opts = EncodeOptions { add_special_tokens: false, parse_special: true };
+        self.inner.tokenizer.encode(&text, opts).map_err(text_err)
+    }
+
+    pub fn session(&self, options: SessionOptions) -> Result<Session> {
+        Session::new(self.clone(), options)
+    }
+
+    /// Complete a raw prompt in a fresh session.
+    pub fn generate(&self, prompt: &str, config: &GenerationConfig) -> Result<Completion> {
+        let ids = self.tokenize(prompt)?;
+        let mut s = self.session(session_for(config, ids.len()))?;
+        s.generate(&ids, config, &mut |_| Flow::Continue)
+    }
+
+    /// Answer a conversation in a fresh session.
+    pub fn chat(&self, messages: &[ChatMessage], config: &GenerationConfig) -> Result<Completion> {
+        let ids = self.tokenize_chat(messages)?;
+        let mut s = self.session(session_for(config, ids.len()))?;
+        s.generate(&ids, config, &mut |_| Flow::Continue)
+    }
+}
+
+/// A context just large enough for a one-shot request (capped by the model's).
+fn session_for(config: &GenerationConfig, prompt_len: usize) -> SessionOptions {
+    SessionOptions { n_ctx: Some(prompt_len.saturating_add(config.max_new_tokens).max(1)), ..Default::default() }
+}
+
+fn text_err(e: torchnative_tokenizer::Error) -> RuntimeError {
+    RuntimeError::Text(e.to_string())
+}
+
+/// A live conversation with the model: its KV cache, the tokens in it, and its RNG.
+pub struct Session {
+    llm: Llm,
+    cache: DenseKvCache,
+    ws: Workspace,
+    /// Tokens whose keys/values are in the cache, in order.
+    tokens: Vec<u32>,
+    rng: Rng,
+    messages: Vec<ChatMessage>,
+}
+
+impl Session {
+    pub fn new(llm: Llm, options: SessionOptions) -> Result<Session> {
+        let model_ctx = llm.config().context_length;
+        let n_ctx = options.n_ctx.unwrap_or(model_ctx.min(4096));
+        if n_ctx == 0 || n_ctx > model_ctx {
+            return Err(invalid("n_ctx", format!("{n_ctx} must be between 1 and the model's context length {model_ctx}")));
+        }
+        if options.n_batch == 0 {
+            return Err(invalid("n_batch", "must be at least 1"));
+        }
+        let cache = DenseKvCache::new(llm.model().kv_shape(), n_ctx, 1)?;
+        let ws = llm.model().workspace(options.n_batch.min(n_ctx));
+        Ok(Session { llm, cache, ws, tokens: Vec::new(), rng: Rng::from_entropy(), messages: Vec::new() })
+    }
+
+    pub fn llm(&self) -> &Llm {
+        &self.llm
+    }
+
+    /// Tokens currently in the cache.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.cache.capacity()
+    }
+
+    /// Forget the conversation (the cache buffers stay allocated).
+    pub fn reset(&mut self) {
+        self.tokens.clear();
+        self.messages.clear();
+        // Cannot fail: sequence 0 always exists.
+        let _ = self.cache.truncate(0, 0);
+    }
+
+    pub fn rng_state(&self) -> [u64; 4] {
+        self.rng.state()
+    }
+
+    pub fn set_rng_state(&mut self, state: [u64; 4]) {
+        self.rng = Rng::from_state(state);
+    }
+
+    pub fn messages(&self) -> &[ChatMessage] {
+        &self.messages
+    }
+
+    /// Make the cache hold exactly `tokens`: keep the longest common prefix with what it holds,
+    /// evaluate the rest. Returns the logits of the last token and how many were reused.
+    fn sync_to(&mut self, tokens: &[u32]) -> Result<usize> {
+        if tokens.is_empty() {
+            return Err(invalid("prompt", "is empty (nothing to condition on)"));
+        }
+        let mut keep = self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        // The last prompt token must be evaluated to produce fresh logits.
+        if keep == tokens.len() {
+            keep -= 1;
+        }
+        self.cache.truncate(0, keep)?;
+        self.tokens.truncate(keep);
+        let model = &self.llm.inner.model;
+        let n_batch = self.ws.max_tokens();
+        let (cache, ws, history) = (&mut self.cache, &mut self.ws, &mut self.tokens);
+        for chunk in tokens[keep..].chunks(n_batch) {
+            let c = SeqChunk { seq: 0, tokens: chunk, pos0: history.len() };
+            kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::LastOfEachChunk))?;
+            history.extend_from_slice(chunk);
+        }
+        Ok(keep)
+    }
+
+    /// Logits of every position of `tokens` evaluated from an empty cache (evaluation and
+    /// parity tests). The session then holds `tokens`.
+    pub fn prefill_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.reset();
+        self.check_capacity(tokens.len(), 0)?;
+        let model = &self.llm.inner.model;
+        let n_batch = self.ws.max_tokens();
+        let mut out = Vec::with_capacity(tokens.len() * self.llm.config().vocab_size);
+        for chunk in tokens.chunks(n_batch) {
+            let c = SeqChunk { seq: 0, tokens: chunk, pos0: self.tokens.len() };
+            let (cache, ws) = (&mut self.cache, &mut self.ws);
+            kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::AllTokens))?;
+            out.extend_from_slice(self.ws.logits());
+            self.tokens.extend_from_slice(chunk);
+        }
+        Ok(out)
+    }
+
+    /// Append one token and return the logits after it (one cached decode step).
+    pub fn decode_logits(&mut self, token: u32) -> Result<&[f32]> {
+        self.check_capacity(self.tokens.len(), 1)?;
+        let model = &self.llm.inner.model;
+        let c = SeqChunk { seq: 0, tokens: std::slice::from_ref(&token), pos0: self.tokens.len() };
+        let (cache, ws) = (&mut self.cache, &mut self.ws);
+        kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::LastOfEachChunk))?;
+        self.tokens.push(token);
+        Ok(self.ws.logits())
+    }
+
+    fn check_capacity(&self, prompt_tokens: usize, max_new_tokens: usize) -> Result<()> {
+        let capacity = self.cache.capacity();
+        if prompt_tokens.saturating_add(max_new_tokens) > capacity {
+            return Err(RuntimeError::ContextOverflow { prompt_tokens, max_new_tokens, capacity });
+        }
+        Ok(())
+    }
+
+    /// Generate after `prompt`, which is the session's whole token sequence from the start
+    /// (the cached common prefix is reused, the rest evaluated). `on_text` receives each piece
+    /// of text as it becomes final and may cancel.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        config: &GenerationConfig,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<Completion> {
+        let start = Instant::now();
+        let vocab = self.llm.config().vocab_size;
+        config.sampling.validate(vocab)?;
+        if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= vocab) {
+            return Err(RuntimeError::TokenOutOfRange { token: bad, vocab_size: vocab });
+        }
+        if config.max_new_tokens == 0 {
+            return Err(invalid("max_new_tokens", "must be at least 1"));
+        }
+        self.check_capacity(prompt.len(), config.max_new_tokens)?;
+        let eos: Vec<u32> = config.eos_token_ids.clone().unwrap_or_else(|| self.llm.inner.eos_ids.clone());
+        if let Some(seed) = config.seed {
+            self.rng = Rng::seeded(seed);
+        }
+        let mut chain = SamplerChain::from_params(&config.sampling);
+        let mut stops = StopStrings::new(&config.stop);
+        let mut detok = StreamingDetokenizer::new(self.llm.inner.tokenizer.clone(), DecodeOptions { skip_special_tokens: true });
+
+        let reused = self.sync_to(prompt)?;
+        let prefill = start.elapsed();
+        let n_prompt = prompt.len();
+        let mut history: Vec<u32> = Vec::with_capacity(n_prompt + config.max_new_tokens);
+        history.extend_from_slice(prompt);
+        let mut generated: Vec<u32> = Vec::with_capacity(config.max_new_tokens);
+        let mut text = String::new();
+        let mut timings = Timings { load: self.llm.load_time(), prefill, ..Default::default() };
+        let mut logits: Vec<f32> = self.ws.logits()[..vocab].to_vec();
+        let mut step_start = Instant::now();
+        let finish = loop {
+            if generated.len() < config.min_new_tokens {
+                for &e in &eos {
+                    if let Some(l) = logits.get_mut(e as usize) {
+                        *l = f32::NEG_INFINITY;
+                    }
+                }
+            }
+            let mut ctx = SamplingContext { history: &history, n_prompt, rng: &mut self.rng };
+            let token = chain.sample(&logits, &mut ctx)?;
+            if generated.is_empty() {
+                timings.time_to_first_token = start.elapsed();
+            } else {
+                timings.decode_steps.push(step_start.elapsed());
+            }
+            if eos.contains(&token) {
+                break FinishReason::Eos;
+            }
+            generated.push(token);
+            history.push(token);
+            if let Some(piece) = detok.push(token).map_err(text_err)? {
+                match stops.push(&piece) {
+                    StopStep::Continue { emit } => {
+                        text.push_str(&emit);
+                        if !emit.is_empty() && on_text(&emit) == Flow::Cancel {
+                            break FinishReason::Cancelled;
+                        }
+                    }
+                    StopStep::Stop { emit } => {
+                        text.push_str(&emit);
+                        if !emit.is_empty() {
+                            on_text(&emit);
+                        }
+                        break FinishReason::StopString;
+                    }
+                }
+            }
+            if generated.len() >= config.max_new_tokens {
+                break FinishReason::Length;
+            }
+            step_start = Instant::now();
+            logits.copy_from_slice(&self.decode_logits(token)?[..vocab]);
+        };
+        // The last sampled token is not in the cache yet: the next request evaluates it as part
+        // of its prompt.
+        if matches!(finish, FinishReason::Length | FinishReason::Cancelled | FinishReason::Eos) {
+            let rest = detok.finish().map_err(text_err)?.unwrap_or_default();
+            let mut tail = match stops.push(&rest) {
+                StopStep::Continue { emit } => emit,
+                StopStep::Stop { emit } => emit,
+            };
+            tail.push_str(&stops.flush());
+            if !tail.is_empty() && finish != FinishReason::Cancelled {
+                text.push_str(&tail);
+                on_text(&tail);
+            }
+        }
+        Ok(Completion {
+            text,
+            tokens: generated.clone(),
+            finish_reason: finish,
+            usage: Usage { prompt_tokens: n_prompt, completion_tokens: generated.len() },
+            timings,
+            counters: Counters {
+                bytes_dequantized_at_load: self.llm.model().load_stats().bytes_dequantized,
+                cache_bytes: self.cache.bytes(),
+                reused_prompt_tokens: reused,
+            },
+        })
+    }
+
+    /// One chat turn: add `message` to the conversation, answer it, keep the answer. Only the
+    /// tokens the cache does not already hold are evaluated.
+    pub fn send(&mut self, message: ChatMessage, config: &GenerationConfig, on_text: &mut dyn FnMut(&str) -> Flow) -> Result<Completion> {
+        self.messages.push(message);
+        let prompt = match self.llm.tokenize_chat(&self.messages) {
+            Ok(p) => p,
+            Err(e) => {
+                self.messages.pop();
+                return Err(e);
+            }
+        };
+        match self.generate(&prompt, config, on_text) {
+            Ok(done) => {
+                self.messages.push(ChatMessage::new("assistant", done.text.clone()));
+                Ok(done)
+            }
+            Err(e) => {
+                self.messages.pop();
+                Err(e)
+            }
+        }
+    }
+
+    /// Set the system prompt (replacing any), keeping the rest of the conversation.
+    pub fn set_system(&mut self, content: &str) {
+        self.messages.retain(|m| m.role != "system");
+        self.messages.insert(0, ChatMessage::new("system", content));
+    }
+}

@@ -1,0 +1,320 @@
+//! Weights as the kernels read them, and the checkpoint they come from.
+//!
+//! A [`Linear`] weight is either owned dense data (f32 / f16 / bf16, converted once at load) or
+//! a packed GGUF tensor left in the memory map, multiplied by the quantized kernels directly.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use torchnative_core::kernels;
+use torchnative_formats::gguf::GgufFile;
+use torchnative_formats::names::hf_to_gguf;
+use torchnative_formats::safetensors::{Dtype, SafetensorsModel};
+use torchnative_quant::{self as quant, ActivationScratch, GgmlType, PackedMatrix};
+
+use crate::error::{Result, RuntimeError};
+
+/// How weights are held and computed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum WeightFormat {
+    /// Dequantized / converted once at load to f32: the reference-comparable mode.
+    F32,
+    F16,
+    BF16,
+    /// Keep the file's types: packed GGUF blocks run through the quantized kernels.
+    #[default]
+    Native,
+}
+
+impl WeightFormat {
+    pub fn parse(name: &str) -> Result<WeightFormat> {
+        match name.to_ascii_lowercase().as_str() {
+            "f32" => Ok(WeightFormat::F32),
+            "f16" => Ok(WeightFormat::F16),
+            "bf16" => Ok(WeightFormat::BF16),
+            "native" => Ok(WeightFormat::Native),
+            other => Err(RuntimeError::Unsupported {
+                what: format!("weight dtype '{other}'"),
+                supported: "f32, f16, bf16, native".into(),
+            }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightFormat::F32 => "f32",
+            WeightFormat::F16 => "f16",
+            WeightFormat::BF16 => "bf16",
+            WeightFormat::Native => "native",
+        }
+    }
+}
+
+/// The element data of a matrix.
+pub(crate) enum MatrixData {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    /// Packed GGUF blocks at this byte range of the checkpoint's memory map.
+    Packed { ty: GgmlType, range: Range<usize> },
+}
+
+/// A `rows x cols` row-major matrix (PyTorch `Linear` layout: rows = output features).
+pub(crate) struct Matrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: MatrixData,
+}
+
+impl Matrix {
+    /// `y[m x rows] = x[m x cols] * W^T`. `map` is the checkpoint's mapped bytes.
+    pub fn forward(
+        &self,
+        map: &[u8],
+        x: &[f32],
+        m: usize,
+        y: &mut [f32],
+        scratch: &mut ActivationScratch,
+    ) -> Result<()> {
+        let (k, n) = (self.cols, self.rows);
+        match &self.data {
+            MatrixData::F32(w) => kernels::linear_f32(x, w, None, y, m, k, n),
+            MatrixData::F16(w) => kernels::linear_f16(x, w, None, y, m, k, n),
+            MatrixData::BF16(w) => kernels::linear_bf16(x, w, None, y, m, k, n),
+            MatrixData::Packed { ty, range } => {
+                let w = PackedMatrix { ty: *ty, data: &map[range.clone()], rows: n, cols: k };
+                quant::matmul(&w, x, m, y, scratch).map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `row` as f32 (embedding lookup, straight from packed rows when packed).
+    pub fn row_into(&self, map: &[u8], row: usize, out: &mut [f32]) -> Result<()> {
+        let c = self.cols;
+        match &self.data {
+            MatrixData::F32(w) => out.copy_from_slice(&w[row * c..(row + 1) * c]),
+            MatrixData::F16(w) => kernels::f16_to_f32(&w[row * c..(row + 1) * c], out),
+            MatrixData::BF16(w) => kernels::bf16_to_f32(&w[row * c..(row + 1) * c], out),
+            MatrixData::Packed { ty, range } => {
+                let w = PackedMatrix { ty: *ty, data: &map[range.clone()], rows: self.rows, cols: c };
+                quant::dequantize_row(&w, row, out).map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes this matrix holds in memory that the file does not (owned copies).
+    pub fn owned_bytes(&self) -> usize {
+        match &self.data {
+            MatrixData::F32(w) => w.len() * 4,
+            MatrixData::F16(w) => w.len() * 2,
+            MatrixData::BF16(w) => w.len() * 2,
+            MatrixData::Packed { .. } => 0,
+        }
+    }
+
+    pub fn type_name(&self) -> String {
+        match &self.data {
+            MatrixData::F32(_) => "f32".into(),
+            MatrixData::F16(_) => "f16".into(),
+            MatrixData::BF16(_) => "bf16".into(),
+            MatrixData::Packed { ty, .. } => ty.name().to_string(),
+        }
+    }
+}
+
+/// Counters of what loading cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadStats {
+    /// f32 values produced by dequantizing packed tensors, in bytes.
+    pub bytes_dequantized: usize,
+    /// Bytes of weights held in owned buffers (not in the memory map).
+    pub owned_weight_bytes: usize,
+    /// Bytes of weights used in place from the memory map.
+    pub mapped_weight_bytes: usize,
+}
+
+/// A tensor as a checkpoint stores it.
+struct RawTensor<'a> {
+    /// PyTorch order, outermost first.
+    shape: Vec<usize>,
+    kind: RawKind,
+    data: &'a [u8],
+}
+
+#[derive(Clone, Copy)]
+enum RawKind {
+    Ggml(GgmlType),
+    St(Dtype),
+}
+
+/// The file(s) a model's weights come from.
+pub(crate) enum Checkpoint {
+    Gguf(Arc<GgufFile>),
+    Safetensors(SafetensorsModel),
+}
+
+impl Checkpoint {
+    /// The memory map packed weights point into (empty for safetensors, whose weights are
+    /// always converted to owned buffers).
+    pub fn map(&self) -> &[u8] {
+        match self {
+            Checkpoint::Gguf(f) => f.as_bytes(),
+            Checkpoint::Safetensors(_) => &[],
+        }
+    }
+
+    fn raw(&self, hf_name: &str) -> Result<Option<RawTensor<'_>>> {
+        match self {
+            Checkpoint::Gguf(file) => {
+                let Some(gguf_name) = hf_to_gguf(hf_name) else {
+                    return Ok(None);
+                };
+                let Some(info) = file.tensor(&gguf_name) else {
+                    return Ok(None);
+                };
+                let shape: Vec<usize> = info.dims.iter().rev().map(|&d| d as usize).collect();
+                Ok(Some(RawTensor { shape, kind: RawKind::Ggml(info.ggml_type), data: file.tensor_data(info) }))
+            }
+            Checkpoint::Safetensors(model) => Ok(model.tensor(hf_name).map(|view| RawTensor {
+                shape: view.shape.to_vec(),
+                kind: RawKind::St(view.dtype),
+                data: view.data,
+            })),
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Checkpoint::Gguf(_) => "GGUF file",
+            Checkpoint::Safetensors(_) => "safetensors checkpoint",
+        }
+    }
+
+    fn missing(&self, name: &str) -> RuntimeError {
+        let shown = match self {
+            Checkpoint::Gguf(_) => hf_to_gguf(name).unwrap_or_else(|| name.to_string()),
+            Checkpoint::Safetensors(_) => name.to_string(),
+        };
+        RuntimeError::Load {
+            path: String::new(),
+            reason: format!("the {} has no tensor '{shown}'", self.describe()),
+        }
+    }
+
+    fn check_shape(&self, name: &str, raw: &RawTensor, want: &[usize]) -> Result<()> {
+        if raw.shape != want {
+            return Err(RuntimeError::Load {
+                path: String::new(),
+                reason: format!("tensor '{name}' has shape {:?}, the config implies {want:?}", raw.shape),
+            });
+        }
+        Ok(())
+    }
+
+    /// A vector (norm weight, bias) as f32.
+    pub fn vector(&self, name: &str, len: usize, stats: &mut LoadStats) -> Result<Vec<f32>> {
+        let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
+        self.check_shape(name, &raw, &[len])?;
+        let out = to_f32(name, &raw, stats)?;
+        stats.owned_weight_bytes += out.len() * 4;
+        Ok(out)
+    }
+
+    pub fn optional_vector(&self, name: &str, len: usize, stats: &mut LoadStats) -> Result<Option<Vec<f32>>> {
+        match self.raw(name)? {
+            None => Ok(None),
+            Some(_) => self.vector(name, len, stats).map(Some),
+        }
+    }
+
+    /// A `rows x cols` matrix in the requested format.
+    pub fn matrix(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        format: WeightFormat,
+        stats: &mut LoadStats,
+    ) -> Result<Matrix> {
+        let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
+        self.check_shape(name, &raw, &[rows, cols])?;
+        let data = match (format, raw.kind) {
+            (WeightFormat::Native, RawKind::Ggml(ty)) if quant::supports_matmul(ty) => {
+                let base = self.map().as_ptr() as usize;
+                let start = raw.data.as_ptr() as usize - base;
+                stats.mapped_weight_bytes += raw.data.len();
+                MatrixData::Packed { ty, range: start..start + raw.data.len() }
+            }
+            (WeightFormat::Native, RawKind::Ggml(ty)) => {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("tensor '{name}' of type {ty}: no packed kernel for it on this CPU"),
+                    supported: "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32 (or load with dtype f32 to dequantize once)".into(),
+                });
+            }
+            (WeightFormat::Native, RawKind::St(Dtype::F16)) => MatrixData::F16(le_u16(raw.data).map(f16::from_bits).collect()),
+            (WeightFormat::Native, RawKind::St(Dtype::BF16)) => MatrixData::BF16(le_u16(raw.data).map(bf16::from_bits).collect()),
+            (WeightFormat::F16, _) => {
+                let f = to_f32(name, &raw, stats)?;
+                let mut out = vec![f16::ZERO; f.len()];
+                kernels::f32_to_f16(&f, &mut out);
+                MatrixData::F16(out)
+            }
+            (WeightFormat::BF16, _) => {
+                let f = to_f32(name, &raw, stats)?;
+                let mut out = vec![bf16::ZERO; f.len()];
+                kernels::f32_to_bf16(&f, &mut out);
+                MatrixData::BF16(out)
+            }
+            (WeightFormat::F32 | WeightFormat::Native, _) => MatrixData::F32(to_f32(name, &raw, stats)?),
+        };
+        let m = Matrix { rows, cols, data };
+        stats.owned_weight_bytes += m.owned_bytes();
+        Ok(m)
+    }
+
+    pub fn has(&self, name: &str) -> Result<bool> {
+        Ok(self.raw(name)?.is_some())
+    }
+}
+
+fn le_u16(data: &[u8]) -> impl Iterator<Item = u16> + '_ {
+    data.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+fn to_f32(name: &str, raw: &RawTensor, stats: &mut LoadStats) -> Result<Vec<f32>> {
+    let n: usize = raw.shape.iter().product();
+    match raw.kind {
+        RawKind::Ggml(GgmlType::F32) | RawKind::St(Dtype::F32) => {
+            Ok(raw.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        }
+        RawKind::St(Dtype::F16) => Ok(le_u16(raw.data).map(|b| f16::from_bits(b).to_f32()).collect()),
+        RawKind::St(Dtype::BF16) => Ok(le_u16(raw.data).map(|b| bf16::from_bits(b).to_f32()).collect()),
+        RawKind::Ggml(ty) => {
+            let mut out = vec![0.0f32; n];
+            quant::dequantize(ty, raw.data, &mut out).map_err(|e| RuntimeError::Load {
+                path: String::new(),
+                reason: format!("tensor '{name}': {e}"),
+            })?;
+            stats.bytes_dequantized += n * 4;
+            Ok(out)
+        }
+        RawKind::St(other) => Err(RuntimeError::Unsupported {
+            what: format!("tensor '{name}' of dtype {}", other.name()),
+            supported: "F32, F16, BF16 weights".into(),
+        }),
+    }
+}
+
+/// Opens a checkpoint: a `.gguf` file or a safetensors directory (single file or sharded),
+/// checking in the latter case that exactly the expected tensors are present.
+pub(crate) fn open_safetensors(dir: &Path, expected: &[String]) -> Result<Checkpoint> {
+    let model = SafetensorsModel::open_dir(dir, Some(expected)).map_err(|e| RuntimeError::Load {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Checkpoint::Safetensors(model))
+}
