@@ -163,6 +163,11 @@ fn main() {
                     println!("{line}");
                 }
             }
+            for ty in [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::F16] {
+                let (rows, cols) = (1536, 768);
+                let (hot, hot_cpu) = bench(best_kernel_path(), ty, rows, cols, 1, budget);
+                println!("threads {threads} {ty} {rows}x{cols} decode hot {hot:5.1} ({hot_cpu:5.1}/cpu-s)");
+            }
             for ty in [GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K] {
                 let (b, s) = prefill(best_kernel_path(), ty, 1536, 768, 32, budget);
                 println!(

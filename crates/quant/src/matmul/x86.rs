@@ -10,7 +10,6 @@
 use std::arch::x86_64::*;
 
 use super::{f16_at, Kernels, QActs, PREFILL_ROWS};
-use crate::dequant::k_scale_min;
 use crate::{GgmlType, KernelPath};
 
 /// AVX2 + FMA + F16C (all three are needed by the AVX2 path).
@@ -317,6 +316,20 @@ fn spread_02(v: __m128) -> __m512 {
     _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
 }
 
+/// The 8 scales and 8 mins of a Q4_K / Q5_K block (12 bytes at `p`) as the bytes of two u64,
+/// unpacked with word-wide bit operations (same result as `k_scale_min`).
+#[inline]
+unsafe fn k_scale_min_words(p: *const u8) -> (u64, u64) {
+    let a = p.cast::<u32>().read_unaligned();
+    let b = p.add(4).cast::<u32>().read_unaligned();
+    let c = p.add(8).cast::<u32>().read_unaligned();
+    let sc_hi = (c & 0x0f0f_0f0f) | ((a >> 2) & 0x3030_3030);
+    let mn_hi = ((c >> 4) & 0x0f0f_0f0f) | ((b >> 2) & 0x3030_3030);
+    let sc = (a & 0x3f3f_3f3f) as u64 | ((sc_hi as u64) << 32);
+    let mn = (b & 0x3f3f_3f3f) as u64 | ((mn_hi as u64) << 32);
+    (sc, mn)
+}
+
 /// Q4_K (`FIVE = false`) and Q5_K (`FIVE = true`) weights: per super-block the 8 groups are
 /// unpacked once for all N activation rows; `vpmaddubsw` gives i16 pair sums, `vpmaddwd` with
 /// the group's 6-bit scale gives i32; the mins term uses the activations' sums of 16.
@@ -328,13 +341,13 @@ unsafe fn qk45_avx2<const N: usize, const FIVE: bool>(w: &[u8], a: &QActs, r0: u
     let m4 = _mm256_set1_epi8(0x0f);
     let sixteen = _mm256_set1_epi8(0x10);
     let mut acc = [_mm256_setzero_ps(); N];
-    let mut accm = [0f32; N];
-    for (sb, blk) in w.chunks_exact(type_size).enumerate() {
-        let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
-        let mut scales = [0u8; 12];
-        scales.copy_from_slice(&blk[4..16]);
-        let (sc, mn) = k_scale_min(&scales);
-        let qp = blk.as_ptr().add(qs_at);
+    let mut accm = [_mm256_setzero_ps(); N];
+    for sb in 0..nsb {
+        let bp = w.as_ptr().add(sb * type_size);
+        // [d, dmin] widened by F16C.
+        let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(bp.cast::<i32>().read_unaligned()));
+        let (sc, mn) = k_scale_min_words(bp.add(4));
+        let qp = bp.add(qs_at);
         let mut q = [_mm256_setzero_si256(); 8];
         for j in 0..4 {
             let raw = _mm256_loadu_si256(qp.add(32 * j).cast());
@@ -342,14 +355,19 @@ unsafe fn qk45_avx2<const N: usize, const FIVE: bool>(w: &[u8], a: &QActs, r0: u
             q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
         }
         if FIVE {
-            let qh = _mm256_loadu_si256(blk.as_ptr().add(16).cast());
+            let qh = _mm256_loadu_si256(bp.add(16).cast());
             for (g, qg) in q.iter_mut().enumerate() {
                 let bit = _mm256_set1_epi8(1 << g);
                 let set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
                 *qg = _mm256_or_si256(*qg, _mm256_and_si256(set, sixteen));
             }
         }
-        let scale16: [__m256i; 8] = std::array::from_fn(|g| _mm256_set1_epi16(sc[g] as i16));
+        let scale16: [__m256i; 8] =
+            std::array::from_fn(|g| _mm256_set1_epi16((sc >> (8 * g)) as u8 as i16));
+        // The mins, each repeated for the two sums of 16 of its group.
+        let mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn as i64));
+        let mins_lo = _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0));
+        let mins_hi = _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(7, 7, 6, 6, 5, 5, 4, 4));
         for i in 0..N {
             let row = r0 + i;
             let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
@@ -359,16 +377,22 @@ unsafe fn qk45_avx2<const N: usize, const FIVE: bool>(w: &[u8], a: &QActs, r0: u
                 let p16 = _mm256_maddubs_epi16(q[g], xv);
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, scale16[g]));
             }
-            let dx = a.ds[row * nsb + sb][0];
-            let s16 = &a.sums16[(row * nsb + sb) * 16..][..16];
-            let summ: i32 = (0..8)
-                .map(|g| mn[g] as i32 * (s16[2 * g] + s16[2 * g + 1]))
-                .sum();
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * dx), acc[i]);
-            accm[i] += (dmin * dx) * summ as f32;
+            let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
+            let summ = _mm256_add_epi32(
+                _mm256_mullo_epi32(mins_lo, _mm256_loadu_si256(s16.cast())),
+                _mm256_mullo_epi32(mins_hi, _mm256_loadu_si256(s16.add(8).cast())),
+            );
+            // [d * dx, dmin * dx]
+            let ddx = _mm_mul_ps(dd, _mm_set1_ps(a.ds[row * nsb + sb][0]));
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), acc[i]);
+            accm[i] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(summ),
+                _mm256_broadcastss_ps(_mm_movehdup_ps(ddx)),
+                accm[i],
+            );
         }
     }
-    std::array::from_fn(|i| hsum(acc[i]) - accm[i])
+    std::array::from_fn(|i| hsum(acc[i]) - hsum(accm[i]))
 }
 
 /// Q6_K weights: 6-bit values 0..63 unpacked once per super-block, `vpmaddubsw` then
@@ -381,11 +405,14 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
     let m4 = _mm256_set1_epi8(0x0f);
     let m30 = _mm256_set1_epi8(0x30);
     let mut acc = [_mm256_setzero_ps(); N];
-    let mut accs = [0f32; N];
-    for (sb, blk) in w.chunks_exact(210).enumerate() {
-        let d = f16_at(blk, 208);
-        let sc: [i8; 16] = std::array::from_fn(|g| blk[192 + g] as i8);
-        let p = blk.as_ptr();
+    for sb in 0..nsb {
+        let p = w.as_ptr().add(sb * 210);
+        let d = _mm_cvtph_ps(_mm_cvtsi32_si128(
+            p.add(208).cast::<u16>().read_unaligned() as i32
+        ));
+        let sc_bytes = _mm_loadu_si128(p.add(192).cast());
+        let sc_lo = _mm256_cvtepi8_epi32(sc_bytes);
+        let sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_bytes, 8));
         let mut v = [_mm256_setzero_si256(); 8];
         for h in 0..2 {
             let ql0 = _mm256_loadu_si256(p.add(h * 64).cast());
@@ -410,10 +437,9 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
         }
         // i16 lanes 0..8 (elements 0..16 of a 32-group) take scale 2k, lanes 8..16 scale 2k+1.
         let scale16: [__m256i; 8] = std::array::from_fn(|k| {
-            _mm256_set_m128i(
-                _mm_set1_epi16(sc[2 * k + 1] as i16),
-                _mm_set1_epi16(sc[2 * k] as i16),
-            )
+            let lo = p.add(192 + 2 * k).cast::<i8>().read() as i16;
+            let hi = p.add(193 + 2 * k).cast::<i8>().read() as i16;
+            _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
         });
         for i in 0..N {
             let row = r0 + i;
@@ -426,15 +452,18 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
                     _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], xv), scale16[k]),
                 );
             }
-            let dx = a.ds[row * nsb + sb][0];
-            let s16 = &a.sums16[(row * nsb + sb) * 16..][..16];
-            let offset: i32 = (0..16).map(|g| sc[g] as i32 * s16[g]).sum::<i32>() * 32;
-            let ddx = d * dx;
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(ddx), acc[i]);
-            accs[i] += ddx * offset as f32;
+            // The -32 offset, exactly: 32 * sum_g scale_g * sum16_g, subtracted in integers.
+            let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
+            let offset = _mm256_add_epi32(
+                _mm256_mullo_epi32(sc_lo, _mm256_loadu_si256(s16.cast())),
+                _mm256_mullo_epi32(sc_hi, _mm256_loadu_si256(s16.add(8).cast())),
+            );
+            let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
+            let ddx = _mm_mul_ss(d, _mm_load_ss(a.ds.as_ptr().add(row * nsb + sb).cast()));
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), acc[i]);
         }
     }
-    std::array::from_fn(|i| hsum(acc[i]) - accs[i])
+    std::array::from_fn(|i| hsum(acc[i]))
 }
 
 /// Eight weights of an F32 (`KIND` 0), F16 (1) or BF16 (2) row starting at element `j`.
