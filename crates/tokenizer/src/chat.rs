@@ -121,7 +121,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
-        env.add_template_owned(TEMPLATE_NAME, source.to_string())
+        env.add_template_owned(TEMPLATE_NAME, neutralize_generation_tags(source))
             .map_err(|e| Error::Template(describe(&e)))?;
         Ok(ChatTemplate {
             env,
@@ -198,6 +198,59 @@ impl ChatTemplate {
         }
         String::from_utf8(output.bytes)
             .map_err(|e| Error::Template(format!("rendered output is not UTF-8: {e}")))
+    }
+}
+
+/// transformers' `{% generation %}...{% endgeneration %}` only marks assistant text for its
+/// token masks and renders its body unchanged. minijinja has no such tag, so each becomes
+/// `{% if true %}` / `{% endif %}`, keeping any `-`/`+` whitespace control as written.
+fn neutralize_generation_tags(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(start) = rest.find("{%") {
+        out.push_str(&rest[..start]);
+        let tag = &rest[start..];
+        match parse_generation_tag(tag) {
+            Some((length, replacement)) => {
+                out.push_str(&replacement);
+                rest = &tag[length..];
+            }
+            None => {
+                out.push_str("{%");
+                rest = &tag[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// For text starting with `{%`: if it opens with a (end)generation tag, the tag's length and
+/// its replacement.
+fn parse_generation_tag(tag: &str) -> Option<(usize, String)> {
+    let body = tag.strip_prefix("{%")?;
+    let (left, body) = split_modifier(body);
+    let trimmed = body.trim_start();
+    let name_length = trimmed
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(trimmed.len());
+    let statement = match &trimmed[..name_length] {
+        "generation" => "if true",
+        "endgeneration" => "endif",
+        _ => return None,
+    };
+    let after_name = trimmed[name_length..].trim_start();
+    let (right, after_modifier) = split_modifier(after_name);
+    let after_close = after_modifier.strip_prefix("%}")?;
+    let length = tag.len() - after_close.len();
+    Some((length, format!("{{%{left} {statement} {right}%}}")))
+}
+
+/// Splits a leading `-` or `+` whitespace-control modifier off `text`.
+fn split_modifier(text: &str) -> (&str, &str) {
+    match text.chars().next() {
+        Some('-') | Some('+') => text.split_at(1),
+        _ => ("", text),
     }
 }
 
@@ -479,6 +532,30 @@ mod tests {
             .render(&[], &ChatTemplateOptions::default())
             .unwrap_err();
         assert!(err.to_string().contains("fuel"), "{err}");
+    }
+
+    #[test]
+    fn generation_tags_render_their_body() {
+        assert_eq!(
+            neutralize_generation_tags("a{%- generation -%} b {%+endgeneration%}{% if x %}"),
+            "a{%- if true -%} b {%+ endif %}{% if x %}"
+        );
+        assert_eq!(
+            neutralize_generation_tags("{% generations %}{%"),
+            "{% generations %}{%"
+        );
+        let template = ChatTemplate::new(
+            "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}",
+            ChatTemplateTokens::default(),
+        )
+        .unwrap();
+        let rendered = template
+            .render(
+                &[ChatMessage::new("assistant", "hi")],
+                &ChatTemplateOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(rendered, "[hi]");
     }
 
     #[test]

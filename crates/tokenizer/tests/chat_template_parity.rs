@@ -31,7 +31,7 @@ const STRICT_TEMPLATE: &str = r#"{{ bos_token }}
 
 {% endif %}{{ message['content'].strip() }} [/INST]
   {%- else -%}
- {{ message['content'] | trim }}{{ eos_token }}
+ {% generation %}{{ message['content'] | trim }}{{ eos_token }}{% endgeneration %}
   {%- endif -%}
   {%- if loop.last %}
 <!-- {{ ns.count }} turns, last role {{ message.role.upper() }}, words {{ message.content.split() | length }} -->
