@@ -190,8 +190,10 @@ fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
 /// `y[m x rows] = x[m x cols] * W^T` with the fastest kernels for this CPU.
 ///
 /// m == 1 is decode (one dot per weight row); m > 1 is prefill, where each weight block is
-/// reused for several activation rows. Output rows are split over the rayon global pool.
-/// No allocation when `scratch` was reserved for `m x cols`.
+/// reused for several activation rows. Output rows are split over the current rayon pool (the
+/// global one unless called inside `ThreadPool::install`). No allocation when `scratch` was
+/// reserved for `m x cols` (rayon itself, called from outside its pool, allocates a 1.5 KB
+/// queue block every 63 calls; calls made inside `install` avoid even that).
 pub fn matmul(
     w: &PackedMatrix,
     x: &[f32],

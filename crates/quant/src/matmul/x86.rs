@@ -441,7 +441,7 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
             let hi = p.add(193 + 2 * k).cast::<i8>().read() as i16;
             _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
         });
-        for i in 0..N {
+        for (i, acc_i) in acc.iter_mut().enumerate() {
             let row = r0 + i;
             let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
             let mut isum = _mm256_setzero_si256();
@@ -460,7 +460,7 @@ unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] 
             );
             let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
             let ddx = _mm_mul_ss(d, _mm_load_ss(a.ds.as_ptr().add(row * nsb + sb).cast()));
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), acc[i]);
+            *acc_i = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), *acc_i);
         }
     }
     std::array::from_fn(|i| hsum(acc[i]))
