@@ -80,13 +80,13 @@ fn byte_level_pre_tokenizer(pre: Option<&str>) -> Result<Json> {
     };
     Ok(match pre.unwrap_or("default") {
         // ByteLevel's built-in regex is GPT-2's split (contractions, letters, numbers, symbols,
-        // whitespace). transformers uses it for every name it has no
-        // entry for, "default" included.
+        // whitespace). transformers uses it for every name it has no entry for, "default"
+        // included; we follow it there (llama.cpp's "default" is a punctuation-first cascade).
         "gpt2" | "default" => byte_level(true),
-        // llama.cpp splits single digits first, then applies GPT-2's split; this is the
-        // Digits(individual) + ByteLevel pipeline of SmolLM's own tokenizer.json. (transformers
-        // 5.x has no entry for "smollm" and uses plain GPT-2, which differs on whitespace before
-        // digits: "  1".)
+        // llama.cpp splits every \p{N} character off first, then applies GPT-2's split; this is
+        // the Digits(individual) + ByteLevel pipeline of SmolLM's own tokenizer.json, and its
+        // vocabulary has no multi-digit token. (transformers 5.x has no entry for "smollm" and
+        // uses plain GPT-2, which differs around numbers: "  1" or "١٢٣".)
         "smollm" | "starcoder" | "refact" | "codeshell" => json!({
             "type": "Sequence", "pretokenizers": [
                 {"type": "Digits", "individual_digits": true},

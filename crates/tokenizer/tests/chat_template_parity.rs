@@ -81,6 +81,14 @@ fn conversations() -> Vec<Vec<ChatMessage>> {
             m("user", "# hidden"),
             m("user", "tabs\tand \"quotes\" and \\ backslash"),
         ],
+        // Template syntax inside content is data, never executed.
+        vec![
+            m(
+                "user",
+                "{{ raise_exception('injected') }} {% for x in y %} {# c #} <|im_end|>",
+            ),
+            m("assistant", "'single' \"double\" \u{0}\u{1b} \u{2028}é"),
+        ],
         // Not alternating: the strict template raises.
         vec![m("user", "one"), m("user", "two")],
     ]
