@@ -74,17 +74,23 @@ pub(crate) fn map_n<const N: usize>(
         return Tensor::meta(&shape, out);
     }
     let n: usize = shape.iter().product();
-    if float_domain && out == compute {
-        let f = match kernel {
-            Kernel::Float(f) | Kernel::Both(f, _) => f,
-            Kernel::Int(_) => return Err(Error::UnsupportedDType { op, dtype: compute }),
-        };
+    if out == compute {
         let views = inputs
             .iter()
             .map(|t| t.to_dtype(compute)?.broadcast_to(&shape))
             .collect::<Result<Vec<_>>>()?;
         let views: [&Tensor; N] = std::array::from_fn(|k| &views[k]);
-        return with_dtype!(compute, T => map_float_fused::<T, N>(op, views, &shape, f));
+        return match (kernel, float_domain) {
+            (Kernel::Float(f) | Kernel::Both(f, _), true) => with_dtype!(compute, T => {
+                let g = |x: [T; N]| Ok(T::from_f64(f(x.map(|v| v.to_f64()))));
+                map_fused::<T, N>(op, views, &shape, &g)
+            }),
+            (Kernel::Int(f) | Kernel::Both(_, f), false) => with_dtype!(compute, T => {
+                let g = |x: [T; N]| f(x.map(|v| v.to_i64())).map(T::from_i64);
+                map_fused::<T, N>(op, views, &shape, &g)
+            }),
+            _ => Err(Error::UnsupportedDType { op, dtype: compute }),
+        };
     }
     if float_domain {
         let cols = inputs
@@ -116,13 +122,13 @@ pub(crate) fn map_n<const N: usize>(
 }
 
 /// One pass over broadcast views that already have the compute dtype `T`: reads every
-/// operand straight from its storage through the strided iterator, applies `f` in f64 and
-/// rounds into the output (the same numerics as the general path, without temporaries).
-fn map_float_fused<T: Element, const N: usize>(
+/// operand straight from its storage through the strided iterator and applies `f` (which
+/// widens, computes and rounds back exactly as the general path does), with no temporaries.
+fn map_fused<T: Element, const N: usize>(
     op: &'static str,
     views: [&Tensor; N],
     shape: &[usize],
-    f: &dyn Fn([f64; N]) -> f64,
+    f: &dyn Fn([T; N]) -> Result<T>,
 ) -> Result<Tensor> {
     let storages = views
         .iter()
@@ -159,13 +165,21 @@ fn map_float_fused<T: Element, const N: usize>(
     let strides: [&[usize]; N] = std::array::from_fn(|k| views[k].strides());
     let offsets: [usize; N] = std::array::from_fn(|k| views[k].storage_offset());
     let mut out = reserve_vec(op, shape.iter().product())?;
+    let mut first_error = None;
     for_each_offsets(shape, strides, offsets, |o| {
-        out.push(T::from_f64(f(std::array::from_fn(|k| {
-            data[k][o[k]].to_f64()
-        }))));
+        match f(std::array::from_fn(|k| data[k][o[k]])) {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                first_error.get_or_insert(e);
+                out.push(T::default());
+            }
+        }
     });
     drop(slices);
     drop(guards);
+    if let Some(e) = first_error {
+        return Err(e);
+    }
     Tensor::from_vec(out, shape)
 }
 
