@@ -1,8 +1,8 @@
 //! x86-64 kernels, chosen per [`KernelPath`]:
 //! - Avx2: `vpmaddubsw` + `vpmaddwd` integer dots per 32-block, FMA scaling, for every type
 //!   (K types and float weights use these on all x86 paths);
-//! - Avx512: Q4_1 and Q8_0 two blocks per 512-bit register (`vpmaddubsw` on zmm);
-//! - Avx512Vnni: the same with `vpdpbusd` (and 256-bit `vpdpbusd` for Q4_0).
+//! - Avx512: Q4_0, Q4_1 and Q8_0 two blocks per 512-bit register (`vpmaddubsw` on zmm);
+//! - Avx512Vnni: the same with `vpdpbusd`.
 //!
 //! The integer dot of each block is exact (u8 x i8 pairs stay below i16 saturation for these
 //! value ranges), so every path agrees with the scalar reference up to f32 summation order.
@@ -35,26 +35,30 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
     use GgmlType::*;
     match (path, ty) {
         (KernelPath::Avx512Vnni, Q4_0) => Some(Kernels {
-            one: q4_0_vnni::<1>,
-            many: q4_0_vnni::<PREFILL_ROWS>,
+            one: signed_vnni512::<1, true>,
+            many: signed_vnni512::<PREFILL_ROWS, true>,
         }),
         (KernelPath::Avx512Vnni, Q4_1) => Some(Kernels {
             one: q4_1_vnni512::<1>,
             many: q4_1_vnni512::<PREFILL_ROWS>,
         }),
         (KernelPath::Avx512Vnni, Q8_0) => Some(Kernels {
-            one: q8_0_vnni512::<1>,
-            many: q8_0_vnni512::<PREFILL_ROWS>,
+            one: signed_vnni512::<1, false>,
+            many: signed_vnni512::<PREFILL_ROWS, false>,
         }),
         (KernelPath::Avx512, Q4_1) => Some(Kernels {
             one: q4_1_avx512::<1>,
             many: q4_1_avx512::<PREFILL_ROWS>,
         }),
         (KernelPath::Avx512, Q8_0) => Some(Kernels {
-            one: q8_0_avx512::<1>,
-            many: q8_0_avx512::<PREFILL_ROWS>,
+            one: signed_avx512::<1, false>,
+            many: signed_avx512::<PREFILL_ROWS, false>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512, Q4_0) => Some(Kernels {
+        (KernelPath::Avx512, Q4_0) => Some(Kernels {
+            one: signed_avx512::<1, true>,
+            many: signed_avx512::<PREFILL_ROWS, true>,
+        }),
+        (KernelPath::Avx2, Q4_0) => Some(Kernels {
             one: q4_0_avx2::<1>,
             many: q4_0_avx2::<PREFILL_ROWS>,
         }),
@@ -278,11 +282,6 @@ macro_rules! q8_0_kernel {
 q4_1_kernel!("avx2,fma,f16c", idot_avx2, q4_1_avx2);
 q4_0_kernel!("avx2,fma,f16c", idot_avx2, q4_0_avx2);
 q8_0_kernel!("avx2,fma,f16c", idot_avx2, q8_0_avx2);
-q4_0_kernel!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-    idot_vnni,
-    q4_0_vnni
-);
 
 /// Sum of 64 u8 x i8 products into 16 i32 lanes, exact (`vpdpbusd`).
 #[inline]
@@ -675,26 +674,49 @@ macro_rules! q4_1_512 {
     };
 }
 
-macro_rules! q8_0_512 {
+macro_rules! signed_512 {
     ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
-        /// Q8_0 weights, two blocks per zmm; signed x signed via |w| and x negated where w < 0.
+        /// Q8_0 (`Q4 = false`) or Q4_0 (`Q4 = true`, values q - 8) weights, two blocks per
+        /// zmm; signed x signed via |w| and x negated where w < 0, exact per block.
         #[target_feature(enable = $features)]
-        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+        unsafe fn $name<const N: usize, const Q4: bool>(
+            w: &[u8],
+            a: &QActs,
+            r0: usize,
+        ) -> [f32; N] {
+            let type_size = if Q4 { 18 } else { 34 };
             let nb = a.cols / 32;
-            debug_assert_eq!(w.len(), nb * 34);
+            debug_assert_eq!(w.len(), nb * type_size);
             let wp = w.as_ptr();
+            let m4 = _mm512_set1_epi8(0x0f);
+            let eight = _mm512_set1_epi8(8);
+            let nibble_shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
             let mut acc = [[_mm512_setzero_ps(); N]; 2];
             macro_rules! pair {
                 ($b:expr, $k:expr) => {{
                     let b = $b;
-                    let blk0 = wp.add(b * 34);
-                    let blk1 = blk0.add(34);
+                    let blk0 = wp.add(b * type_size);
+                    let blk1 = blk0.add(type_size);
                     let d = f16_pair_02(blk0, blk1);
-                    let wq = _mm512_mask_broadcast_i64x4(
-                        _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
-                        0xf0,
-                        _mm256_loadu_si256(blk1.add(2).cast()),
-                    );
+                    let wq = if Q4 {
+                        // As in the Q4_1 kernel: lanes [q0, q0>>4, q1, q1>>4], then - 8.
+                        let q0 = _mm512_broadcast_i32x4(_mm_loadu_si128(blk0.add(2).cast()));
+                        let q = _mm512_mask_broadcast_i32x4(
+                            q0,
+                            0xff00,
+                            _mm_loadu_si128(blk1.add(2).cast()),
+                        );
+                        _mm512_sub_epi8(
+                            _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4),
+                            eight,
+                        )
+                    } else {
+                        _mm512_mask_broadcast_i64x4(
+                            _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                            0xf0,
+                            _mm256_loadu_si256(blk1.add(2).cast()),
+                        )
+                    };
                     let wabs = _mm512_abs_epi8(wq);
                     let negative = _mm512_movepi8_mask(wq);
                     for i in 0..N {
@@ -723,9 +745,13 @@ macro_rules! q8_0_512 {
             let mut out: [f32; N] =
                 std::array::from_fn(|i| _mm512_reduce_add_ps(_mm512_add_ps(acc[0][i], acc[1][i])));
             if b < nb {
-                let blk = wp.add(b * 34);
+                let blk = wp.add(b * type_size);
                 let dw = f16_splat(blk);
-                let wq = _mm256_loadu_si256(blk.add(2).cast());
+                let wq = if Q4 {
+                    _mm256_sub_epi8(nibbles(blk.add(2)), _mm256_set1_epi8(8))
+                } else {
+                    _mm256_loadu_si256(blk.add(2).cast())
+                };
                 let wabs = _mm256_sign_epi8(wq, wq);
                 for (i, o) in out.iter_mut().enumerate() {
                     let row = r0 + i;
@@ -746,11 +772,11 @@ q4_1_512!(
     idot_vnni,
     q4_1_vnni512
 );
-q8_0_512!(
+signed_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
     idot512_vnni,
     idot_vnni,
-    q8_0_vnni512
+    signed_vnni512
 );
 q4_1_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
@@ -758,9 +784,9 @@ q4_1_512!(
     idot_avx2,
     q4_1_avx512
 );
-q8_0_512!(
+signed_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
     idot512_bw,
     idot_avx2,
-    q8_0_avx512
+    signed_avx512
 );
