@@ -1159,6 +1159,31 @@ fn golden_reductions() {
     );
     c.add("max_dim", vec![nan_in.clone()], json!({"dim": 1}), 0.0);
     c.add("argmax", vec![nan_in], json!({}), 0.0);
+    let inf = f64::INFINITY;
+    let rows = input_f(
+        &[
+            -inf,
+            -inf,
+            -inf,
+            1.0,
+            -inf,
+            2.0,
+            f64::NAN,
+            0.0,
+            1.0,
+            inf,
+            0.0,
+            1.0,
+        ],
+        &[4, 3],
+        DType::F32,
+        json!([]),
+    );
+    c.add("softmax", vec![rows.clone()], json!({"dim": -1}), 4.0);
+    c.add("log_softmax", vec![rows], json!({"dim": -1}), 4.0);
+    let wide = c.rand_input(DType::F32, &[3, 300], json!([]));
+    c.add("softmax", vec![wide.clone()], json!({"dim": -1}), 16.0);
+    c.add("softmax", vec![wide], json!({"dim": 0}), 16.0);
     let big = input_f(
         &[1000.0, 1001.0, -1000.0, 999.0],
         &[4],

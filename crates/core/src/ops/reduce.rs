@@ -476,6 +476,13 @@ impl Tensor {
             });
         }
         let d = self.dtype();
+        // f32 over the last dim: the kernels module's row softmax (threaded, vectorised).
+        let last = self.dim() > 0 && wrap_dim("softmax", dim, self.dim())? == self.dim() - 1;
+        if d == DType::F32 && last && self.numel() > 0 && self.device() == Device::Cpu {
+            let mut v = self.to_vec::<f32>()?;
+            crate::kernels::softmax_rows_f32(&mut v, self.shape()[self.dim() - 1]);
+            return Tensor::from_vec(v, self.shape());
+        }
         self.along_dim("softmax", dim, d, d, &|lane, out| {
             let m = lane.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let start = out.len();
