@@ -253,6 +253,10 @@ fn run_case(op: &str, bases: &[Tensor], xs: &[Tensor], kw: &Value) -> Result<Vec
             vec![x0().clamp_scalar(kw.get("min").map(scalar_of), kw.get("max").map(scalar_of))?]
         }
         "where" => vec![where_(&xs[0], &xs[1], &xs[2])?],
+        "clamp_t" => vec![xs[0].clamp(Some(&xs[1]), Some(&xs[2]))?],
+        // A Python scalar on the left is a wrapped number as the first operand.
+        "rsub" => vec![o().sub(x0())?],
+        "rdiv" => vec![o().div(x0())?],
         "to" => vec![x0().to_dtype(dtype_of(&kw["dtype"]))?],
         "result_type" => vec![empty(&[0], result_type_of(&[x0(), &o()])?)?],
         "sum" => vec![x0().sum(&dims(), keep)?],
@@ -1036,6 +1040,30 @@ fn golden_pointwise() {
         let x = c.rand_input(a, &[3], json!([]));
         let y = c.rand_input(b, &[2, 3], json!([["t"], ["t"]]));
         c.add("where", vec![cond, x, y], json!({}), 0.0);
+    }
+    // clamp with tensor bounds (promotion across all three), scalars on the left.
+    for (a, lo, hi) in [
+        (DType::F32, DType::F32, DType::F32),
+        (DType::I32, DType::F16, DType::I64),
+        (DType::U8, DType::I8, DType::U8),
+        (DType::F16, DType::F64, DType::F32),
+    ] {
+        let x = c.rand_input(a, &[2, 3], json!([]));
+        let l = c.rand_input(lo, &[3], json!([]));
+        let h = c.rand_input(hi, &[2, 1], json!([]));
+        c.add(
+            "clamp_t",
+            vec![x, l, h],
+            json!({}),
+            exact_tol(promote_types(a, promote_types(lo, hi))),
+        );
+    }
+    for d in [DType::F32, DType::F16, DType::I64, DType::U8, DType::Bool] {
+        for s in [sc_int(2), sc_float(0.5)] {
+            let x = c.rand_input(d, &[4], json!([]));
+            c.add("rsub", vec![x.clone()], json!({"scalar": s}), exact_tol(d));
+            c.add("rdiv", vec![x], json!({"scalar": s}), 1.0);
+        }
     }
     let cond = c.rand_input(DType::I64, &[3], json!([]));
     let x = c.rand_input(DType::F32, &[3], json!([]));

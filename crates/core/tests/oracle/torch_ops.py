@@ -127,6 +127,12 @@ def run(op, bases, xs, kw):
         lo = parse_scalar(kw["min"]) if "min" in kw else None
         hi = parse_scalar(kw["max"]) if "max" in kw else None
         return [torch.clamp(x, lo, hi)]
+    if op == "clamp_t":
+        return [torch.clamp(xs[0], xs[1], xs[2])]
+    if op == "rsub":
+        return [parse_scalar(kw["scalar"]) - x]
+    if op == "rdiv":
+        return [parse_scalar(kw["scalar"]) / x]
     if op == "where":
         return [torch.where(xs[0], xs[1], xs[2])]
     if op == "to":
