@@ -973,6 +973,18 @@ impl Tensor {
         self.assign_result("mul_", &self.mul(&other)?, &[&other])
     }
 
+    /// `tensor.sub_(other)`.
+    pub fn sub_(&self, other: impl crate::ops::pointwise::Operand) -> Result<()> {
+        let other = other.to_operand();
+        self.assign_result("sub_", &self.sub(&other)?, &[&other])
+    }
+
+    /// `tensor.div_(other)` (true division: integer tensors are refused, the result is float).
+    pub fn div_(&self, other: impl crate::ops::pointwise::Operand) -> Result<()> {
+        let other = other.to_operand();
+        self.assign_result("div_", &self.div(&other)?, &[&other])
+    }
+
     /// `tensor.masked_fill_(mask, value)`: `mask` (bool) broadcasts to `self`.
     pub fn masked_fill_(&self, mask: &Tensor, value: Scalar) -> Result<()> {
         let result = self.masked_fill(mask, value)?;

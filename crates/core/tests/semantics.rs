@@ -507,3 +507,31 @@ fn zero_size_dims_flow_through_ops() {
         &[0, 3]
     );
 }
+
+#[test]
+fn tensors_are_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Tensor>();
+    let base = zeros(&[4, 100], DType::I64).unwrap();
+    std::thread::scope(|s| {
+        for r in 0..4 {
+            let row = base.select(0, r).unwrap();
+            s.spawn(move || {
+                for _ in 0..10 {
+                    row.add_(Scalar::Int(r + 1)).unwrap();
+                }
+            });
+        }
+    });
+    let sums = base.sum(&[1], false).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(sums, vec![1000, 2000, 3000, 4000]);
+    let f = ones(&[3], DType::F32).unwrap();
+    f.sub_(0.5).unwrap();
+    f.div_(0.25).unwrap();
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+    let i = ones(&[3], DType::I64).unwrap();
+    assert!(
+        i.div_(2).is_err(),
+        "true division result is float: cannot go into int64"
+    );
+}
