@@ -7,8 +7,11 @@ use crate::error::{invalid, Error, Result};
 /// as in PyTorch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// Size of each dimension.
     pub sizes: Vec<usize>,
+    /// Elements to skip per step in each dimension.
     pub strides: Vec<usize>,
+    /// Storage index of element 0.
     pub offset: usize,
 }
 

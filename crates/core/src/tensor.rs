@@ -308,6 +308,62 @@ impl Tensor {
         Ok(out)
     }
 
+    /// Runs `f` on the elements of a contiguous tensor of element type `T` without copying
+    /// (the storage stays read-locked during `f`; do not write to this tensor's storage
+    /// from inside `f`).
+    pub fn with_data<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        let op = "with_data";
+        self.check_direct_access::<T>(op)?;
+        let storage = needs_data(op, self)?;
+        let buf = storage.read();
+        let data = T::slice(&buf).ok_or(Error::UnsupportedDType {
+            op,
+            dtype: self.dtype,
+        })?;
+        Ok(f(
+            &data[self.layout.offset..self.layout.offset + self.numel()]
+        ))
+    }
+
+    /// Runs `f` on the elements of a contiguous tensor of element type `T`, mutably, in
+    /// place (every view of the storage sees the writes).
+    pub fn with_data_mut<T: Element, R>(&self, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        let op = "with_data_mut";
+        self.check_direct_access::<T>(op)?;
+        let storage = needs_data(op, self)?;
+        let mut buf = storage.write();
+        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType {
+            op,
+            dtype: self.dtype,
+        })?;
+        Ok(f(
+            &mut data[self.layout.offset..self.layout.offset + self.numel()]
+        ))
+    }
+
+    fn check_direct_access<T: Element>(&self, op: &'static str) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(invalid(
+                op,
+                format!(
+                    "tensor has dtype {}, not {}",
+                    self.dtype.name(),
+                    T::DTYPE.name()
+                ),
+            ));
+        }
+        if !self.is_contiguous() {
+            return Err(invalid(
+                op,
+                format!(
+                    "needs a contiguous tensor (strides {:?}); call contiguous() first",
+                    self.strides()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The single element of a one-element tensor as a Python-style scalar.
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {

@@ -265,6 +265,7 @@ fn scatter_impl(
 /// Options of `sort`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SortOptions {
+    /// Largest first; equal values still keep their original order.
     pub descending: bool,
 }
 

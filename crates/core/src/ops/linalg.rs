@@ -235,7 +235,9 @@ pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<
 /// Scale factors of `addmm`/`baddbmm`: `beta * input + alpha * (a @ b)`.
 #[derive(Debug, Clone, Copy)]
 pub struct AddmmScale {
+    /// Factor on `input` (0 ignores it, NaN included).
     pub beta: Scalar,
+    /// Factor on the product.
     pub alpha: Scalar,
 }
 

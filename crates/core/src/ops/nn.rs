@@ -117,6 +117,7 @@ pub enum RopeStyle {
 pub struct RopeConfig {
     /// Frequency base (10000 in the original paper).
     pub theta: f64,
+    /// Which channels pair up.
     pub style: RopeStyle,
     /// Rotate only the first `rotary_dim` channels (all when `None`).
     pub rotary_dim: Option<usize>,

@@ -155,7 +155,9 @@ fn mean_of(v: &[f64]) -> f64 {
 /// Options of `var`/`std`: `correction` is subtracted from N in the divisor (1 = Bessel).
 #[derive(Debug, Clone, Copy)]
 pub struct VarOptions {
+    /// Subtracted from N in the divisor (1 = Bessel's correction, 0 = population).
     pub correction: f64,
+    /// Keep reduced dims as size 1.
     pub keepdim: bool,
 }
 
