@@ -535,3 +535,22 @@ fn tensors_are_shared_across_threads() {
         "true division result is float: cannot go into int64"
     );
 }
+
+#[test]
+fn direct_slice_access_for_contiguous_tensors() {
+    let t = arange_i64(6, &[2, 3]).to_dtype(DType::F32).unwrap();
+    let row = t.select(0, 1).unwrap();
+    let sum = row.with_data(|x: &[f32]| x.iter().sum::<f32>()).unwrap();
+    assert_eq!(sum, 3.0 + 4.0 + 5.0);
+    row.with_data_mut(|x: &mut [f32]| x.iter_mut().for_each(|v| *v = -*v))
+        .unwrap();
+    assert_eq!(
+        t.to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 2.0, -3.0, -4.0, -5.0]
+    );
+    assert!(
+        t.t().unwrap().with_data(|_: &[f32]| ()).is_err(),
+        "transposed is not contiguous"
+    );
+    assert!(t.with_data(|_: &[f64]| ()).is_err(), "wrong element type");
+}
