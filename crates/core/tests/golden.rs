@@ -1933,6 +1933,28 @@ fn golden_model_ops() {
             json!({"is_causal": true}),
             atol,
         );
+        let mut rows = vec![0.0; 15];
+        rows[5..10].iter_mut().for_each(|v| *v = f64::NEG_INFINITY);
+        let inf_row = input_f(&rows, &[3, 5], d, json!([]));
+        c.add(
+            "sdpa",
+            vec![q.clone(), k.clone(), v.clone(), inf_row],
+            json!({}),
+            atol,
+        );
+        // Unbatched [heads, L, E] and single-head [L, E] inputs.
+        let q3 = c.rand_input(d, &[2, 4, 8], json!([]));
+        let k3 = c.rand_input(d, &[2, 6, 8], json!([]));
+        let v3 = c.rand_input(d, &[2, 6, 8], json!([]));
+        c.add("sdpa", vec![q3, k3, v3], json!({"is_causal": true}), atol);
+        let q2 = c.rand_input(d, &[4, 8], json!([]));
+        let k2 = c.rand_input(d, &[4, 8], json!([["t"], ["t"]]));
+        c.add(
+            "sdpa",
+            vec![q2, k2.clone(), k2],
+            json!({"is_causal": true}),
+            atol,
+        );
         let none = input_f(&[0.0; 15], &[3, 5], DType::Bool, json!([]));
         c.add("sdpa", vec![q, k, v, none], json!({}), atol);
     }

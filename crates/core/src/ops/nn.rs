@@ -296,8 +296,9 @@ pub fn scaled_dot_product_attention(
     let neg_inf = Tensor::scalar_tensor(Scalar::Float(f64::NEG_INFINITY), c);
     let masked = where_(&allow, &scores, &neg_inf)?;
     let probs = masked.softmax(-1)?;
-    // Rows where nothing may be attended give NaN from softmax; PyTorch returns zeros there.
-    let any_allowed = allow.broadcast_to(masked.shape())?.any(&[-1], true)?;
+    // Rows where every score is -inf (bool-masked or additive -inf) give NaN from softmax;
+    // PyTorch returns zeros there.
+    let any_allowed = masked.ne(f64::NEG_INFINITY)?.any(&[-1], true)?;
     let zero = full(&[], Scalar::Float(0.0), Some(c))?;
     let probs = where_(&any_allowed, &probs, &zero)?;
     probs.matmul(&vv)?.to_dtype(q.dtype())
