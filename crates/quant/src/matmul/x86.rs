@@ -70,16 +70,28 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: q8_0_avx2::<1>,
             many: q8_0_avx2::<PREFILL_ROWS>,
         }),
-        // K types: the AVX2 kernels serve both paths (their i16 scale multiply is `vpmaddwd`).
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
+        // K types: `vpmaddubsw`, then the i16 scale multiply-add (`vpmaddwd` or VNNI `vpdpwssd`).
+        (KernelPath::Avx512Vnni, Q4_K) => Some(Kernels {
+            one: qk45_vnni::<1, false>,
+            many: qk45_vnni::<PREFILL_ROWS, false>,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512, Q4_K) => Some(Kernels {
             one: qk45_avx2::<1, false>,
             many: qk45_avx2::<PREFILL_ROWS, false>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
+        (KernelPath::Avx512Vnni, Q5_K) => Some(Kernels {
+            one: qk45_vnni::<1, true>,
+            many: qk45_vnni::<PREFILL_ROWS, true>,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512, Q5_K) => Some(Kernels {
             one: qk45_avx2::<1, true>,
             many: qk45_avx2::<PREFILL_ROWS, true>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
+        (KernelPath::Avx512Vnni, Q6_K) => Some(Kernels {
+            one: q6_k_vnni::<1>,
+            many: q6_k_vnni::<PREFILL_ROWS>,
+        }),
+        (KernelPath::Avx2 | KernelPath::Avx512, Q6_K) => Some(Kernels {
             one: q6_k_avx2::<1>,
             many: q6_k_avx2::<PREFILL_ROWS>,
         }),
@@ -329,141 +341,187 @@ unsafe fn k_scale_min_words(p: *const u8) -> (u64, u64) {
     (sc, mn)
 }
 
-/// Q4_K (`FIVE = false`) and Q5_K (`FIVE = true`) weights: per super-block the 8 groups are
-/// unpacked once for all N activation rows; `vpmaddubsw` gives i16 pair sums, `vpmaddwd` with
-/// the group's 6-bit scale gives i32; the mins term uses the activations' sums of 16.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn qk45_avx2<const N: usize, const FIVE: bool>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
-    let (type_size, qs_at) = if FIVE { (176, 48) } else { (144, 16) };
-    let nsb = a.cols / 256;
-    debug_assert_eq!(w.len(), nsb * type_size);
-    let m4 = _mm256_set1_epi8(0x0f);
-    let sixteen = _mm256_set1_epi8(0x10);
-    let mut acc = [_mm256_setzero_ps(); N];
-    let mut accm = [_mm256_setzero_ps(); N];
-    for sb in 0..nsb {
-        let bp = w.as_ptr().add(sb * type_size);
-        // [d, dmin] widened by F16C.
-        let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(bp.cast::<i32>().read_unaligned()));
-        let (sc, mn) = k_scale_min_words(bp.add(4));
-        let qp = bp.add(qs_at);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for j in 0..4 {
-            let raw = _mm256_loadu_si256(qp.add(32 * j).cast());
-            q[2 * j] = _mm256_and_si256(raw, m4);
-            q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        }
-        if FIVE {
-            let qh = _mm256_loadu_si256(bp.add(16).cast());
-            for (g, qg) in q.iter_mut().enumerate() {
-                let bit = _mm256_set1_epi8(1 << g);
-                let set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
-                *qg = _mm256_or_si256(*qg, _mm256_and_si256(set, sixteen));
+macro_rules! qk45_kernel {
+    ($features:literal, $scaled_add:ident, $name:ident) => {
+        /// Q4_K (`FIVE = false`) and Q5_K (`FIVE = true`) weights: per super-block the 8 groups are
+        /// unpacked once for all N activation rows; `vpmaddubsw` gives i16 pair sums, `vpmaddwd` with
+        /// the group's 6-bit scale gives i32; the mins term uses the activations' sums of 16.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const N: usize, const FIVE: bool>(
+            w: &[u8],
+            a: &QActs,
+            r0: usize,
+        ) -> [f32; N] {
+            let (type_size, qs_at) = if FIVE { (176, 48) } else { (144, 16) };
+            let nsb = a.cols / 256;
+            debug_assert_eq!(w.len(), nsb * type_size);
+            let m4 = _mm256_set1_epi8(0x0f);
+            let sixteen = _mm256_set1_epi8(0x10);
+            let mut acc = [_mm256_setzero_ps(); N];
+            let mut accm = [_mm256_setzero_ps(); N];
+            for sb in 0..nsb {
+                let bp = w.as_ptr().add(sb * type_size);
+                // [d, dmin] widened by F16C.
+                let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(bp.cast::<i32>().read_unaligned()));
+                let (sc, mn) = k_scale_min_words(bp.add(4));
+                let qp = bp.add(qs_at);
+                let mut q = [_mm256_setzero_si256(); 8];
+                for j in 0..4 {
+                    let raw = _mm256_loadu_si256(qp.add(32 * j).cast());
+                    q[2 * j] = _mm256_and_si256(raw, m4);
+                    q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                }
+                if FIVE {
+                    let qh = _mm256_loadu_si256(bp.add(16).cast());
+                    for (g, qg) in q.iter_mut().enumerate() {
+                        let bit = _mm256_set1_epi8(1 << g);
+                        let set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+                        *qg = _mm256_or_si256(*qg, _mm256_and_si256(set, sixteen));
+                    }
+                }
+                let scale16: [__m256i; 8] =
+                    std::array::from_fn(|g| _mm256_set1_epi16((sc >> (8 * g)) as u8 as i16));
+                // The mins, each repeated for the two sums of 16 of its group.
+                let mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn as i64));
+                let mins_lo =
+                    _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0));
+                let mins_hi =
+                    _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(7, 7, 6, 6, 5, 5, 4, 4));
+                for i in 0..N {
+                    let row = r0 + i;
+                    let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
+                    let mut isum = _mm256_setzero_si256();
+                    for g in 0..8 {
+                        let xv = _mm256_loadu_si256(x.add(32 * g).cast());
+                        let p16 = _mm256_maddubs_epi16(q[g], xv);
+                        isum = $scaled_add(isum, p16, scale16[g]);
+                    }
+                    let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
+                    let summ = _mm256_add_epi32(
+                        _mm256_mullo_epi32(mins_lo, _mm256_loadu_si256(s16.cast())),
+                        _mm256_mullo_epi32(mins_hi, _mm256_loadu_si256(s16.add(8).cast())),
+                    );
+                    // [d * dx, dmin * dx]
+                    let ddx = _mm_mul_ps(dd, _mm_set1_ps(a.ds[row * nsb + sb][0]));
+                    acc[i] = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(isum),
+                        _mm256_broadcastss_ps(ddx),
+                        acc[i],
+                    );
+                    accm[i] = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(summ),
+                        _mm256_broadcastss_ps(_mm_movehdup_ps(ddx)),
+                        accm[i],
+                    );
+                }
             }
+            std::array::from_fn(|i| hsum(acc[i]) - hsum(accm[i]))
         }
-        let scale16: [__m256i; 8] =
-            std::array::from_fn(|g| _mm256_set1_epi16((sc >> (8 * g)) as u8 as i16));
-        // The mins, each repeated for the two sums of 16 of its group.
-        let mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(mn as i64));
-        let mins_lo = _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0));
-        let mins_hi = _mm256_permutevar8x32_epi32(mins, _mm256_set_epi32(7, 7, 6, 6, 5, 5, 4, 4));
-        for i in 0..N {
-            let row = r0 + i;
-            let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
-            let mut isum = _mm256_setzero_si256();
-            for g in 0..8 {
-                let xv = _mm256_loadu_si256(x.add(32 * g).cast());
-                let p16 = _mm256_maddubs_epi16(q[g], xv);
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, scale16[g]));
-            }
-            let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
-            let summ = _mm256_add_epi32(
-                _mm256_mullo_epi32(mins_lo, _mm256_loadu_si256(s16.cast())),
-                _mm256_mullo_epi32(mins_hi, _mm256_loadu_si256(s16.add(8).cast())),
-            );
-            // [d * dx, dmin * dx]
-            let ddx = _mm_mul_ps(dd, _mm_set1_ps(a.ds[row * nsb + sb][0]));
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), acc[i]);
-            accm[i] = _mm256_fmadd_ps(
-                _mm256_cvtepi32_ps(summ),
-                _mm256_broadcastss_ps(_mm_movehdup_ps(ddx)),
-                accm[i],
-            );
-        }
-    }
-    std::array::from_fn(|i| hsum(acc[i]) - hsum(accm[i]))
+    };
 }
 
-/// Q6_K weights: 6-bit values 0..63 unpacked once per super-block, `vpmaddubsw` then
-/// `vpmaddwd` with the signed scale of each 16; the -32 offset is applied through the
-/// activations' sums of 16.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q6_k_avx2<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
-    let nsb = a.cols / 256;
-    debug_assert_eq!(w.len(), nsb * 210);
-    let m4 = _mm256_set1_epi8(0x0f);
-    let m30 = _mm256_set1_epi8(0x30);
-    let mut acc = [_mm256_setzero_ps(); N];
-    for sb in 0..nsb {
-        let p = w.as_ptr().add(sb * 210);
-        let d = _mm_cvtph_ps(_mm_cvtsi32_si128(
-            p.add(208).cast::<u16>().read_unaligned() as i32
-        ));
-        let sc_bytes = _mm_loadu_si128(p.add(192).cast());
-        let sc_lo = _mm256_cvtepi8_epi32(sc_bytes);
-        let sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_bytes, 8));
-        let mut v = [_mm256_setzero_si256(); 8];
-        for h in 0..2 {
-            let ql0 = _mm256_loadu_si256(p.add(h * 64).cast());
-            let ql1 = _mm256_loadu_si256(p.add(h * 64 + 32).cast());
-            let qh = _mm256_loadu_si256(p.add(128 + h * 32).cast());
-            v[4 * h] = _mm256_or_si256(
-                _mm256_and_si256(ql0, m4),
-                _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30),
-            );
-            v[4 * h + 1] = _mm256_or_si256(
-                _mm256_and_si256(ql1, m4),
-                _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30),
-            );
-            v[4 * h + 2] = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                _mm256_and_si256(qh, m30),
-            );
-            v[4 * h + 3] = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30),
-            );
-        }
-        // i16 lanes 0..8 (elements 0..16 of a 32-group) take scale 2k, lanes 8..16 scale 2k+1.
-        let scale16: [__m256i; 8] = std::array::from_fn(|k| {
-            let lo = p.add(192 + 2 * k).cast::<i8>().read() as i16;
-            let hi = p.add(193 + 2 * k).cast::<i8>().read() as i16;
-            _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
-        });
-        for (i, acc_i) in acc.iter_mut().enumerate() {
-            let row = r0 + i;
-            let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
-            let mut isum = _mm256_setzero_si256();
-            for k in 0..8 {
-                let xv = _mm256_loadu_si256(x.add(32 * k).cast());
-                isum = _mm256_add_epi32(
-                    isum,
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], xv), scale16[k]),
-                );
+macro_rules! q6_k_kernel {
+    ($features:literal, $scaled_add:ident, $name:ident) => {
+        /// Q6_K weights: 6-bit values 0..63 unpacked once per super-block, `vpmaddubsw` then
+        /// `vpmaddwd` with the signed scale of each 16; the -32 offset is applied through the
+        /// activations' sums of 16.
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+            let nsb = a.cols / 256;
+            debug_assert_eq!(w.len(), nsb * 210);
+            let m4 = _mm256_set1_epi8(0x0f);
+            let m30 = _mm256_set1_epi8(0x30);
+            let mut acc = [_mm256_setzero_ps(); N];
+            for sb in 0..nsb {
+                let p = w.as_ptr().add(sb * 210);
+                let d = _mm_cvtph_ps(_mm_cvtsi32_si128(
+                    p.add(208).cast::<u16>().read_unaligned() as i32
+                ));
+                let sc_bytes = _mm_loadu_si128(p.add(192).cast());
+                let sc_lo = _mm256_cvtepi8_epi32(sc_bytes);
+                let sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_bytes, 8));
+                let mut v = [_mm256_setzero_si256(); 8];
+                for h in 0..2 {
+                    let ql0 = _mm256_loadu_si256(p.add(h * 64).cast());
+                    let ql1 = _mm256_loadu_si256(p.add(h * 64 + 32).cast());
+                    let qh = _mm256_loadu_si256(p.add(128 + h * 32).cast());
+                    v[4 * h] = _mm256_or_si256(
+                        _mm256_and_si256(ql0, m4),
+                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30),
+                    );
+                    v[4 * h + 1] = _mm256_or_si256(
+                        _mm256_and_si256(ql1, m4),
+                        _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30),
+                    );
+                    v[4 * h + 2] = _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                        _mm256_and_si256(qh, m30),
+                    );
+                    v[4 * h + 3] = _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30),
+                    );
+                }
+                // i16 lanes 0..8 (elements 0..16 of a 32-group) take scale 2k, lanes 8..16 scale 2k+1.
+                let scale16: [__m256i; 8] = std::array::from_fn(|k| {
+                    let lo = p.add(192 + 2 * k).cast::<i8>().read() as i16;
+                    let hi = p.add(193 + 2 * k).cast::<i8>().read() as i16;
+                    _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))
+                });
+                for (i, acc_i) in acc.iter_mut().enumerate() {
+                    let row = r0 + i;
+                    let x = a.qs.as_ptr().add(row * a.cols + sb * 256);
+                    let mut isum = _mm256_setzero_si256();
+                    for k in 0..8 {
+                        let xv = _mm256_loadu_si256(x.add(32 * k).cast());
+                        isum = $scaled_add(isum, _mm256_maddubs_epi16(v[k], xv), scale16[k]);
+                    }
+                    // The -32 offset, exactly: 32 * sum_g scale_g * sum16_g, subtracted in integers.
+                    let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
+                    let offset = _mm256_add_epi32(
+                        _mm256_mullo_epi32(sc_lo, _mm256_loadu_si256(s16.cast())),
+                        _mm256_mullo_epi32(sc_hi, _mm256_loadu_si256(s16.add(8).cast())),
+                    );
+                    let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
+                    let ddx = _mm_mul_ss(d, _mm_load_ss(a.ds.as_ptr().add(row * nsb + sb).cast()));
+                    *acc_i = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(isum),
+                        _mm256_broadcastss_ps(ddx),
+                        *acc_i,
+                    );
+                }
             }
-            // The -32 offset, exactly: 32 * sum_g scale_g * sum16_g, subtracted in integers.
-            let s16 = a.sums16.as_ptr().add((row * nsb + sb) * 16);
-            let offset = _mm256_add_epi32(
-                _mm256_mullo_epi32(sc_lo, _mm256_loadu_si256(s16.cast())),
-                _mm256_mullo_epi32(sc_hi, _mm256_loadu_si256(s16.add(8).cast())),
-            );
-            let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
-            let ddx = _mm_mul_ss(d, _mm_load_ss(a.ds.as_ptr().add(row * nsb + sb).cast()));
-            *acc_i = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_broadcastss_ps(ddx), *acc_i);
+            std::array::from_fn(|i| hsum(acc[i]))
         }
-    }
-    std::array::from_fn(|i| hsum(acc[i]))
+    };
 }
+
+/// `acc + (p16 pairs * scale16)` summed into i32 lanes (`vpmaddwd` + add).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scaled_add_avx2(acc: __m256i, p16: __m256i, scale16: __m256i) -> __m256i {
+    _mm256_add_epi32(acc, _mm256_madd_epi16(p16, scale16))
+}
+
+/// `acc + (p16 pairs * scale16)` in one `vpdpwssd`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn scaled_add_vnni(acc: __m256i, p16: __m256i, scale16: __m256i) -> __m256i {
+    _mm256_dpwssd_epi32(acc, p16, scale16)
+}
+
+qk45_kernel!("avx2,fma,f16c", scaled_add_avx2, qk45_avx2);
+q6_k_kernel!("avx2,fma,f16c", scaled_add_avx2, q6_k_avx2);
+qk45_kernel!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    scaled_add_vnni,
+    qk45_vnni
+);
+q6_k_kernel!(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+    scaled_add_vnni,
+    q6_k_vnni
+);
 
 /// Eight weights of an F32 (`KIND` 0), F16 (1) or BF16 (2) row starting at element `j`.
 #[inline]
