@@ -391,6 +391,11 @@ impl Tensor {
         if self.storage.is_none() {
             return Tensor::meta(self.shape(), dtype);
         }
+        if self.is_contiguous() {
+            if let Some(t) = self.half_cast_contiguous(dtype)? {
+                return Ok(t);
+            }
+        }
         let buf = with_dtype!(dtype, T => T::into_buffer(self.to_vec::<T>()?));
         let out = Tensor::from_buffer("copy", buf, self.shape())?;
         if format == MemoryFormat::Preserve
@@ -407,6 +412,40 @@ impl Tensor {
             return Ok(strided);
         }
         Ok(out)
+    }
+
+    /// f32 <-> f16/bf16 of a contiguous tensor on the kernels module's vector casts (same
+    /// round-to-nearest-even results as the element path); `None` for other pairs.
+    fn half_cast_contiguous(&self, dtype: DType) -> Result<Option<Tensor>> {
+        use crate::error::filled_vec;
+        use crate::kernels;
+        use half::{bf16, f16};
+        let n = self.numel();
+        let op = "to";
+        let buf = match (self.dtype, dtype) {
+            (DType::F32, DType::F16) => {
+                let mut o = filled_vec(op, n, f16::ZERO)?;
+                self.with_data(|x: &[f32]| kernels::f32_to_f16(x, &mut o))?;
+                Buffer::F16(o)
+            }
+            (DType::F32, DType::BF16) => {
+                let mut o = filled_vec(op, n, bf16::ZERO)?;
+                self.with_data(|x: &[f32]| kernels::f32_to_bf16(x, &mut o))?;
+                Buffer::BF16(o)
+            }
+            (DType::F16, DType::F32) => {
+                let mut o = filled_vec(op, n, 0f32)?;
+                self.with_data(|x: &[f16]| kernels::f16_to_f32(x, &mut o))?;
+                Buffer::F32(o)
+            }
+            (DType::BF16, DType::F32) => {
+                let mut o = filled_vec(op, n, 0f32)?;
+                self.with_data(|x: &[bf16]| kernels::bf16_to_f32(x, &mut o))?;
+                Buffer::F32(o)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(Tensor::from_buffer(op, buf, self.shape())?))
     }
 
     /// `tensor.to(dtype)`: returns `self` (shared) when the dtype already matches; a copy keeps
