@@ -9,4 +9,4 @@ export TORCHNATIVE_MODEL="$(scripts/fetch-model.sh)"
 export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh)"
 # Parity tests must run, not skip, when the suite is run through this script.
 export TORCHNATIVE_REQUIRE_ORACLE=1
-cargo test --workspace --release "$@"
+cargo test --workspace --profile ci "$@"

@@ -1,1 +1,608 @@
-fn main() {}
+//! `torchnative`: run, chat with, inspect and tokenize models from the shell.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use torchnative_runtime::{
+    load_llm, ChatMessage, Completion, Flow, GenerationConfig, Llm, LoadOptions, SamplingParams,
+    SessionOptions, WeightFormat,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "torchnative",
+    version,
+    about = "Run Hugging Face / GGUF language models natively on the CPU"
+)]
+struct Cli {
+    /// Print errors with their full context.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Answer one prompt, streaming the text (chat template applied unless --raw).
+    Run(RunArgs),
+    /// Interactive chat that keeps the conversation in one live session.
+    Chat(ChatArgs),
+    /// Describe a model: architecture, parameters, tensor types, context, vocabulary.
+    Info(InfoArgs),
+    /// Show the token ids and pieces of a text.
+    Tokenize(TokenizeArgs),
+    /// Measure prompt processing and generation speed, like llama-bench.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Clone)]
+struct ModelArgs {
+    /// Weights as computed: f32 (dequantized once at load; matches transformers), f16, bf16, or
+    /// native (the file's packed types through the quantized kernels).
+    #[arg(long, default_value = "native")]
+    dtype: String,
+    /// Context size in tokens (default: the model's, at most 4096).
+    #[arg(long)]
+    ctx: Option<usize>,
+    /// Kernel threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args, Clone)]
+struct SamplingArgs {
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 256)]
+    max_tokens: usize,
+    /// 0 (the default) decodes greedily.
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f32,
+    #[arg(long, default_value_t = 0.0)]
+    min_p: f32,
+    #[arg(long, default_value_t = 1.0)]
+    repeat_penalty: f32,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop when this text appears (repeatable; not printed).
+    #[arg(long)]
+    stop: Vec<String>,
+    /// System prompt for chat models.
+    #[arg(long)]
+    system: Option<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// [MODEL] PROMPT: MODEL is a .gguf file, a safetensors directory or a Hugging Face repo id
+    /// in the local cache; without it, the default model.
+    #[arg(num_args = 1..=2, required = true, value_names = ["MODEL", "PROMPT"])]
+    args: Vec<String>,
+    /// Plain completion of the prompt, no chat template.
+    #[arg(long)]
+    raw: bool,
+    /// Print one JSON object (text, tokens, finish_reason, usage, timings) instead of streaming.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+}
+
+#[derive(Args)]
+struct ChatArgs {
+    model: Option<String>,
+    #[command(flatten)]
+    model_args: ModelArgs,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    model: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct TokenizeArgs {
+    /// [MODEL] TEXT
+    #[arg(num_args = 1..=2, required = true, value_names = ["MODEL", "TEXT"])]
+    args: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    model: Option<String>,
+    /// Prompt tokens per prompt-processing test (0 skips it).
+    #[arg(short = 'p', long = "n-prompt", default_value_t = 512)]
+    n_prompt: usize,
+    /// Tokens per generation test (0 skips it).
+    #[arg(short = 'n', long = "n-gen", default_value_t = 128)]
+    n_gen: usize,
+    /// Kernel threads.
+    #[arg(short = 't', long, default_value_t = 2)]
+    threads: usize,
+    /// Repetitions (mean and standard deviation over them).
+    #[arg(short = 'r', long, default_value_t = 5)]
+    repetitions: usize,
+    #[arg(long, default_value = "native")]
+    dtype: String,
+    /// Prompt tokens evaluated per forward pass.
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let verbose = cli.verbose;
+    let result = match cli.command {
+        Command::Run(a) => run(a),
+        Command::Chat(a) => chat(a),
+        Command::Info(a) => info(a),
+        Command::Tokenize(a) => tokenize(a),
+        Command::Bench(a) => bench(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if verbose {
+                eprintln!("torchnative: error: {e:?}");
+            } else {
+                eprintln!("torchnative: error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("TORCHNATIVE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
+        })
+}
+
+/// The model to load: the one named, or the default model from `$TORCHNATIVE_HOME`.
+fn model_spec(named: Option<&str>) -> CliResult<String> {
+    if let Some(m) = named {
+        return Ok(m.to_string());
+    }
+    let path = home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.is_file() {
+        return Err(format!(
+            "no MODEL given and the default model is not at {}; fetch it with `scripts/fetch-model.sh` \
+             (from the torchnative repository)",
+            path.display()
+        )
+        .into());
+    }
+    Ok(path.display().to_string())
+}
+
+fn split_model_and_text(args: &[String]) -> (Option<&str>, &str) {
+    match args {
+        [text] => (None, text),
+        [model, text] => (Some(model), text),
+        _ => unreachable!("clap enforces 1..=2 values"),
+    }
+}
+
+fn load(spec: &str, m: &ModelArgs) -> CliResult<Llm> {
+    let options = LoadOptions {
+        weight_format: WeightFormat::parse(&m.dtype)?,
+        threads: m.threads,
+    };
+    if std::io::stderr().is_terminal() {
+        eprint!("loading {spec} ...");
+    }
+    let llm = load_llm(spec, &options)?;
+    if std::io::stderr().is_terminal() {
+        eprintln!(" done in {:.2}s", llm.load_time().as_secs_f64());
+    }
+    Ok(llm)
+}
+
+fn generation_config(s: &SamplingArgs) -> GenerationConfig {
+    GenerationConfig {
+        max_new_tokens: s.max_tokens,
+        sampling: SamplingParams {
+            do_sample: s.temperature > 0.0,
+            temperature: if s.temperature > 0.0 {
+                s.temperature
+            } else {
+                1.0
+            },
+            top_k: s.top_k,
+            top_p: s.top_p,
+            min_p: s.min_p,
+            repetition_penalty: s.repeat_penalty,
+            ..Default::default()
+        },
+        seed: s.seed,
+        stop: s.stop.clone(),
+        ..Default::default()
+    }
+}
+
+fn run(a: RunArgs) -> CliResult<()> {
+    let (model, prompt) = split_model_and_text(&a.args);
+    let llm = load(&model_spec(model)?, &a.model)?;
+    let cfg = generation_config(&a.sampling);
+    let ids = if a.raw {
+        llm.tokenize(prompt)?
+    } else {
+        let mut messages = Vec::new();
+        if let Some(system) = &a.sampling.system {
+            messages.push(ChatMessage::new("system", system.clone()));
+        }
+        messages.push(ChatMessage::new("user", prompt));
+        llm.tokenize_chat(&messages)?
+    };
+    let n_ctx = a.model.ctx.or(Some(ids.len() + cfg.max_new_tokens));
+    let mut session = llm.session(SessionOptions {
+        n_ctx,
+        ..Default::default()
+    })?;
+    let stdout = std::io::stdout();
+    let done = if a.json {
+        session.generate(&ids, &cfg, &mut |_| Flow::Continue)?
+    } else {
+        let mut out = stdout.lock();
+        let done = session.generate(&ids, &cfg, &mut |piece| {
+            let _ = out.write_all(piece.as_bytes());
+            let _ = out.flush();
+            Flow::Continue
+        })?;
+        let _ = writeln!(out);
+        done
+    };
+    if a.json {
+        println!("{}", completion_json(&done));
+    } else if std::io::stderr().is_terminal() {
+        eprintln!("{}", summary(&done));
+    }
+    Ok(())
+}
+
+fn completion_json(d: &Completion) -> serde_json::Value {
+    let ms = |t: std::time::Duration| t.as_secs_f64() * 1000.0;
+    json!({
+        "text": d.text,
+        "tokens": d.tokens,
+        "finish_reason": d.finish_reason.as_str(),
+        "usage": {"prompt_tokens": d.usage.prompt_tokens, "completion_tokens": d.usage.completion_tokens},
+        "timings": {
+            "load_ms": ms(d.timings.load),
+            "prefill_ms": ms(d.timings.prefill),
+            "time_to_first_token_ms": ms(d.timings.time_to_first_token),
+            "decode_tokens_per_second": d.timings.decode_tokens_per_second(),
+        },
+        "counters": {
+            "bytes_dequantized_at_load": d.counters.bytes_dequantized_at_load,
+            "cache_bytes": d.counters.cache_bytes,
+            "reused_prompt_tokens": d.counters.reused_prompt_tokens,
+        },
+    })
+}
+
+fn summary(d: &Completion) -> String {
+    format!(
+        "[{}: {} prompt + {} generated tokens, first token after {:.0} ms, {:.1} tokens/s]",
+        d.finish_reason.as_str(),
+        d.usage.prompt_tokens,
+        d.usage.completion_tokens,
+        d.timings.time_to_first_token.as_secs_f64() * 1000.0,
+        d.timings.decode_tokens_per_second()
+    )
+}
+
+fn chat(a: ChatArgs) -> CliResult<()> {
+    let llm = load(&model_spec(a.model.as_deref())?, &a.model_args)?;
+    let cfg = generation_config(&a.sampling);
+    let mut session = llm.session(SessionOptions {
+        n_ctx: a.model_args.ctx,
+        ..Default::default()
+    })?;
+    if let Some(system) = &a.sampling.system {
+        session.set_system(system);
+    }
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "chat with {} — /reset, /system TEXT, /exit; Ctrl-D to quit",
+            llm.source().display()
+        );
+    }
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if interactive {
+            eprint!("> ");
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line?;
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match text {
+            "/exit" | "/quit" => break,
+            "/reset" => {
+                session.reset();
+                if let Some(system) = &a.sampling.system {
+                    session.set_system(system);
+                }
+                eprintln!("(conversation cleared)");
+                continue;
+            }
+            _ if text.starts_with("/system ") => {
+                session.set_system(text.trim_start_matches("/system ").trim());
+                eprintln!("(system prompt set)");
+                continue;
+            }
+            _ => {}
+        }
+        let mut out = std::io::stdout().lock();
+        let result = session.send(ChatMessage::new("user", text), &cfg, &mut |piece| {
+            let _ = out.write_all(piece.as_bytes());
+            let _ = out.flush();
+            Flow::Continue
+        });
+        let _ = writeln!(out);
+        match result {
+            Ok(done) if interactive => eprintln!("{}", summary(&done)),
+            Ok(_) => {}
+            // A turn that fails (e.g. the context is full) is reported; the chat goes on.
+            Err(e) => eprintln!("torchnative: error: {e}"),
+        }
+    }
+    Ok(())
+}
+
+fn info(a: InfoArgs) -> CliResult<()> {
+    let spec = model_spec(a.model.as_deref())?;
+    let llm = load_llm(&spec, &LoadOptions::default())?;
+    let c = llm.config();
+    let tok = llm.tokenizer();
+    let model = llm.model();
+    let kv_bytes_per_token = 2 * c.n_layers * c.n_kv_heads * c.head_dim * 4;
+    let file_bytes = std::fs::metadata(llm.source())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let stats = model.load_stats();
+    let v = json!({
+        "source": llm.source().display().to_string(),
+        "architecture": c.architecture.model_type(),
+        "parameters": model.n_params(),
+        "layers": c.n_layers,
+        "hidden_size": c.hidden_size,
+        "heads": c.n_heads,
+        "kv_heads": c.n_kv_heads,
+        "head_dim": c.head_dim,
+        "intermediate_size": c.intermediate_size,
+        "context_length": c.context_length,
+        "vocab_size": c.vocab_size,
+        "rope_theta": c.rope_theta,
+        "tied_embeddings": c.tie_word_embeddings,
+        "weight_types": model.weight_types().into_iter().map(|(t, n)| json!({"type": t, "matrices": n})).collect::<Vec<_>>(),
+        "bos_token": tok.bos_token(),
+        "eos_token_ids": llm.eos_token_ids(),
+        "chat_template": llm.chat_template().is_some(),
+        "file_bytes": file_bytes,
+        "mapped_weight_bytes": stats.mapped_weight_bytes,
+        "owned_weight_bytes": stats.owned_weight_bytes,
+        "kv_cache_bytes_per_token": kv_bytes_per_token,
+        "estimated_memory_bytes_at_4096_ctx": file_bytes as usize + stats.owned_weight_bytes + 4096 * kv_bytes_per_token,
+    });
+    if a.json {
+        println!("{v:#}");
+        return Ok(());
+    }
+    let types: Vec<String> = model
+        .weight_types()
+        .into_iter()
+        .map(|(t, n)| format!("{t} x{n}"))
+        .collect();
+    println!("model           {}", llm.source().display());
+    println!("architecture    {}", c.architecture.model_type());
+    println!("parameters      {:.1} M", model.n_params() as f64 / 1e6);
+    println!(
+        "layers          {} (hidden {}, intermediate {})",
+        c.n_layers, c.hidden_size, c.intermediate_size
+    );
+    println!(
+        "attention       {} heads, {} kv heads, head dim {}",
+        c.n_heads, c.n_kv_heads, c.head_dim
+    );
+    println!(
+        "context         {} tokens (rope theta {})",
+        c.context_length, c.rope_theta
+    );
+    println!(
+        "vocabulary      {} tokens, bos {:?}, eos ids {:?}",
+        c.vocab_size,
+        tok.bos_token(),
+        llm.eos_token_ids()
+    );
+    println!("weights         {}", types.join(", "));
+    println!(
+        "chat template   {}",
+        if llm.chat_template().is_some() {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    println!(
+        "file            {:.1} MiB",
+        file_bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "kv cache        {} KiB per token",
+        kv_bytes_per_token / 1024
+    );
+    Ok(())
+}
+
+fn tokenize(a: TokenizeArgs) -> CliResult<()> {
+    let (model, text) = split_model_and_text(&a.args);
+    let llm = load_llm(&model_spec(model)?, &LoadOptions::default())?;
+    let ids = llm.tokenize(text)?;
+    let pieces: Vec<String> = ids
+        .iter()
+        .map(|&i| llm.tokenizer().token_to_piece(i))
+        .collect::<Result<_, _>>()?;
+    if a.json {
+        println!("{}", json!({"ids": ids, "pieces": pieces}));
+    } else {
+        for (id, piece) in ids.iter().zip(&pieces) {
+            println!("{id:>8}  {piece:?}");
+        }
+    }
+    Ok(())
+}
+
+/// llama-bench's method: `pp` evaluates n_prompt tokens from an empty cache in batches; `tg`
+/// decodes n_gen tokens one at a time (after one warm-up token). Token ids are fixed pseudo-random
+/// (no tokenization), and no sampling: the measured work is the forward passes alone.
+fn bench(a: BenchArgs) -> CliResult<()> {
+    let spec = model_spec(a.model.as_deref())?;
+    let load_start = std::time::Instant::now();
+    let llm = load_llm(
+        &spec,
+        &LoadOptions {
+            weight_format: WeightFormat::parse(&a.dtype)?,
+            threads: Some(a.threads),
+        },
+    )?;
+    let load_s = load_start.elapsed().as_secs_f64();
+    let vocab = llm.config().vocab_size as u64;
+    let tokens: Vec<u32> = (0..a.n_prompt.max(1) as u64)
+        .map(|i| ((i * 2654435761 + 17) % vocab) as u32)
+        .collect();
+    let n_ctx = a.n_prompt + a.n_gen + 1;
+    let mut session = llm.session(SessionOptions {
+        n_ctx: Some(n_ctx),
+        n_batch: a.batch.max(1),
+    })?;
+    let reps = a.repetitions.max(1);
+    let mut results = Vec::new();
+    if a.n_prompt > 0 {
+        session.prefill_all_logits(&tokens[..a.n_prompt.min(8)])?; // warm-up
+        let mut rates = Vec::new();
+        let mut first_token_ms = Vec::new();
+        for _ in 0..reps {
+            session.reset();
+            let t = std::time::Instant::now();
+            session.prefill(&tokens)?;
+            let s = t.elapsed().as_secs_f64();
+            rates.push(a.n_prompt as f64 / s);
+            first_token_ms.push(s * 1000.0);
+        }
+        results.push(bench_result(
+            &format!("pp{}", a.n_prompt),
+            a.threads,
+            &rates,
+            &first_token_ms,
+        ));
+    }
+    if a.n_gen > 0 {
+        let mut rates = Vec::new();
+        for _ in 0..reps {
+            session.reset();
+            session.prefill(&tokens[..1])?;
+            let t = std::time::Instant::now();
+            for i in 0..a.n_gen {
+                session.decode_logits(tokens[(i + 1) % tokens.len()])?;
+            }
+            rates.push(a.n_gen as f64 / t.elapsed().as_secs_f64());
+        }
+        results.push(bench_result(
+            &format!("tg{}", a.n_gen),
+            a.threads,
+            &rates,
+            &[],
+        ));
+    }
+    let peak_rss = peak_rss_bytes();
+    for r in &mut results {
+        r["model"] = json!(spec);
+        r["dtype"] = json!(a.dtype);
+        r["load_seconds"] = json!(load_s);
+        r["peak_rss_bytes"] = json!(peak_rss);
+    }
+    if a.json {
+        println!("{}", serde_json::Value::Array(results));
+    } else {
+        println!(
+            "{:<8} {:>7} {:>12} {:>10}",
+            "test", "threads", "tokens/s", "stddev"
+        );
+        for r in &results {
+            println!(
+                "{:<8} {:>7} {:>12.1} {:>10.1}",
+                r["test"].as_str().unwrap_or(""),
+                a.threads,
+                r["tokens_per_second"].as_f64().unwrap_or(0.0),
+                r["stddev"].as_f64().unwrap_or(0.0)
+            );
+        }
+        println!(
+            "load {load_s:.2}s, peak RSS {:.1} MiB",
+            peak_rss as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
+fn bench_result(
+    test: &str,
+    threads: usize,
+    rates: &[f64],
+    first_token_ms: &[f64],
+) -> serde_json::Value {
+    let n = rates.len() as f64;
+    let mean = rates.iter().sum::<f64>() / n;
+    let var = if rates.len() > 1 {
+        rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    let mut v = json!({"test": test, "threads": threads, "tokens_per_second": mean, "stddev": var.sqrt(), "samples": rates});
+    if !first_token_ms.is_empty() {
+        v["time_to_first_token_ms"] =
+            json!(first_token_ms.iter().sum::<f64>() / first_token_ms.len() as f64);
+    }
+    v
+}
+
+/// Peak resident set size of this process (Linux `VmHWM`), 0 where unknown.
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<u64>().ok())
+            })
+        })
+        .map_or(0, |kb| kb * 1024)
+}

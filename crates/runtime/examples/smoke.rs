@@ -4,11 +4,20 @@ use torchnative_runtime::*;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let format = WeightFormat::parse(args.get(3).map(String::as_str).unwrap_or("native"))?;
-    let llm = load_llm(&args[1], &LoadOptions { weight_format: format, threads: Some(2) })?;
+    let llm = load_llm(
+        &args[1],
+        &LoadOptions {
+            weight_format: format,
+            threads: Some(2),
+        },
+    )?;
     let msgs = vec![ChatMessage::new("user", args[2].clone())];
     let mut s = llm.session(SessionOptions::default())?;
     let prompt = llm.tokenize_chat(&msgs)?;
-    let cfg = GenerationConfig { max_new_tokens: 64, ..Default::default() };
+    let cfg = GenerationConfig {
+        max_new_tokens: 64,
+        ..Default::default()
+    };
     let done = s.generate(&prompt, &cfg, &mut |t| {
         print!("{t}");
         Flow::Continue

@@ -9,7 +9,11 @@ pub enum RuntimeError {
     /// The model needs a capability this build does not have (architecture, option, dtype).
     Unsupported { what: String, supported: String },
     /// Prompt plus requested new tokens do not fit in the context.
-    ContextOverflow { prompt_tokens: usize, max_new_tokens: usize, capacity: usize },
+    ContextOverflow {
+        prompt_tokens: usize,
+        max_new_tokens: usize,
+        capacity: usize,
+    },
     /// A token id outside the vocabulary.
     TokenOutOfRange { token: u32, vocab_size: usize },
     /// An argument is invalid (empty prompt, bad sampling parameter, ...).
@@ -48,5 +52,8 @@ impl std::error::Error for RuntimeError {}
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 pub(crate) fn invalid(what: impl Into<String>, reason: impl Into<String>) -> RuntimeError {
-    RuntimeError::InvalidArgument { what: what.into(), reason: reason.into() }
+    RuntimeError::InvalidArgument {
+        what: what.into(),
+        reason: reason.into(),
+    }
 }

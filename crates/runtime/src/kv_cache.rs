@@ -88,14 +88,22 @@ impl DenseKvCache {
                     .collect()
             })
             .collect();
-        Ok(DenseKvCache { shape, capacity, buffers, lens: vec![0; n_seqs] })
+        Ok(DenseKvCache {
+            shape,
+            capacity,
+            buffers,
+            lens: vec![0; n_seqs],
+        })
     }
 
     fn check_seq(&self, seq: usize) -> Result<()> {
         if seq >= self.lens.len() {
             return Err(invalid(
                 "sequence id",
-                format!("{seq} is out of range for a cache of {} sequences", self.lens.len()),
+                format!(
+                    "{seq} is out of range for a cache of {} sequences",
+                    self.lens.len()
+                ),
             ));
         }
         Ok(())
@@ -127,7 +135,11 @@ impl KvCache for DenseKvCache {
 
     fn write(&mut self, layer: usize, seq: usize, pos0: usize, k: &[f32], v: &[f32]) -> Result<()> {
         self.check_seq(seq)?;
-        let KvShape { n_layers, n_kv_heads, head_dim } = self.shape;
+        let KvShape {
+            n_layers,
+            n_kv_heads,
+            head_dim,
+        } = self.shape;
         if layer >= n_layers {
             return Err(invalid("layer", format!("{layer} >= {n_layers}")));
         }
@@ -135,7 +147,11 @@ impl KvCache for DenseKvCache {
         if k.len() != v.len() || k.len() % row != 0 {
             return Err(invalid(
                 "kv write",
-                format!("k has {} and v {} elements; both must be a multiple of {row}", k.len(), v.len()),
+                format!(
+                    "k has {} and v {} elements; both must be a multiple of {row}",
+                    k.len(),
+                    v.len()
+                ),
             ));
         }
         let n = k.len() / row;
@@ -161,7 +177,10 @@ impl KvCache for DenseKvCache {
     fn commit(&mut self, seq: usize, len: usize) -> Result<()> {
         self.check_seq(seq)?;
         if len > self.capacity {
-            return Err(invalid("kv commit", format!("length {len} > capacity {}", self.capacity)));
+            return Err(invalid(
+                "kv commit",
+                format!("length {len} > capacity {}", self.capacity),
+            ));
         }
         self.lens[seq] = len;
         Ok(())
@@ -169,18 +188,29 @@ impl KvCache for DenseKvCache {
 
     fn layer(&self, layer: usize, seq: usize, len: usize) -> Result<KvLayerView<'_>> {
         self.check_seq(seq)?;
-        let (keys, values) = self
-            .buffers[seq]
+        let (keys, values) = self.buffers[seq]
             .get(layer)
             .ok_or_else(|| invalid("layer", format!("{layer} >= {}", self.shape.n_layers)))?;
         if len > self.capacity {
-            return Err(invalid("kv read", format!("length {len} > capacity {}", self.capacity)));
+            return Err(invalid(
+                "kv read",
+                format!("length {len} > capacity {}", self.capacity),
+            ));
         }
-        Ok(KvLayerView { keys, values, capacity: self.capacity, len })
+        Ok(KvLayerView {
+            keys,
+            values,
+            capacity: self.capacity,
+            len,
+        })
     }
 
     fn bytes(&self) -> usize {
-        self.buffers.iter().flatten().map(|(k, v)| (k.len() + v.len()) * 4).sum()
+        self.buffers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.len() + v.len()) * 4)
+            .sum()
     }
 }
 
@@ -189,7 +219,11 @@ mod tests {
     use super::*;
 
     fn shape() -> KvShape {
-        KvShape { n_layers: 2, n_kv_heads: 2, head_dim: 3 }
+        KvShape {
+            n_layers: 2,
+            n_kv_heads: 2,
+            head_dim: 3,
+        }
     }
 
     #[test]
@@ -204,7 +238,10 @@ mod tests {
         // head 0, pos 1 = token 0 head 0; head 1, pos 2 = token 1 head 1.
         assert_eq!(&view.keys[3..6], &[0.0, 1.0, 2.0]);
         assert_eq!(&view.keys[(4 + 2) * 3..(4 + 2) * 3 + 3], &[9.0, 10.0, 11.0]);
-        assert_eq!(&view.values[(4 + 2) * 3..(4 + 2) * 3 + 3], &[-9.0, -10.0, -11.0]);
+        assert_eq!(
+            &view.values[(4 + 2) * 3..(4 + 2) * 3 + 3],
+            &[-9.0, -10.0, -11.0]
+        );
         // Position 0 and everything of sequence 0 untouched.
         assert_eq!(&view.keys[0..3], &[0.0; 3]);
         assert!(c.layer(1, 0, 0).unwrap().keys.iter().all(|&x| x == 0.0));
@@ -216,8 +253,15 @@ mod tests {
     fn overflow_and_bad_ids_are_errors() {
         let mut c = DenseKvCache::new(shape(), 4, 1).unwrap();
         let six = [0.0f32; 6];
-        assert!(matches!(c.write(0, 0, 4, &six, &six), Err(RuntimeError::ContextOverflow { .. })));
-        assert!(c.write(0, 1, 0, &six, &six).unwrap_err().to_string().contains("sequence id"));
+        assert!(matches!(
+            c.write(0, 0, 4, &six, &six),
+            Err(RuntimeError::ContextOverflow { .. })
+        ));
+        assert!(c
+            .write(0, 1, 0, &six, &six)
+            .unwrap_err()
+            .to_string()
+            .contains("sequence id"));
         assert!(c.write(2, 0, 0, &six, &six).is_err());
         assert!(c.write(0, 0, 0, &six[..5], &six[..5]).is_err());
         assert!(DenseKvCache::new(shape(), 0, 1).is_err());

@@ -4,16 +4,17 @@ pub mod error;
 pub mod kv_cache;
 mod llm;
 pub mod model;
-mod rope;
-pub mod weights;
 pub mod rng;
+mod rope;
 pub mod sampling;
 pub mod stop;
+pub mod weights;
 
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{
-    load_llm, Completion, Counters, Flow, GenerationConfig, Llm, LoadOptions, Session, SessionOptions, Timings, Usage,
+    load_llm, Completion, Counters, Flow, GenerationConfig, Llm, LoadOptions, Session,
+    SessionOptions, Timings, Usage,
 };
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};

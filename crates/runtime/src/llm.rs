@@ -10,7 +10,8 @@ use torchnative_formats::config::load_hf_config;
 use torchnative_formats::gguf::GgufFile;
 use torchnative_formats::{resolve_model, DecoderConfig, GenerationDefaults, ModelLocation};
 use torchnative_tokenizer::{
-    ChatMessage, ChatTemplate, ChatTemplateOptions, DecodeOptions, EncodeOptions, StreamingDetokenizer, Tokenizer,
+    ChatMessage, ChatTemplate, ChatTemplateOptions, DecodeOptions, EncodeOptions,
+    StreamingDetokenizer, Tokenizer,
 };
 
 use crate::error::{invalid, Result, RuntimeError};
@@ -53,29 +54,46 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
     if let Some(n) = options.threads {
         kernels::set_num_threads(n).map_err(|e| invalid("threads", e.to_string()))?;
     }
-    let location = resolve_model(spec).map_err(|e| RuntimeError::Load { path: spec.into(), reason: e.to_string() })?;
+    let location = resolve_model(spec).map_err(|e| RuntimeError::Load {
+        path: spec.into(),
+        reason: e.to_string(),
+    })?;
     let (config, checkpoint, tokenizer, defaults, source) = match location {
         ModelLocation::Gguf(path) => {
-            let load_err = |reason: String| RuntimeError::Load { path: path.display().to_string(), reason };
+            let load_err = |reason: String| RuntimeError::Load {
+                path: path.display().to_string(),
+                reason,
+            };
             let file = GgufFile::open(&path).map_err(|e| load_err(e.to_string()))?;
             let config = DecoderConfig::from_gguf(&file).map_err(|e| load_err(e.to_string()))?;
-            let tokenizer = Tokenizer::from_gguf(&file).map_err(|e| load_err(format!("tokenizer: {e}")))?;
+            let tokenizer =
+                Tokenizer::from_gguf(&file).map_err(|e| load_err(format!("tokenizer: {e}")))?;
             let defaults = GenerationDefaults {
                 bos_token_id: config.bos_token_id,
                 eos_token_ids: config.eos_token_ids.clone(),
                 pad_token_id: config.pad_token_id,
                 ..Default::default()
             };
-            (config, Checkpoint::Gguf(Arc::new(file)), tokenizer, defaults, path)
+            (
+                config,
+                Checkpoint::Gguf(Arc::new(file)),
+                tokenizer,
+                defaults,
+                path,
+            )
         }
         ModelLocation::HfDirectory(dir) => {
-            let load_err = |reason: String| RuntimeError::Load { path: dir.display().to_string(), reason };
+            let load_err = |reason: String| RuntimeError::Load {
+                path: dir.display().to_string(),
+                reason,
+            };
             let (config, defaults) = load_hf_config(&dir).map_err(|e| load_err(e.to_string()))?;
             let checkpoint = open_safetensors(&dir, &expected_hf_tensors(&config))?;
             let tok_json = dir.join("tokenizer.json");
             let tok_cfg = dir.join("tokenizer_config.json");
-            let tokenizer = Tokenizer::from_files(&tok_json, tok_cfg.exists().then_some(tok_cfg.as_path()))
-                .map_err(|e| load_err(format!("tokenizer: {e}")))?;
+            let tokenizer =
+                Tokenizer::from_files(&tok_json, tok_cfg.exists().then_some(tok_cfg.as_path()))
+                    .map_err(|e| load_err(format!("tokenizer: {e}")))?;
             (config, checkpoint, tokenizer, defaults, dir)
         }
     };
@@ -100,12 +118,14 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
             eos_ids.push(id);
         }
     }
-    let model = DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| match e {
-        RuntimeError::Load { path, reason } if path.is_empty() => {
-            RuntimeError::Load { path: source.display().to_string(), reason }
-        }
-        other => other,
-    })?;
+    let model =
+        DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| match e {
+            RuntimeError::Load { path, reason } if path.is_empty() => RuntimeError::Load {
+                path: source.display().to_string(),
+                reason,
+            },
+            other => other,
+        })?;
     Ok(Llm {
         inner: Arc::new(LlmInner {
             model,
@@ -220,7 +240,10 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { n_ctx: None, n_batch: 256 }
+        SessionOptions {
+            n_ctx: None,
+            n_batch: 256,
+        }
     }
 }
 
@@ -259,20 +282,36 @@ impl Llm {
 
     /// Token ids of `text` as the model's tokenizer adds special tokens for a plain prompt.
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
-        self.inner.tokenizer.encode(text, EncodeOptions::default()).map_err(text_err)
+        self.inner
+            .tokenizer
+            .encode(text, EncodeOptions::default())
+            .map_err(text_err)
     }
 
     pub fn detokenize(&self, ids: &[u32]) -> Result<String> {
-        self.inner.tokenizer.decode(ids, DecodeOptions::default()).map_err(text_err)
+        self.inner
+            .tokenizer
+            .decode(ids, DecodeOptions::default())
+            .map_err(text_err)
     }
 
     /// The prompt text of a conversation, ending with the assistant header.
     pub fn render_chat(&self, messages: &[ChatMessage]) -> Result<String> {
-        let template = self.inner.template.as_ref().ok_or_else(|| RuntimeError::Unsupported {
-            what: format!("chat: the model '{}' has no chat template", self.inner.source.display()),
-            supported: "plain completion (raw prompts)".into(),
-        })?;
-        let opts = ChatTemplateOptions { add_generation_prompt: true, ..Default::default() };
+        let template = self
+            .inner
+            .template
+            .as_ref()
+            .ok_or_else(|| RuntimeError::Unsupported {
+                what: format!(
+                    "chat: the model '{}' has no chat template",
+                    self.inner.source.display()
+                ),
+                supported: "plain completion (raw prompts)".into(),
+            })?;
+        let opts = ChatTemplateOptions {
+            add_generation_prompt: true,
+            ..Default::default()
+        };
         template.render(messages, &opts).map_err(text_err)
     }
 
@@ -280,7 +319,10 @@ impl Llm {
     /// already wrote them, as transformers' `apply_chat_template(tokenize=True)` does).
     pub fn tokenize_chat(&self, messages: &[ChatMessage]) -> Result<Vec<u32>> {
         let text = self.render_chat(messages)?;
-        let opts = EncodeOptions { add_special_tokens: false, parse_special: true };
+        let opts = EncodeOptions {
+            add_special_tokens: false,
+            parse_special: true,
+        };
         self.inner.tokenizer.encode(&text, opts).map_err(text_err)
     }
 
@@ -305,7 +347,10 @@ impl Llm {
 
 /// A context just large enough for a one-shot request (capped by the model's).
 fn session_for(config: &GenerationConfig, prompt_len: usize) -> SessionOptions {
-    SessionOptions { n_ctx: Some(prompt_len.saturating_add(config.max_new_tokens).max(1)), ..Default::default() }
+    SessionOptions {
+        n_ctx: Some(prompt_len.saturating_add(config.max_new_tokens).max(1)),
+        ..Default::default()
+    }
 }
 
 fn text_err(e: torchnative_tokenizer::Error) -> RuntimeError {
@@ -328,14 +373,24 @@ impl Session {
         let model_ctx = llm.config().context_length;
         let n_ctx = options.n_ctx.unwrap_or(model_ctx.min(4096));
         if n_ctx == 0 || n_ctx > model_ctx {
-            return Err(invalid("n_ctx", format!("{n_ctx} must be between 1 and the model's context length {model_ctx}")));
+            return Err(invalid(
+                "n_ctx",
+                format!("{n_ctx} must be between 1 and the model's context length {model_ctx}"),
+            ));
         }
         if options.n_batch == 0 {
             return Err(invalid("n_batch", "must be at least 1"));
         }
         let cache = DenseKvCache::new(llm.model().kv_shape(), n_ctx, 1)?;
         let ws = llm.model().workspace(options.n_batch.min(n_ctx));
-        Ok(Session { llm, cache, ws, tokens: Vec::new(), rng: Rng::from_entropy(), messages: Vec::new() })
+        Ok(Session {
+            llm,
+            cache,
+            ws,
+            tokens: Vec::new(),
+            rng: Rng::from_entropy(),
+            messages: Vec::new(),
+        })
     }
 
     pub fn llm(&self) -> &Llm {
@@ -377,22 +432,38 @@ impl Session {
         if tokens.is_empty() {
             return Err(invalid("prompt", "is empty (nothing to condition on)"));
         }
-        let mut keep = self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        let mut keep = self
+            .tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
         // The last prompt token must be evaluated to produce fresh logits.
         if keep == tokens.len() {
             keep -= 1;
         }
         self.cache.truncate(0, keep)?;
         self.tokens.truncate(keep);
+        self.prefill(&tokens[keep..])?;
+        Ok(keep)
+    }
+
+    /// Evaluate `tokens` after what the cache holds (benchmarks; generation uses `generate`).
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<()> {
+        self.check_capacity(self.tokens.len(), tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
-        let (cache, ws, history) = (&mut self.cache, &mut self.ws, &mut self.tokens);
-        for chunk in tokens[keep..].chunks(n_batch) {
-            let c = SeqChunk { seq: 0, tokens: chunk, pos0: history.len() };
+        for chunk in tokens.chunks(n_batch) {
+            let c = SeqChunk {
+                seq: 0,
+                tokens: chunk,
+                pos0: self.tokens.len(),
+            };
+            let (cache, ws) = (&mut self.cache, &mut self.ws);
             kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::LastOfEachChunk))?;
-            history.extend_from_slice(chunk);
+            self.tokens.extend_from_slice(chunk);
         }
-        Ok(keep)
+        Ok(())
     }
 
     /// Logits of every position of `tokens` evaluated from an empty cache (evaluation and
@@ -404,7 +475,11 @@ impl Session {
         let n_batch = self.ws.max_tokens();
         let mut out = Vec::with_capacity(tokens.len() * self.llm.config().vocab_size);
         for chunk in tokens.chunks(n_batch) {
-            let c = SeqChunk { seq: 0, tokens: chunk, pos0: self.tokens.len() };
+            let c = SeqChunk {
+                seq: 0,
+                tokens: chunk,
+                pos0: self.tokens.len(),
+            };
             let (cache, ws) = (&mut self.cache, &mut self.ws);
             kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::AllTokens))?;
             out.extend_from_slice(self.ws.logits());
@@ -417,7 +492,11 @@ impl Session {
     pub fn decode_logits(&mut self, token: u32) -> Result<&[f32]> {
         self.check_capacity(self.tokens.len(), 1)?;
         let model = &self.llm.inner.model;
-        let c = SeqChunk { seq: 0, tokens: std::slice::from_ref(&token), pos0: self.tokens.len() };
+        let c = SeqChunk {
+            seq: 0,
+            tokens: std::slice::from_ref(&token),
+            pos0: self.tokens.len(),
+        };
         let (cache, ws) = (&mut self.cache, &mut self.ws);
         kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::LastOfEachChunk))?;
         self.tokens.push(token);
@@ -427,7 +506,11 @@ impl Session {
     fn check_capacity(&self, prompt_tokens: usize, max_new_tokens: usize) -> Result<()> {
         let capacity = self.cache.capacity();
         if prompt_tokens.saturating_add(max_new_tokens) > capacity {
-            return Err(RuntimeError::ContextOverflow { prompt_tokens, max_new_tokens, capacity });
+            return Err(RuntimeError::ContextOverflow {
+                prompt_tokens,
+                max_new_tokens,
+                capacity,
+            });
         }
         Ok(())
     }
@@ -445,19 +528,30 @@ impl Session {
         let vocab = self.llm.config().vocab_size;
         config.sampling.validate(vocab)?;
         if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= vocab) {
-            return Err(RuntimeError::TokenOutOfRange { token: bad, vocab_size: vocab });
+            return Err(RuntimeError::TokenOutOfRange {
+                token: bad,
+                vocab_size: vocab,
+            });
         }
         if config.max_new_tokens == 0 {
             return Err(invalid("max_new_tokens", "must be at least 1"));
         }
         self.check_capacity(prompt.len(), config.max_new_tokens)?;
-        let eos: Vec<u32> = config.eos_token_ids.clone().unwrap_or_else(|| self.llm.inner.eos_ids.clone());
+        let eos: Vec<u32> = config
+            .eos_token_ids
+            .clone()
+            .unwrap_or_else(|| self.llm.inner.eos_ids.clone());
         if let Some(seed) = config.seed {
             self.rng = Rng::seeded(seed);
         }
         let mut chain = SamplerChain::from_params(&config.sampling);
         let mut stops = StopStrings::new(&config.stop);
-        let mut detok = StreamingDetokenizer::new(self.llm.inner.tokenizer.clone(), DecodeOptions { skip_special_tokens: true });
+        let mut detok = StreamingDetokenizer::new(
+            self.llm.inner.tokenizer.clone(),
+            DecodeOptions {
+                skip_special_tokens: true,
+            },
+        );
 
         let reused = self.sync_to(prompt)?;
         let prefill = start.elapsed();
@@ -466,7 +560,11 @@ impl Session {
         history.extend_from_slice(prompt);
         let mut generated: Vec<u32> = Vec::with_capacity(config.max_new_tokens);
         let mut text = String::new();
-        let mut timings = Timings { load: self.llm.load_time(), prefill, ..Default::default() };
+        let mut timings = Timings {
+            load: self.llm.load_time(),
+            prefill,
+            ..Default::default()
+        };
         let mut logits: Vec<f32> = self.ws.logits()[..vocab].to_vec();
         let mut step_start = Instant::now();
         let finish = loop {
@@ -477,7 +575,11 @@ impl Session {
                     }
                 }
             }
-            let mut ctx = SamplingContext { history: &history, n_prompt, rng: &mut self.rng };
+            let mut ctx = SamplingContext {
+                history: &history,
+                n_prompt,
+                rng: &mut self.rng,
+            };
             let token = chain.sample(&logits, &mut ctx)?;
             if generated.is_empty() {
                 timings.time_to_first_token = start.elapsed();
@@ -514,7 +616,10 @@ impl Session {
         };
         // The last sampled token is not in the cache yet: the next request evaluates it as part
         // of its prompt.
-        if matches!(finish, FinishReason::Length | FinishReason::Cancelled | FinishReason::Eos) {
+        if matches!(
+            finish,
+            FinishReason::Length | FinishReason::Cancelled | FinishReason::Eos
+        ) {
             let rest = detok.finish().map_err(text_err)?.unwrap_or_default();
             let mut tail = match stops.push(&rest) {
                 StopStep::Continue { emit } => emit,
@@ -530,7 +635,10 @@ impl Session {
             text,
             tokens: generated.clone(),
             finish_reason: finish,
-            usage: Usage { prompt_tokens: n_prompt, completion_tokens: generated.len() },
+            usage: Usage {
+                prompt_tokens: n_prompt,
+                completion_tokens: generated.len(),
+            },
             timings,
             counters: Counters {
                 bytes_dequantized_at_load: self.llm.model().load_stats().bytes_dequantized,
@@ -542,7 +650,12 @@ impl Session {
 
     /// One chat turn: add `message` to the conversation, answer it, keep the answer. Only the
     /// tokens the cache does not already hold are evaluated.
-    pub fn send(&mut self, message: ChatMessage, config: &GenerationConfig, on_text: &mut dyn FnMut(&str) -> Flow) -> Result<Completion> {
+    pub fn send(
+        &mut self,
+        message: ChatMessage,
+        config: &GenerationConfig,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<Completion> {
         self.messages.push(message);
         let prompt = match self.llm.tokenize_chat(&self.messages) {
             Ok(p) => p,
@@ -553,7 +666,8 @@ impl Session {
         };
         match self.generate(&prompt, config, on_text) {
             Ok(done) => {
-                self.messages.push(ChatMessage::new("assistant", done.text.clone()));
+                self.messages
+                    .push(ChatMessage::new("assistant", done.text.clone()));
                 Ok(done)
             }
             Err(e) => {

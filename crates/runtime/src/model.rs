@@ -79,7 +79,6 @@ pub struct Workspace {
     proj: Vec<f32>,
     gate: Vec<f32>,
     up: Vec<f32>,
-    head_tmp: Vec<f32>,
     rows: Vec<f32>,
     logits: Vec<f32>,
     act: ActivationScratch,
@@ -99,13 +98,19 @@ impl Workspace {
 impl DecoderModel {
     /// Build from a checkpoint; every tensor's presence and shape is checked here, so an
     /// incompatible file fails at load, never at token 1.
-    pub(crate) fn load(config: DecoderConfig, checkpoint: Checkpoint, format: WeightFormat) -> Result<DecoderModel> {
+    pub(crate) fn load(
+        config: DecoderConfig,
+        checkpoint: Checkpoint,
+        format: WeightFormat,
+    ) -> Result<DecoderModel> {
         validate_config(&config)?;
         let c = &config;
         let mut stats = LoadStats::default();
         let (d, hd) = (c.hidden_size, c.head_dim);
         let (nq, nkv) = (c.n_heads * hd, c.n_kv_heads * hd);
-        let m = |name: &str, rows, cols, stats: &mut LoadStats| checkpoint.matrix(name, rows, cols, format, stats);
+        let m = |name: &str, rows, cols, stats: &mut LoadStats| {
+            checkpoint.matrix(name, rows, cols, format, stats)
+        };
         let embed = m("model.embed_tokens.weight", c.vocab_size, d, &mut stats)?;
         let lm_head = if c.tie_word_embeddings && !checkpoint.has("lm_head.weight")? {
             None
@@ -116,7 +121,8 @@ impl DecoderModel {
         let mut layers = Vec::with_capacity(c.n_layers);
         for i in 0..c.n_layers {
             let p = format!("model.layers.{i}.");
-            let vecn = |s: &str, n, st: &mut LoadStats| checkpoint.vector(&format!("{p}{s}"), n, st);
+            let vecn =
+                |s: &str, n, st: &mut LoadStats| checkpoint.vector(&format!("{p}{s}"), n, st);
             let opt = |s: &str, n, on: bool, st: &mut LoadStats| -> Result<Option<Vec<f32>>> {
                 if on {
                     Ok(Some(checkpoint.vector(&format!("{p}{s}"), n, st)?))
@@ -141,8 +147,18 @@ impl DecoderModel {
                 gate: mat("mlp.gate_proj.weight", c.intermediate_size, d, &mut stats)?,
                 up: mat("mlp.up_proj.weight", c.intermediate_size, d, &mut stats)?,
                 down: mat("mlp.down_proj.weight", d, c.intermediate_size, &mut stats)?,
-                gate_bias: opt("mlp.gate_proj.bias", c.intermediate_size, c.mlp_bias, &mut stats)?,
-                up_bias: opt("mlp.up_proj.bias", c.intermediate_size, c.mlp_bias, &mut stats)?,
+                gate_bias: opt(
+                    "mlp.gate_proj.bias",
+                    c.intermediate_size,
+                    c.mlp_bias,
+                    &mut stats,
+                )?,
+                up_bias: opt(
+                    "mlp.up_proj.bias",
+                    c.intermediate_size,
+                    c.mlp_bias,
+                    &mut stats,
+                )?,
                 down_bias: opt("mlp.down_proj.bias", d, c.mlp_bias, &mut stats)?,
             });
         }
@@ -150,7 +166,9 @@ impl DecoderModel {
         let rope = RopeTable::from_inv_freq(&freqs, c.context_length, attention_factor)
             .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
         let rope_style = match &checkpoint {
-            Checkpoint::Gguf(_) if gguf_qk_rows_interleaved(c.architecture) => RopeStyle::Interleaved,
+            Checkpoint::Gguf(_) if gguf_qk_rows_interleaved(c.architecture) => {
+                RopeStyle::Interleaved
+            }
             _ => RopeStyle::HalfRotation,
         };
         Ok(DecoderModel {
@@ -213,13 +231,26 @@ impl DecoderModel {
     pub fn n_params(&self) -> usize {
         let c = &self.config;
         let per_layer = |l: &Layer| {
-            [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down].iter().map(|m| m.rows * m.cols).sum::<usize>()
+            [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]
+                .iter()
+                .map(|m| m.rows * m.cols)
+                .sum::<usize>()
                 + l.attn_norm.len()
                 + l.ffn_norm.len()
-                + [&l.q_bias, &l.k_bias, &l.v_bias, &l.o_bias, &l.q_norm, &l.k_norm, &l.gate_bias, &l.up_bias, &l.down_bias]
-                    .iter()
-                    .map(|b| b.as_ref().map_or(0, |v| v.len()))
-                    .sum::<usize>()
+                + [
+                    &l.q_bias,
+                    &l.k_bias,
+                    &l.v_bias,
+                    &l.o_bias,
+                    &l.q_norm,
+                    &l.k_norm,
+                    &l.gate_bias,
+                    &l.up_bias,
+                    &l.down_bias,
+                ]
+                .iter()
+                .map(|b| b.as_ref().map_or(0, |v| v.len()))
+                .sum::<usize>()
         };
         c.vocab_size * c.hidden_size * (1 + self.lm_head.is_some() as usize)
             + self.norm.len()
@@ -230,7 +261,12 @@ impl DecoderModel {
     pub fn workspace(&self, max_tokens: usize) -> Workspace {
         let c = &self.config;
         let t = max_tokens.max(1);
-        let (d, q, kv, ff) = (c.hidden_size, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim, c.intermediate_size);
+        let (d, q, kv, ff) = (
+            c.hidden_size,
+            c.n_heads * c.head_dim,
+            c.n_kv_heads * c.head_dim,
+            c.intermediate_size,
+        );
         let mut act = ActivationScratch::new();
         act.reserve(t, d.max(q).max(ff));
         Workspace {
@@ -244,7 +280,6 @@ impl DecoderModel {
             proj: vec![0.0; t * d],
             gate: vec![0.0; t * ff],
             up: vec![0.0; t * ff],
-            head_tmp: vec![0.0; c.head_dim],
             rows: vec![0.0; t * d],
             logits: vec![0.0; t * c.vocab_size],
             act,
@@ -253,39 +288,79 @@ impl DecoderModel {
 
     /// Check a batch against the model and cache before any work: token ids in range, chunks
     /// starting at their sequence's cache length, everything inside the capacity.
-    pub fn check_batch(&self, chunks: &[SeqChunk], cache: &dyn KvCache, ws: &Workspace) -> Result<()> {
+    pub fn check_batch(
+        &self,
+        chunks: &[SeqChunk],
+        cache: &dyn KvCache,
+        ws: &Workspace,
+    ) -> Result<()> {
         let total: usize = chunks.iter().map(|c| c.tokens.len()).sum();
         if total == 0 {
             return Err(invalid("batch", "no tokens to evaluate"));
         }
         if total > ws.max_tokens {
-            return Err(invalid("batch", format!("{total} tokens exceed the workspace's {} rows", ws.max_tokens)));
+            return Err(invalid(
+                "batch",
+                format!(
+                    "{total} tokens exceed the workspace's {} rows",
+                    ws.max_tokens
+                ),
+            ));
         }
         if cache.shape() != self.kv_shape() {
-            return Err(invalid("kv cache", format!("shape {:?} does not match the model's {:?}", cache.shape(), self.kv_shape())));
+            return Err(invalid(
+                "kv cache",
+                format!(
+                    "shape {:?} does not match the model's {:?}",
+                    cache.shape(),
+                    self.kv_shape()
+                ),
+            ));
         }
         let mut seen = Vec::new();
         for ch in chunks {
             if seen.contains(&ch.seq) {
-                return Err(invalid("batch", format!("sequence {} appears twice", ch.seq)));
+                return Err(invalid(
+                    "batch",
+                    format!("sequence {} appears twice", ch.seq),
+                ));
             }
             seen.push(ch.seq);
             if ch.seq >= cache.n_seqs() {
-                return Err(invalid("sequence id", format!("{} >= {} cache slots", ch.seq, cache.n_seqs())));
+                return Err(invalid(
+                    "sequence id",
+                    format!("{} >= {} cache slots", ch.seq, cache.n_seqs()),
+                ));
             }
             if ch.pos0 != cache.len(ch.seq) {
                 return Err(invalid(
                     "batch",
-                    format!("sequence {} continues at position {} but its cache holds {}", ch.seq, ch.pos0, cache.len(ch.seq)),
+                    format!(
+                        "sequence {} continues at position {} but its cache holds {}",
+                        ch.seq,
+                        ch.pos0,
+                        cache.len(ch.seq)
+                    ),
                 ));
             }
             let end = ch.pos0 + ch.tokens.len();
             let limit = cache.capacity().min(self.rope.max_positions());
             if end > limit {
-                return Err(RuntimeError::ContextOverflow { prompt_tokens: ch.pos0, max_new_tokens: ch.tokens.len(), capacity: limit });
+                return Err(RuntimeError::ContextOverflow {
+                    prompt_tokens: ch.pos0,
+                    max_new_tokens: ch.tokens.len(),
+                    capacity: limit,
+                });
             }
-            if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= self.config.vocab_size) {
-                return Err(RuntimeError::TokenOutOfRange { token: bad, vocab_size: self.config.vocab_size });
+            if let Some(&bad) = ch
+                .tokens
+                .iter()
+                .find(|&&t| t as usize >= self.config.vocab_size)
+            {
+                return Err(RuntimeError::TokenOutOfRange {
+                    token: bad,
+                    vocab_size: self.config.vocab_size,
+                });
             }
         }
         Ok(())
@@ -293,7 +368,13 @@ impl DecoderModel {
 
     /// Evaluate `chunks` (one per sequence), appending their keys/values to `cache`, and leave
     /// logits in `ws.logits()`: one row per chunk (`LastOfEachChunk`) or per token.
-    pub fn forward(&self, chunks: &[SeqChunk], cache: &mut dyn KvCache, ws: &mut Workspace, want: LogitsFor) -> Result<()> {
+    pub fn forward(
+        &self,
+        chunks: &[SeqChunk],
+        cache: &mut dyn KvCache,
+        ws: &mut Workspace,
+        want: LogitsFor,
+    ) -> Result<()> {
         self.check_batch(chunks, cache, ws)?;
         let c = &self.config;
         let map = self.checkpoint.map();
@@ -305,20 +386,32 @@ impl DecoderModel {
         // Embedding lookup straight from the (possibly packed) rows.
         let tokens = chunks.iter().flat_map(|ch| ch.tokens.iter());
         for (row, &tok) in tokens.enumerate() {
-            self.embed.row_into(map, tok as usize, &mut ws.x[row * d..(row + 1) * d])?;
+            self.embed
+                .row_into(map, tok as usize, &mut ws.x[row * d..(row + 1) * d])?;
         }
 
         for (li, layer) in self.layers.iter().enumerate() {
-            kernels::rms_norm_rows_f32(&ws.x[..m * d], &layer.attn_norm, c.norm_eps, &mut ws.h[..m * d]);
-            layer.q.forward(map, &ws.h[..m * d], m, &mut ws.q[..m * nq], &mut ws.act)?;
-            layer.k.forward(map, &ws.h[..m * d], m, &mut ws.k[..m * nkv], &mut ws.act)?;
-            layer.v.forward(map, &ws.h[..m * d], m, &mut ws.v[..m * nkv], &mut ws.act)?;
+            kernels::rms_norm_rows_f32(
+                &ws.x[..m * d],
+                &layer.attn_norm,
+                c.norm_eps,
+                &mut ws.h[..m * d],
+            );
+            layer
+                .q
+                .forward(map, &ws.h[..m * d], m, &mut ws.q[..m * nq], &mut ws.act)?;
+            layer
+                .k
+                .forward(map, &ws.h[..m * d], m, &mut ws.k[..m * nkv], &mut ws.act)?;
+            layer
+                .v
+                .forward(map, &ws.h[..m * d], m, &mut ws.v[..m * nkv], &mut ws.act)?;
             add_bias(&mut ws.q[..m * nq], layer.q_bias.as_deref());
             add_bias(&mut ws.k[..m * nkv], layer.k_bias.as_deref());
             add_bias(&mut ws.v[..m * nkv], layer.v_bias.as_deref());
             if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-                norm_heads(&mut ws.q[..m * nq], qn, c.norm_eps, &mut ws.head_tmp);
-                norm_heads(&mut ws.k[..m * nkv], kn, c.norm_eps, &mut ws.head_tmp);
+                norm_heads(&mut ws.q[..m * nq], qn, c.norm_eps);
+                norm_heads(&mut ws.k[..m * nkv], kn, c.norm_eps);
             }
             let mut row0 = 0;
             for ch in chunks {
@@ -326,10 +419,30 @@ impl DecoderModel {
                 for t in 0..n {
                     let r = row0 + t;
                     let pos = ch.pos0 + t;
-                    kernels::rope_f32(&mut ws.q[r * nq..(r + 1) * nq], c.n_heads, hd, pos, &self.rope, self.rope_style);
-                    kernels::rope_f32(&mut ws.k[r * nkv..(r + 1) * nkv], c.n_kv_heads, hd, pos, &self.rope, self.rope_style);
+                    kernels::rope_f32(
+                        &mut ws.q[r * nq..(r + 1) * nq],
+                        c.n_heads,
+                        hd,
+                        pos,
+                        &self.rope,
+                        self.rope_style,
+                    );
+                    kernels::rope_f32(
+                        &mut ws.k[r * nkv..(r + 1) * nkv],
+                        c.n_kv_heads,
+                        hd,
+                        pos,
+                        &self.rope,
+                        self.rope_style,
+                    );
                 }
-                cache.write(li, ch.seq, ch.pos0, &ws.k[row0 * nkv..(row0 + n) * nkv], &ws.v[row0 * nkv..(row0 + n) * nkv])?;
+                cache.write(
+                    li,
+                    ch.seq,
+                    ch.pos0,
+                    &ws.k[row0 * nkv..(row0 + n) * nkv],
+                    &ws.v[row0 * nkv..(row0 + n) * nkv],
+                )?;
                 let kv_len = ch.pos0 + n;
                 let view = cache.layer(li, ch.seq, kv_len)?;
                 let params = AttentionParams {
@@ -355,20 +468,34 @@ impl DecoderModel {
                 .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
                 row0 += n;
             }
-            layer.o.forward(map, &ws.attn[..m * nq], m, &mut ws.proj[..m * d], &mut ws.act)?;
+            layer.o.forward(
+                map,
+                &ws.attn[..m * nq],
+                m,
+                &mut ws.proj[..m * d],
+                &mut ws.act,
+            )?;
             add_bias(&mut ws.proj[..m * d], layer.o_bias.as_deref());
             kernels::add_inplace_f32(&mut ws.x[..m * d], &ws.proj[..m * d]);
 
-            kernels::rms_norm_rows_f32(&ws.x[..m * d], &layer.ffn_norm, c.norm_eps, &mut ws.h[..m * d]);
-            layer.gate.forward(map, &ws.h[..m * d], m, &mut ws.gate[..m * ff], &mut ws.act)?;
-            layer.up.forward(map, &ws.h[..m * d], m, &mut ws.up[..m * ff], &mut ws.act)?;
+            kernels::rms_norm_rows_f32(
+                &ws.x[..m * d],
+                &layer.ffn_norm,
+                c.norm_eps,
+                &mut ws.h[..m * d],
+            );
+            layer
+                .gate
+                .forward(map, &ws.h[..m * d], m, &mut ws.gate[..m * ff], &mut ws.act)?;
+            layer
+                .up
+                .forward(map, &ws.h[..m * d], m, &mut ws.up[..m * ff], &mut ws.act)?;
             add_bias(&mut ws.gate[..m * ff], layer.gate_bias.as_deref());
             add_bias(&mut ws.up[..m * ff], layer.up_bias.as_deref());
-            // SwiGLU into `gate` through `attn`-sized scratch is not possible in place: use `up`'s
-            // own buffer as the output after reading both.
-            let (gate, up) = (&ws.gate[..m * ff], &mut ws.up[..m * ff]);
-            silu_mul_in_place(gate, up);
-            layer.down.forward(map, &ws.up[..m * ff], m, &mut ws.proj[..m * d], &mut ws.act)?;
+            kernels::silu_mul_inplace_f32(&ws.gate[..m * ff], &mut ws.up[..m * ff]);
+            layer
+                .down
+                .forward(map, &ws.up[..m * ff], m, &mut ws.proj[..m * d], &mut ws.act)?;
             add_bias(&mut ws.proj[..m * d], layer.down_bias.as_deref());
             kernels::add_inplace_f32(&mut ws.x[..m * d], &ws.proj[..m * d]);
         }
@@ -392,11 +519,22 @@ impl DecoderModel {
                 chunks.len()
             }
         };
-        kernels::rms_norm_rows_f32(&ws.rows[..n_rows * d], &self.norm, c.norm_eps, &mut ws.h[..n_rows * d]);
+        kernels::rms_norm_rows_f32(
+            &ws.rows[..n_rows * d],
+            &self.norm,
+            c.norm_eps,
+            &mut ws.h[..n_rows * d],
+        );
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
         let v = c.vocab_size;
         ws.logits.resize(ws.max_tokens * v, 0.0);
-        head.forward(map, &ws.h[..n_rows * d], n_rows, &mut ws.logits[..n_rows * v], &mut ws.act)?;
+        head.forward(
+            map,
+            &ws.h[..n_rows * d],
+            n_rows,
+            &mut ws.logits[..n_rows * v],
+            &mut ws.act,
+        )?;
         ws.logits.truncate(n_rows * v);
         if let Some(cap) = c.final_logit_softcap {
             for l in &mut ws.logits {
@@ -410,20 +548,45 @@ impl DecoderModel {
 fn validate_config(c: &DecoderConfig) -> Result<()> {
     let bad = |what: &str, why: String| Err(invalid(format!("model config {what}"), why));
     if c.n_heads == 0 || c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads != 0 {
-        return bad("heads", format!("{} attention heads must be a positive multiple of {} kv heads", c.n_heads, c.n_kv_heads));
+        return bad(
+            "heads",
+            format!(
+                "{} attention heads must be a positive multiple of {} kv heads",
+                c.n_heads, c.n_kv_heads
+            ),
+        );
     }
     if c.head_dim == 0 || c.head_dim % 2 != 0 {
-        return bad("head_dim", format!("{} must be positive and even", c.head_dim));
+        return bad(
+            "head_dim",
+            format!("{} must be positive and even", c.head_dim),
+        );
     }
-    for (name, v) in [("hidden_size", c.hidden_size), ("vocab_size", c.vocab_size), ("intermediate_size", c.intermediate_size), ("context_length", c.context_length), ("n_layers", c.n_layers)] {
+    for (name, v) in [
+        ("hidden_size", c.hidden_size),
+        ("vocab_size", c.vocab_size),
+        ("intermediate_size", c.intermediate_size),
+        ("context_length", c.context_length),
+        ("n_layers", c.n_layers),
+    ] {
         if v == 0 {
             return bad(name, "is 0".into());
         }
     }
     // Sizes above this are not a real decoder; refusing them keeps every later product far from
     // overflow.
-    if c.hidden_size > 1 << 16 || c.vocab_size > 1 << 22 || c.intermediate_size > 1 << 18 || c.context_length > 1 << 22 {
-        return bad("sizes", format!("hidden {} / vocab {} / intermediate {} / context {} exceed the supported limits", c.hidden_size, c.vocab_size, c.intermediate_size, c.context_length));
+    if c.hidden_size > 1 << 16
+        || c.vocab_size > 1 << 22
+        || c.intermediate_size > 1 << 18
+        || c.context_length > 1 << 22
+    {
+        return bad(
+            "sizes",
+            format!(
+                "hidden {} / vocab {} / intermediate {} / context {} exceed the supported limits",
+                c.hidden_size, c.vocab_size, c.intermediate_size, c.context_length
+            ),
+        );
     }
     Ok(())
 }
@@ -443,20 +606,8 @@ fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {
 }
 
 /// RMSNorm of every head vector (Qwen3's q/k norm).
-fn norm_heads(x: &mut [f32], weight: &[f32], eps: f32, tmp: &mut [f32]) {
+fn norm_heads(x: &mut [f32], weight: &[f32], eps: f32) {
     for head in x.chunks_exact_mut(weight.len()) {
-        kernels::rms_norm_f32(head, weight, eps, tmp);
-        head.copy_from_slice(tmp);
-    }
-}
-
-/// `up = silu(gate) * up`, elementwise.
-fn silu_mul_in_place(gate: &[f32], up: &mut [f32]) {
-    // The kernel takes separate input and output slices; process in stack-sized blocks.
-    let mut buf = [0.0f32; 256];
-    for (g, u) in gate.chunks(256).zip(up.chunks_mut(256)) {
-        let out = &mut buf[..g.len()];
-        kernels::silu_mul_f32(g, u, out);
-        u.copy_from_slice(out);
+        kernels::rms_norm_inplace_f32(head, weight, eps);
     }
 }

@@ -14,7 +14,9 @@ pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
         .collect();
     match &config.rope_scaling {
         None => Ok((plain, 1.0)),
-        Some(RopeScaling::Linear { factor }) => Ok((plain.iter().map(|f| f / factor).collect(), 1.0)),
+        Some(RopeScaling::Linear { factor }) => {
+            Ok((plain.iter().map(|f| f / factor).collect(), 1.0))
+        }
         Some(RopeScaling::Llama3 {
             factor,
             low_freq_factor,
@@ -31,8 +33,8 @@ pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
                     let scaled = if wavelen > low_wavelen { f / factor } else { f };
                     let medium = wavelen >= high_wavelen && wavelen <= low_wavelen;
                     if medium {
-                        let smooth =
-                            (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                        let smooth = (old_ctx / wavelen - low_freq_factor)
+                            / (high_freq_factor - low_freq_factor);
                         (1.0 - smooth) * scaled / factor + smooth * scaled
                     } else {
                         scaled
@@ -77,7 +79,8 @@ pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
                     let interpolation = 1.0 / (factor * pos_freq);
                     let ramp = ((i as f32 - low) / (high - low)).clamp(0.0, 1.0);
                     let extrapolation_factor = 1.0 - ramp;
-                    interpolation * (1.0 - extrapolation_factor) + extrapolation * extrapolation_factor
+                    interpolation * (1.0 - extrapolation_factor)
+                        + extrapolation * extrapolation_factor
                 })
                 .collect();
             Ok((inv, attention))

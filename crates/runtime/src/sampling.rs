@@ -31,7 +31,10 @@ impl Candidates {
     pub fn reset(&mut self, logits: &[f32]) {
         self.items.clear();
         self.items
-            .extend(logits.iter().enumerate().map(|(i, &logit)| TokenLogit { id: i as u32, logit }));
+            .extend(logits.iter().enumerate().map(|(i, &logit)| TokenLogit {
+                id: i as u32,
+                logit,
+            }));
         self.sorted = false;
         self.selected = None;
     }
@@ -54,9 +57,8 @@ impl Candidates {
 
     fn sort_desc(&mut self) {
         if !self.sorted {
-            self.items.sort_unstable_by(|a, b| {
-                b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
-            });
+            self.items
+                .sort_unstable_by(|a, b| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id)));
             self.sorted = true;
         }
     }
@@ -69,7 +71,11 @@ impl Candidates {
 
     /// Softmax over the current logits into `self.probs` (max-subtracted, in f64 for the sum).
     fn compute_probs(&mut self) {
-        let max = self.items.iter().map(|t| t.logit).fold(f32::NEG_INFINITY, f32::max);
+        let max = self
+            .items
+            .iter()
+            .map(|t| t.logit)
+            .fold(f32::NEG_INFINITY, f32::max);
         self.probs.clear();
         if max == f32::NEG_INFINITY {
             // Everything masked: no distribution exists; leave probs all zero.
@@ -254,7 +260,11 @@ impl Sampler for TypicalP {
             .iter()
             .enumerate()
             .map(|(i, &p)| {
-                let surprise = if p > 0.0 { -(p as f64).ln() } else { f64::INFINITY };
+                let surprise = if p > 0.0 {
+                    -(p as f64).ln()
+                } else {
+                    f64::INFINITY
+                };
                 ((surprise - entropy).abs(), i)
             })
             .collect();
@@ -268,7 +278,8 @@ impl Sampler for TypicalP {
                 break;
             }
         }
-        let mut kept: Vec<TokenLogit> = order[..keep].iter().map(|&(_, i)| cands.items[i]).collect();
+        let mut kept: Vec<TokenLogit> =
+            order[..keep].iter().map(|&(_, i)| cands.items[i]).collect();
         kept.sort_unstable_by(|a, b| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id)));
         cands.items = kept;
         cands.sorted = true;
@@ -439,18 +450,48 @@ impl SamplingParams {
                 Err(invalid(name, format!("{v} is outside {range}")))
             }
         };
-        check("temperature", self.temperature, self.temperature >= 0.0, "[0, inf)")?;
-        check("top_p", self.top_p, self.top_p > 0.0 && self.top_p <= 1.0, "(0, 1]")?;
-        check("min_p", self.min_p, (0.0..=1.0).contains(&self.min_p), "[0, 1]")?;
-        check("typical_p", self.typical_p, self.typical_p > 0.0 && self.typical_p <= 1.0, "(0, 1]")?;
+        check(
+            "temperature",
+            self.temperature,
+            self.temperature >= 0.0,
+            "[0, inf)",
+        )?;
+        check(
+            "top_p",
+            self.top_p,
+            self.top_p > 0.0 && self.top_p <= 1.0,
+            "(0, 1]",
+        )?;
+        check(
+            "min_p",
+            self.min_p,
+            (0.0..=1.0).contains(&self.min_p),
+            "[0, 1]",
+        )?;
+        check(
+            "typical_p",
+            self.typical_p,
+            self.typical_p > 0.0 && self.typical_p <= 1.0,
+            "(0, 1]",
+        )?;
         check(
             "repetition_penalty",
             self.repetition_penalty,
             self.repetition_penalty > 0.0,
             "(0, inf)",
         )?;
-        check("presence_penalty", self.presence_penalty, true, "finite values")?;
-        check("frequency_penalty", self.frequency_penalty, true, "finite values")?;
+        check(
+            "presence_penalty",
+            self.presence_penalty,
+            true,
+            "finite values",
+        )?;
+        check(
+            "frequency_penalty",
+            self.frequency_penalty,
+            true,
+            "finite values",
+        )?;
         for &(id, bias) in &self.logit_bias {
             if id as usize >= vocab_size {
                 return Err(invalid(
@@ -480,7 +521,10 @@ pub struct SamplerChain {
 
 impl SamplerChain {
     pub fn new(samplers: Vec<Box<dyn Sampler>>) -> SamplerChain {
-        SamplerChain { samplers, cands: Candidates::default() }
+        SamplerChain {
+            samplers,
+            cands: Candidates::default(),
+        }
     }
 
     /// The chain for `params`. Penalties apply in greedy mode too, as in transformers.
@@ -504,12 +548,18 @@ impl SamplerChain {
                     }
                 }
                 _ if greedy => {}
-                SamplerKind::TopK if params.top_k > 0 => samplers.push(Box::new(TopK(params.top_k))),
+                SamplerKind::TopK if params.top_k > 0 => {
+                    samplers.push(Box::new(TopK(params.top_k)))
+                }
                 SamplerKind::Typical if params.typical_p < 1.0 => {
                     samplers.push(Box::new(TypicalP(params.typical_p)))
                 }
-                SamplerKind::TopP if params.top_p < 1.0 => samplers.push(Box::new(TopP(params.top_p))),
-                SamplerKind::MinP if params.min_p > 0.0 => samplers.push(Box::new(MinP(params.min_p))),
+                SamplerKind::TopP if params.top_p < 1.0 => {
+                    samplers.push(Box::new(TopP(params.top_p)))
+                }
+                SamplerKind::MinP if params.min_p > 0.0 => {
+                    samplers.push(Box::new(MinP(params.min_p)))
+                }
                 SamplerKind::Temperature if params.temperature != 1.0 => {
                     samplers.push(Box::new(Temperature(params.temperature)))
                 }
@@ -548,7 +598,11 @@ mod tests {
     use super::*;
 
     fn ctx<'a>(history: &'a [u32], rng: &'a mut Rng) -> SamplingContext<'a> {
-        SamplingContext { history, n_prompt: 0, rng }
+        SamplingContext {
+            history,
+            n_prompt: 0,
+            rng,
+        }
     }
 
     fn ids(c: &Candidates) -> Vec<u32> {
@@ -569,7 +623,12 @@ mod tests {
         let mut rng = Rng::seeded(0);
         let mut chain = SamplerChain::from_params(&SamplingParams::default());
         assert_eq!(chain.names(), ["greedy"]);
-        assert_eq!(chain.sample(&[0.1, 3.0, -1.0, 3.0], &mut ctx(&[], &mut rng)).unwrap(), 1);
+        assert_eq!(
+            chain
+                .sample(&[0.1, 3.0, -1.0, 3.0], &mut ctx(&[], &mut rng))
+                .unwrap(),
+            1
+        );
     }
 
     #[test]
@@ -587,7 +646,12 @@ mod tests {
         let logits = [1.0, 3.0, 0.0, 2.0];
         let p = softmax(&logits);
         let mut rng = Rng::seeded(0);
-        for (top_p, want) in [(0.5, vec![1]), (0.8, vec![1, 3]), (0.9, vec![0, 1, 3]), (1.0, vec![0, 1, 2, 3])] {
+        for (top_p, want) in [
+            (0.5, vec![1]),
+            (0.8, vec![1, 3]),
+            (0.9, vec![0, 1, 3]),
+            (1.0, vec![0, 1, 2, 3]),
+        ] {
             let mut c = Candidates::default();
             c.reset(&logits);
             TopP(top_p).apply(&mut c, &mut ctx(&[], &mut rng));
@@ -612,8 +676,11 @@ mod tests {
         let probs = [0.4f32, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1];
         let logits: Vec<f32> = probs.iter().map(|p| p.ln()).collect();
         let h: f64 = probs.iter().map(|&p| -(p as f64) * (p as f64).ln()).sum();
-        let mut dist: Vec<(f64, u32)> =
-            probs.iter().enumerate().map(|(i, &p)| ((-(p as f64).ln() - h).abs(), i as u32)).collect();
+        let mut dist: Vec<(f64, u32)> = probs
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| ((-(p as f64).ln() - h).abs(), i as u32))
+            .collect();
         dist.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut want = Vec::new();
         let mut mass = 0.0;
@@ -630,7 +697,10 @@ mod tests {
         c.reset(&logits);
         TypicalP(0.5).apply(&mut c, &mut ctx(&[], &mut rng));
         assert_eq!(ids(&c), want);
-        assert!(!want.contains(&0), "the over-likely token is not typical here: {want:?}");
+        assert!(
+            !want.contains(&0),
+            "the over-likely token is not typical here: {want:?}"
+        );
     }
 
     #[test]
@@ -649,8 +719,16 @@ mod tests {
         let mut c = Candidates::default();
         c.reset(&[0.0, 0.0, 0.0]);
         let history = [2, 0, 0, 1];
-        let mut cx = SamplingContext { history: &history, n_prompt: 1, rng: &mut rng };
-        PresenceFrequencyPenalty { presence: 0.5, frequency: 0.25 }.apply(&mut c, &mut cx);
+        let mut cx = SamplingContext {
+            history: &history,
+            n_prompt: 1,
+            rng: &mut rng,
+        };
+        PresenceFrequencyPenalty {
+            presence: 0.5,
+            frequency: 0.25,
+        }
+        .apply(&mut c, &mut cx);
         let l: Vec<f32> = c.items().iter().map(|t| t.logit).collect();
         assert_eq!(l, [-1.0, -0.75, 0.0]);
     }
@@ -659,7 +737,10 @@ mod tests {
     fn draws_follow_the_distribution_and_replay_with_the_seed() {
         let logits = [0.0f32, 1.0, 2.0, -1.0];
         let p = softmax(&logits);
-        let params = SamplingParams { do_sample: true, ..Default::default() };
+        let params = SamplingParams {
+            do_sample: true,
+            ..Default::default()
+        };
         let mut chain = SamplerChain::from_params(&params);
         assert_eq!(chain.names(), ["draw"]);
         let mut rng = Rng::seeded(123);
@@ -679,8 +760,9 @@ mod tests {
             assert!((f - p[i]).abs() < 6.0 * sd, "token {i}: {f} vs {}", p[i]);
         }
         let mut rng2 = Rng::seeded(123);
-        let again: Vec<u32> =
-            (0..50).map(|_| chain.sample(&logits, &mut ctx(&[], &mut rng2)).unwrap()).collect();
+        let again: Vec<u32> = (0..50)
+            .map(|_| chain.sample(&logits, &mut ctx(&[], &mut rng2)).unwrap())
+            .collect();
         assert_eq!(first, again);
     }
 
@@ -689,7 +771,12 @@ mod tests {
         // top-k before temperature vs. the default: with k = 1 only the best survives either
         // way, so use top-p, whose kept set depends on whether temperature ran first.
         let logits = [2.0f32, 1.0, 0.0];
-        let hot = SamplingParams { do_sample: true, temperature: 10.0, top_p: 0.5, ..Default::default() };
+        let hot = SamplingParams {
+            do_sample: true,
+            temperature: 10.0,
+            top_p: 0.5,
+            ..Default::default()
+        };
         let mut default_chain = SamplerChain::from_params(&hot);
         assert_eq!(default_chain.names(), ["top_p", "temperature", "draw"]);
         let temp_first = SamplingParams {
@@ -699,29 +786,56 @@ mod tests {
         let mut other = SamplerChain::from_params(&temp_first);
         assert_eq!(other.names(), ["temperature", "top_p", "draw"]);
         let mut rng = Rng::seeded(5);
-        let picks: std::collections::BTreeSet<u32> =
-            (0..200).map(|_| default_chain.sample(&logits, &mut ctx(&[], &mut rng)).unwrap()).collect();
+        let picks: std::collections::BTreeSet<u32> = (0..200)
+            .map(|_| {
+                default_chain
+                    .sample(&logits, &mut ctx(&[], &mut rng))
+                    .unwrap()
+            })
+            .collect();
         assert_eq!(picks.into_iter().collect::<Vec<_>>(), [0]);
-        let picks: std::collections::BTreeSet<u32> =
-            (0..200).map(|_| other.sample(&logits, &mut ctx(&[], &mut rng)).unwrap()).collect();
-        assert!(picks.len() >= 2, "flattened first, top_p keeps more: {picks:?}");
+        let picks: std::collections::BTreeSet<u32> = (0..200)
+            .map(|_| other.sample(&logits, &mut ctx(&[], &mut rng)).unwrap())
+            .collect();
+        assert!(
+            picks.len() >= 2,
+            "flattened first, top_p keeps more: {picks:?}"
+        );
     }
 
     #[test]
     fn all_masked_is_an_error_not_a_panic() {
         let mut rng = Rng::seeded(0);
-        let params = SamplingParams { do_sample: true, ..Default::default() };
+        let params = SamplingParams {
+            do_sample: true,
+            ..Default::default()
+        };
         let mut chain = SamplerChain::from_params(&params);
-        let err = chain.sample(&[f32::NEG_INFINITY; 3], &mut ctx(&[], &mut rng)).unwrap_err();
-        assert!(err.to_string().contains("no token could be selected"), "{err}");
+        let err = chain
+            .sample(&[f32::NEG_INFINITY; 3], &mut ctx(&[], &mut rng))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("no token could be selected"),
+            "{err}"
+        );
     }
 
     #[test]
     fn validation_names_the_parameter() {
-        let bad = SamplingParams { top_p: 1.5, ..Default::default() };
+        let bad = SamplingParams {
+            top_p: 1.5,
+            ..Default::default()
+        };
         assert!(bad.validate(10).unwrap_err().to_string().contains("top_p"));
-        let bad = SamplingParams { logit_bias: vec![(10, 1.0)], ..Default::default() };
-        assert!(bad.validate(10).unwrap_err().to_string().contains("token id 10"));
+        let bad = SamplingParams {
+            logit_bias: vec![(10, 1.0)],
+            ..Default::default()
+        };
+        assert!(bad
+            .validate(10)
+            .unwrap_err()
+            .to_string()
+            .contains("token id 10"));
         assert!(SamplingParams::default().validate(10).is_ok());
     }
 }

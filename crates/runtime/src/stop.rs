@@ -56,7 +56,9 @@ impl StopStrings {
     pub fn push(&mut self, piece: &str) -> StopStep {
         self.held.push_str(piece);
         if self.stops.is_empty() {
-            return StopStep::Continue { emit: std::mem::take(&mut self.held) };
+            return StopStep::Continue {
+                emit: std::mem::take(&mut self.held),
+            };
         }
         // Earliest match wins; among matches at the same place, the longest.
         let earliest = self
@@ -76,7 +78,9 @@ impl StopStrings {
             .map(|(i, _)| i)
             .find(|&i| {
                 let tail = &self.held[i..];
-                self.stops.iter().any(|s| s.len() > tail.len() && s.starts_with(tail))
+                self.stops
+                    .iter()
+                    .any(|s| s.len() > tail.len() && s.starts_with(tail))
             })
             .unwrap_or(self.held.len());
         let rest = self.held.split_off(keep_from);
@@ -113,14 +117,23 @@ mod tests {
 
     #[test]
     fn stop_string_spanning_pieces_is_not_emitted() {
-        assert_eq!(run(&["\nUser:"], &["Hello", " there\n", "Us", "er:", " more"]), ("Hello there".into(), true));
+        assert_eq!(
+            run(&["\nUser:"], &["Hello", " there\n", "Us", "er:", " more"]),
+            ("Hello there".into(), true)
+        );
     }
 
     #[test]
     fn near_miss_is_released_unchanged() {
         assert_eq!(run(&["STOP"], &["a ST", "OP", "x"]), ("a ".into(), true));
-        assert_eq!(run(&["STOP"], &["a ST", "OX", "y"]), ("a STOXy".into(), false));
-        assert_eq!(run(&["STOP"], &["ends with ST"]), ("ends with ST".into(), false));
+        assert_eq!(
+            run(&["STOP"], &["a ST", "OX", "y"]),
+            ("a STOXy".into(), false)
+        );
+        assert_eq!(
+            run(&["STOP"], &["ends with ST"]),
+            ("ends with ST".into(), false)
+        );
     }
 
     #[test]
@@ -128,14 +141,27 @@ mod tests {
         let stops: Vec<String> = vec!["<end>".into()];
         let mut m = StopStrings::new(&stops);
         assert_eq!(m.push("x<"), StopStep::Continue { emit: "x".into() });
-        assert_eq!(m.push("en"), StopStep::Continue { emit: String::new() });
-        assert_eq!(m.push("d>tail"), StopStep::Stop { emit: String::new() });
+        assert_eq!(
+            m.push("en"),
+            StopStep::Continue {
+                emit: String::new()
+            }
+        );
+        assert_eq!(
+            m.push("d>tail"),
+            StopStep::Stop {
+                emit: String::new()
+            }
+        );
     }
 
     #[test]
     fn earliest_of_several_and_multibyte_text() {
         assert_eq!(run(&["b", "ab"], &["xxab"]), ("xx".into(), true));
-        assert_eq!(run(&["日本"], &["今日は", "日", "本です"]), ("今日は".into(), true));
+        assert_eq!(
+            run(&["日本"], &["今日は", "日", "本です"]),
+            ("今日は".into(), true)
+        );
         assert_eq!(run(&["é!"], &["café", " ok"]), ("café ok".into(), false));
     }
 

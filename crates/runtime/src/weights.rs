@@ -58,7 +58,10 @@ pub(crate) enum MatrixData {
     F16(Vec<f16>),
     BF16(Vec<bf16>),
     /// Packed GGUF blocks at this byte range of the checkpoint's memory map.
-    Packed { ty: GgmlType, range: Range<usize> },
+    Packed {
+        ty: GgmlType,
+        range: Range<usize>,
+    },
 }
 
 /// A `rows x cols` row-major matrix (PyTorch `Linear` layout: rows = output features).
@@ -84,8 +87,14 @@ impl Matrix {
             MatrixData::F16(w) => kernels::linear_f16(x, w, None, y, m, k, n),
             MatrixData::BF16(w) => kernels::linear_bf16(x, w, None, y, m, k, n),
             MatrixData::Packed { ty, range } => {
-                let w = PackedMatrix { ty: *ty, data: &map[range.clone()], rows: n, cols: k };
-                quant::matmul(&w, x, m, y, scratch).map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                let w = PackedMatrix {
+                    ty: *ty,
+                    data: &map[range.clone()],
+                    rows: n,
+                    cols: k,
+                };
+                quant::matmul(&w, x, m, y, scratch)
+                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
             }
         }
         Ok(())
@@ -99,8 +108,14 @@ impl Matrix {
             MatrixData::F16(w) => kernels::f16_to_f32(&w[row * c..(row + 1) * c], out),
             MatrixData::BF16(w) => kernels::bf16_to_f32(&w[row * c..(row + 1) * c], out),
             MatrixData::Packed { ty, range } => {
-                let w = PackedMatrix { ty: *ty, data: &map[range.clone()], rows: self.rows, cols: c };
-                quant::dequantize_row(&w, row, out).map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                let w = PackedMatrix {
+                    ty: *ty,
+                    data: &map[range.clone()],
+                    rows: self.rows,
+                    cols: c,
+                };
+                quant::dequantize_row(&w, row, out)
+                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
             }
         }
         Ok(())
@@ -177,7 +192,11 @@ impl Checkpoint {
                     return Ok(None);
                 };
                 let shape: Vec<usize> = info.dims.iter().rev().map(|&d| d as usize).collect();
-                Ok(Some(RawTensor { shape, kind: RawKind::Ggml(info.ggml_type), data: file.tensor_data(info) }))
+                Ok(Some(RawTensor {
+                    shape,
+                    kind: RawKind::Ggml(info.ggml_type),
+                    data: file.tensor_data(info),
+                }))
             }
             Checkpoint::Safetensors(model) => Ok(model.tensor(hf_name).map(|view| RawTensor {
                 shape: view.shape.to_vec(),
@@ -209,7 +228,10 @@ impl Checkpoint {
         if raw.shape != want {
             return Err(RuntimeError::Load {
                 path: String::new(),
-                reason: format!("tensor '{name}' has shape {:?}, the config implies {want:?}", raw.shape),
+                reason: format!(
+                    "tensor '{name}' has shape {:?}, the config implies {want:?}",
+                    raw.shape
+                ),
             });
         }
         Ok(())
@@ -224,7 +246,12 @@ impl Checkpoint {
         Ok(out)
     }
 
-    pub fn optional_vector(&self, name: &str, len: usize, stats: &mut LoadStats) -> Result<Option<Vec<f32>>> {
+    pub fn optional_vector(
+        &self,
+        name: &str,
+        len: usize,
+        stats: &mut LoadStats,
+    ) -> Result<Option<Vec<f32>>> {
         match self.raw(name)? {
             None => Ok(None),
             Some(_) => self.vector(name, len, stats).map(Some),
@@ -247,7 +274,10 @@ impl Checkpoint {
                 let base = self.map().as_ptr() as usize;
                 let start = raw.data.as_ptr() as usize - base;
                 stats.mapped_weight_bytes += raw.data.len();
-                MatrixData::Packed { ty, range: start..start + raw.data.len() }
+                MatrixData::Packed {
+                    ty,
+                    range: start..start + raw.data.len(),
+                }
             }
             (WeightFormat::Native, RawKind::Ggml(ty)) => {
                 return Err(RuntimeError::Unsupported {
@@ -255,8 +285,12 @@ impl Checkpoint {
                     supported: "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32 (or load with dtype f32 to dequantize once)".into(),
                 });
             }
-            (WeightFormat::Native, RawKind::St(Dtype::F16)) => MatrixData::F16(le_u16(raw.data).map(f16::from_bits).collect()),
-            (WeightFormat::Native, RawKind::St(Dtype::BF16)) => MatrixData::BF16(le_u16(raw.data).map(bf16::from_bits).collect()),
+            (WeightFormat::Native, RawKind::St(Dtype::F16)) => {
+                MatrixData::F16(le_u16(raw.data).map(f16::from_bits).collect())
+            }
+            (WeightFormat::Native, RawKind::St(Dtype::BF16)) => {
+                MatrixData::BF16(le_u16(raw.data).map(bf16::from_bits).collect())
+            }
             (WeightFormat::F16, _) => {
                 let f = to_f32(name, &raw, stats)?;
                 let mut out = vec![f16::ZERO; f.len()];
@@ -269,7 +303,9 @@ impl Checkpoint {
                 kernels::f32_to_bf16(&f, &mut out);
                 MatrixData::BF16(out)
             }
-            (WeightFormat::F32 | WeightFormat::Native, _) => MatrixData::F32(to_f32(name, &raw, stats)?),
+            (WeightFormat::F32 | WeightFormat::Native, _) => {
+                MatrixData::F32(to_f32(name, &raw, stats)?)
+            }
         };
         let m = Matrix { rows, cols, data };
         stats.owned_weight_bytes += m.owned_bytes();
@@ -282,17 +318,24 @@ impl Checkpoint {
 }
 
 fn le_u16(data: &[u8]) -> impl Iterator<Item = u16> + '_ {
-    data.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    data.chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
 }
 
 fn to_f32(name: &str, raw: &RawTensor, stats: &mut LoadStats) -> Result<Vec<f32>> {
     let n: usize = raw.shape.iter().product();
     match raw.kind {
-        RawKind::Ggml(GgmlType::F32) | RawKind::St(Dtype::F32) => {
-            Ok(raw.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-        }
-        RawKind::St(Dtype::F16) => Ok(le_u16(raw.data).map(|b| f16::from_bits(b).to_f32()).collect()),
-        RawKind::St(Dtype::BF16) => Ok(le_u16(raw.data).map(|b| bf16::from_bits(b).to_f32()).collect()),
+        RawKind::Ggml(GgmlType::F32) | RawKind::St(Dtype::F32) => Ok(raw
+            .data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()),
+        RawKind::St(Dtype::F16) => Ok(le_u16(raw.data)
+            .map(|b| f16::from_bits(b).to_f32())
+            .collect()),
+        RawKind::St(Dtype::BF16) => Ok(le_u16(raw.data)
+            .map(|b| bf16::from_bits(b).to_f32())
+            .collect()),
         RawKind::Ggml(ty) => {
             let mut out = vec![0.0f32; n];
             quant::dequantize(ty, raw.data, &mut out).map_err(|e| RuntimeError::Load {
@@ -312,9 +355,10 @@ fn to_f32(name: &str, raw: &RawTensor, stats: &mut LoadStats) -> Result<Vec<f32>
 /// Opens a checkpoint: a `.gguf` file or a safetensors directory (single file or sharded),
 /// checking in the latter case that exactly the expected tensors are present.
 pub(crate) fn open_safetensors(dir: &Path, expected: &[String]) -> Result<Checkpoint> {
-    let model = SafetensorsModel::open_dir(dir, Some(expected)).map_err(|e| RuntimeError::Load {
-        path: dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    let model =
+        SafetensorsModel::open_dir(dir, Some(expected)).map_err(|e| RuntimeError::Load {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
     Ok(Checkpoint::Safetensors(model))
 }

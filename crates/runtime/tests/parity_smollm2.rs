@@ -10,15 +10,26 @@ fn prompts(llm: &Llm) -> Vec<Vec<u32>> {
     let chat = llm
         .tokenize_chat(&[ChatMessage::new("user", "What is the capital of France?")])
         .unwrap();
-    let raw = llm.tokenize("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n").unwrap();
+    let raw = llm
+        .tokenize("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n")
+        .unwrap();
     vec![chat, raw]
 }
 
 fn check_model(spec: &str, format: WeightFormat, steps: usize) {
-    let Some(python) = oracle_python() else { return };
+    let Some(python) = oracle_python() else {
+        return;
+    };
     let Some(gguf) = default_model() else { return };
     let truth = safetensors_copy(&python, &gguf);
-    let llm = load_llm(spec, &LoadOptions { weight_format: format, threads: None }).unwrap();
+    let llm = load_llm(
+        spec,
+        &LoadOptions {
+            weight_format: format,
+            threads: None,
+        },
+    )
+    .unwrap();
     let cases: Vec<(Vec<u32>, usize)> = prompts(&llm).into_iter().map(|p| (p, steps)).collect();
     let work = tempdir();
     let model_json = if spec.ends_with(".gguf") {
@@ -40,13 +51,20 @@ fn check_model(spec: &str, format: WeightFormat, steps: usize) {
 }
 
 fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("torchnative-parity-{}-{}", std::process::id(), rand_suffix()));
+    let d = std::env::temp_dir().join(format!(
+        "torchnative-parity-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 fn rand_suffix() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 #[test]

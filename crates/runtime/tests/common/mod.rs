@@ -7,9 +7,9 @@ use std::process::Command;
 
 /// The default model, or `None` (test skipped) unless the suite requires it.
 pub fn default_model() -> Option<PathBuf> {
-    let path = std::env::var_os("TORCHNATIVE_MODEL").map(PathBuf::from).unwrap_or_else(|| {
-        home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-    });
+    let path = std::env::var_os("TORCHNATIVE_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf"));
     if path.is_file() {
         return Some(path);
     }
@@ -35,7 +35,9 @@ fn require_or_skip<T>(reason: &str) -> Option<T> {
 pub fn home() -> PathBuf {
     std::env::var_os("TORCHNATIVE_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative"))
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
+        })
 }
 
 fn script() -> PathBuf {
@@ -65,11 +67,15 @@ pub fn run_oracle(python: &Path, request: &serde_json::Value, work: &Path) {
 /// once and cached under $TORCHNATIVE_HOME keyed by the GGUF's file name.
 pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
     let stem = gguf.file_stem().unwrap().to_string_lossy().to_string();
-    let dir = home().join("derived").join(format!("{stem}.safetensors-f32"));
+    let dir = home()
+        .join("derived")
+        .join(format!("{stem}.safetensors-f32"));
     if dir.join("done").is_file() {
         return dir;
     }
-    let tmp = home().join("derived").join(format!("{stem}.tmp-{}", std::process::id()));
+    let tmp = home()
+        .join("derived")
+        .join(format!("{stem}.tmp-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     run_oracle(
         python,
@@ -87,7 +93,10 @@ pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
 
 pub fn read_f32(path: &Path) -> Vec<f32> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 /// Reference outputs of one case.
@@ -112,7 +121,8 @@ pub fn reference_logits(
         .iter()
         .map(|(ids, steps)| serde_json::json!({"prompt_ids": ids, "decode_steps": steps}))
         .collect();
-    let mut req = serde_json::json!({"cmd": "logits", "model": model, "out_dir": work, "cases": cases_json});
+    let mut req =
+        serde_json::json!({"cmd": "logits", "model": model, "out_dir": work, "cases": cases_json});
     if let Some(t) = truth {
         req["truth"] = serde_json::json!({"dir": t});
     }
@@ -128,7 +138,12 @@ pub fn reference_logits(
                 prefill64: f("prefill64"),
                 decode32: f("decode"),
                 decode64: f("decode64"),
-                greedy: r["greedy"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect(),
+                greedy: r["greedy"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap() as u32)
+                    .collect(),
                 vocab: r["vocab"].as_u64().unwrap() as usize,
             }
         })
@@ -140,7 +155,12 @@ pub fn max_abs_diff_rows(a: &[f32], b: &[f32], vocab: usize) -> Vec<f32> {
     assert_eq!(a.len(), b.len(), "logit arrays differ in length");
     a.chunks(vocab)
         .zip(b.chunks(vocab))
-        .map(|(x, y)| x.iter().zip(y).map(|(p, q)| (p - q).abs()).fold(0.0, f32::max))
+        .map(|(x, y)| {
+            x.iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f32::max)
+        })
         .collect()
 }
 
@@ -151,7 +171,13 @@ pub fn max_abs_diff_rows(a: &[f32], b: &[f32], vocab: usize) -> Vec<f32> {
 pub const FACTOR: f32 = 8.0;
 pub const FLOOR: f32 = 2e-4;
 
-pub fn assert_close_to_truth(label: &str, ours: &[f32], upstream32: &[f32], truth64: &[f32], vocab: usize) {
+pub fn assert_close_to_truth(
+    label: &str,
+    ours: &[f32],
+    upstream32: &[f32],
+    truth64: &[f32],
+    vocab: usize,
+) {
     let ours_err = max_abs_diff_rows(ours, truth64, vocab);
     let up_err = max_abs_diff_rows(upstream32, truth64, vocab);
     for (row, (o, u)) in ours_err.iter().zip(&up_err).enumerate() {
