@@ -2,7 +2,8 @@
 //! Half-precision inputs compute in f32 and round once at the end, as PyTorch's CPU kernels do.
 
 use crate::dtype::{DType, Scalar};
-use crate::error::{invalid, Error, Result};
+use crate::error::{filled_vec, invalid, Error, Result};
+use crate::kernels;
 use crate::ops::creation::full;
 use crate::ops::pointwise::where_;
 use crate::tensor::Tensor;
@@ -13,6 +14,31 @@ fn compute_dtype(op: &'static str, t: &Tensor) -> Result<DType> {
         DType::F16 | DType::BF16 | DType::F32 => Ok(DType::F32),
         DType::F64 => Ok(DType::F64),
         d => Err(Error::UnsupportedDType { op, dtype: d }),
+    }
+}
+
+/// An f32 CPU input (and f32 params) laid out as contiguous rows of the normalized size:
+/// the case the kernels module's row norms handle.
+struct F32Rows {
+    x: Tensor,
+    row_len: usize,
+}
+
+impl F32Rows {
+    fn new(
+        x: &Tensor,
+        normalized_shape: &[usize],
+        params: &[Option<&Tensor>],
+    ) -> Result<Option<F32Rows>> {
+        let all_f32 =
+            x.dtype() == DType::F32 && params.iter().flatten().all(|p| p.dtype() == DType::F32);
+        if !all_f32 || x.numel() == 0 || x.device() != crate::Device::Cpu {
+            return Ok(None);
+        }
+        Ok(Some(F32Rows {
+            x: x.contiguous()?,
+            row_len: normalized_shape.iter().product(),
+        }))
     }
 }
 
@@ -67,6 +93,16 @@ pub fn rms_norm(
     check_param(op, weight, normalized_shape)?;
     let c = compute_dtype(op, x)?;
     let eps = eps.unwrap_or_else(|| finfo_eps(x.dtype()));
+    if let Some(rows) = F32Rows::new(x, normalized_shape, &[weight])? {
+        let w = match weight {
+            Some(w) => w.to_vec::<f32>()?,
+            None => filled_vec(op, rows.row_len, 1.0f32)?,
+        };
+        let mut out = filled_vec(op, x.numel(), 0f32)?;
+        rows.x
+            .with_data(|xs: &[f32]| kernels::rms_norm_rows_f32(xs, &w, eps as f32, &mut out))?;
+        return Tensor::from_vec(out, x.shape());
+    }
     let xf = x.to_dtype(c)?;
     let ms = xf.mul(&xf)?.mean(&dims, true)?;
     let mut y = xf.mul(&ms.add(eps)?.rsqrt()?)?;
@@ -89,6 +125,17 @@ pub fn layer_norm(
     check_param(op, weight, normalized_shape)?;
     check_param(op, bias, normalized_shape)?;
     let c = compute_dtype(op, x)?;
+    if let Some(rows) = F32Rows::new(x, normalized_shape, &[weight, bias])? {
+        let w = weight.map(|w| w.to_vec::<f32>()).transpose()?;
+        let b = bias.map(|b| b.to_vec::<f32>()).transpose()?;
+        let mut out = filled_vec(op, x.numel(), 0f32)?;
+        rows.x.with_data(|xs: &[f32]| {
+            for (xr, or) in xs.chunks(rows.row_len).zip(out.chunks_mut(rows.row_len)) {
+                kernels::layer_norm_f32(xr, w.as_deref(), b.as_deref(), eps as f32, or);
+            }
+        })?;
+        return Tensor::from_vec(out, x.shape());
+    }
     let xf = x.to_dtype(c)?;
     let mean = xf.mean(&dims, true)?;
     let centered = xf.sub(&mean)?;
