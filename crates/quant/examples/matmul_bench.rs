@@ -129,6 +129,90 @@ fn prefill(
     (batched, separate)
 }
 
+/// Every weight matmul of one SmolLM2-135M decode step (30 layers of Q4_1 q/k/v/o/gate/up/down
+/// plus the Q8_0 output head, ~96 MB), repeated for `budget`: tokens/s from matmuls alone.
+fn decode_step(budget: Duration) -> (f64, f64) {
+    let (hidden, kv, ffn, vocab, layers) = (576, 192, 1536, 49152, 30);
+    let q41 = GgmlType::Q4_1;
+    let layer_shapes = [
+        (hidden, hidden),
+        (kv, hidden),
+        (kv, hidden),
+        (hidden, hidden),
+        (ffn, hidden),
+        (ffn, hidden),
+        (hidden, ffn),
+    ];
+    let weights: Vec<Vec<Vec<u8>>> = (0..layers)
+        .map(|l| {
+            layer_shapes
+                .iter()
+                .enumerate()
+                .map(|(j, &(r, c))| random_matrix(q41, r, c, (l * 8 + j) as u64))
+                .collect()
+        })
+        .collect();
+    let head = random_matrix(GgmlType::Q8_0, vocab, hidden, 999);
+    let mut scratch = ActivationScratch::new();
+    scratch.reserve(1, ffn);
+    let x: Vec<f32> = (0..ffn)
+        .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+        .collect();
+    let (mut q, mut k, mut v, mut o) = (
+        vec![0f32; hidden],
+        vec![0f32; kv],
+        vec![0f32; kv],
+        vec![0f32; hidden],
+    );
+    let (mut g, mut u, mut logits) = (vec![0f32; ffn], vec![0f32; ffn], vec![0f32; vocab]);
+    let cpu0 = process_cpu_seconds();
+    let start = Instant::now();
+    let mut tokens = 0;
+    while start.elapsed() < budget {
+        for lw in &weights {
+            let m = |j: usize| PackedMatrix {
+                ty: q41,
+                data: &lw[j],
+                rows: layer_shapes[j].0,
+                cols: layer_shapes[j].1,
+            };
+            matmul_multi(
+                &[m(0), m(1), m(2)],
+                &x[..hidden],
+                1,
+                &mut [&mut q, &mut k, &mut v],
+                &mut scratch,
+            )
+            .expect("qkv");
+            matmul(&m(3), &x[..hidden], 1, &mut o, &mut scratch).expect("o");
+            matmul_multi(
+                &[m(4), m(5)],
+                &x[..hidden],
+                1,
+                &mut [&mut g, &mut u],
+                &mut scratch,
+            )
+            .expect("gate/up");
+            matmul(&m(6), &x[..ffn], 1, &mut o, &mut scratch).expect("down");
+        }
+        let w = PackedMatrix {
+            ty: GgmlType::Q8_0,
+            data: &head,
+            rows: vocab,
+            cols: hidden,
+        };
+        matmul(&w, &x[..hidden], 1, &mut logits, &mut scratch).expect("head");
+        tokens += 1;
+    }
+    std::hint::black_box((&q, &k, &v, &o, &g, &u, &logits));
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = match (cpu0, process_cpu_seconds()) {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => f64::NAN,
+    };
+    (tokens as f64 / wall, cpu / wall)
+}
+
 fn main() {
     let secs: f64 = std::env::args()
         .nth(1)
@@ -163,6 +247,11 @@ fn main() {
                     println!("{line}");
                 }
             }
+            let (tok_s, cpus) = decode_step(budget * 2);
+            println!(
+                "threads {threads} SmolLM2-135M Q4_1 decode-step matmuls: {tok_s:.0} tokens/s \
+                 (matmuls only; {cpus:.2} CPUs busy on average)"
+            );
             for ty in [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_0, GgmlType::F16] {
                 let (rows, cols) = (1536, 768);
                 let (hot, hot_cpu) = bench(best_kernel_path(), ty, rows, cols, 1, budget);
