@@ -476,6 +476,12 @@ impl Tensor {
     pub fn pow(&self, exponent: impl Operand) -> Result<Tensor> {
         let e = exponent.to_operand();
         let d = promoted(self, &e)?;
+        if d == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "pow",
+                dtype: DType::Bool,
+            });
+        }
         if !d.is_float() && e.is_wrapped_number() && e.item()?.to_f64() < 0.0 {
             return Err(invalid(
                 "pow",
