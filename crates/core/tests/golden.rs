@@ -263,6 +263,8 @@ fn run_case(op: &str, bases: &[Tensor], xs: &[Tensor], kw: &Value) -> Result<Vec
         "prod" => vec![x0().prod(&dims(), keep)?],
         "mean" => vec![x0().mean(&dims(), keep)?],
         "logsumexp" => vec![x0().logsumexp(&dims(), keep)?],
+        "amax" => vec![x0().amax(&dims(), keep)?],
+        "amin" => vec![x0().amin(&dims(), keep)?],
         "any" => vec![x0().any(&dims(), keep)?],
         "all" => vec![x0().all(&dims(), keep)?],
         "var" | "std" => {
@@ -1115,7 +1117,16 @@ fn golden_reductions() {
     ];
     for d in dtypes {
         for (dims, keep) in dim_sets {
-            for op in ["sum", "prod", "mean", "any", "all", "logsumexp"] {
+            for op in [
+                "sum",
+                "prod",
+                "mean",
+                "any",
+                "all",
+                "logsumexp",
+                "amax",
+                "amin",
+            ] {
                 let x = c.rand_input(
                     d,
                     &[3, 4, 5],
@@ -1182,7 +1193,7 @@ fn golden_reductions() {
         c.add("min", vec![x], json!({}), 0.0);
         // Empty inputs: identities for sum/prod/any/all, NaN for mean, errors for max.
         let e = c.rand_input(d, &[0, 3], json!([]));
-        for op in ["sum", "prod", "mean", "any", "all"] {
+        for op in ["sum", "prod", "mean", "any", "all", "amax", "amin"] {
             c.add(
                 op,
                 vec![e.clone()],

@@ -195,6 +195,43 @@ impl Tensor {
         }
     }
 
+    /// `torch.amax(self, dims, keepdim)`: maximum over several dims (NaN propagates; empty
+    /// reductions are refused).
+    pub fn amax(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.extreme_over("amax", dims, keepdim, Extreme::Max)
+    }
+
+    /// `torch.amin(self, dims, keepdim)`.
+    pub fn amin(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.extreme_over("amin", dims, keepdim, Extreme::Min)
+    }
+
+    fn extreme_over(
+        &self,
+        op: &'static str,
+        dims: &[i64],
+        keepdim: bool,
+        which: Extreme,
+    ) -> Result<Tensor> {
+        let p = plan(op, self, dims, keepdim)?;
+        if p.group_len == 0 && (p.groups > 0 || self.dim() == 0) {
+            return Err(invalid(
+                op,
+                "expected a non-empty reduction (the reduced dims have size 0)",
+            ));
+        }
+        let d = self.dtype();
+        if d.is_float() {
+            reduce_f64(op, self, dims, keepdim, d, d, &|v| {
+                v[extreme_index(v, which)]
+            })
+        } else {
+            reduce_i64(op, self, dims, keepdim, d, &|v| {
+                v[extreme_index_i64(v, which)]
+            })
+        }
+    }
+
     /// `torch.mean(self, dims, keepdim)` (float dtypes only; empty groups give NaN).
     pub fn mean(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         require_float("mean", self)?;

@@ -139,6 +139,8 @@ def run(op, bases, xs, kw):
         return [x.to(DTYPES[kw["dtype"]])]
     if op == "result_type":
         return [torch.empty(0, dtype=torch.result_type(x, other))]
+    if op in ("amax", "amin"):
+        return [getattr(torch, op)(x, dim=kw.get("dims", []), keepdim=kw.get("keepdim", False))]
     if op in ("sum", "prod", "mean", "logsumexp", "any", "all"):
         dims = kw.get("dims", [])
         keep = kw.get("keepdim", False)
