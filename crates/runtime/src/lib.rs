@@ -13,7 +13,7 @@ pub mod weights;
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{
-    load_llm, Completion, Counters, Flow, GenerationConfig, Llm, LoadOptions, Session,
+    load_llm, load_model, Completion, Counters, Flow, GenerationConfig, Llm, LoadOptions, Session,
     SessionOptions, Timings, Usage,
 };
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};

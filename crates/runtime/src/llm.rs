@@ -47,65 +47,66 @@ struct LlmInner {
     load_time: Duration,
 }
 
-/// Load a model: a `.gguf` path, a safetensors directory, or a Hugging Face repo id present in
-/// the local cache. Everything is validated here; nothing is fetched.
-pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
-    let start = Instant::now();
-    if let Some(n) = options.threads {
-        kernels::set_num_threads(n).map_err(|e| invalid("threads", e.to_string()))?;
-    }
-    let location = resolve_model(spec).map_err(|e| RuntimeError::Load {
-        path: spec.into(),
-        reason: e.to_string(),
-    })?;
-    let (config, checkpoint, tokenizer, defaults, source) = match location {
+/// A located, validated checkpoint and its description, before weights are prepared.
+struct Opened {
+    config: DecoderConfig,
+    defaults: GenerationDefaults,
+    checkpoint: Checkpoint,
+    source: PathBuf,
+}
+
+fn open_checkpoint(spec: &str) -> Result<Opened> {
+    let location = resolve_model(spec).map_err(|e| RuntimeError::Load { path: spec.into(), reason: e.to_string() })?;
+    match location {
         ModelLocation::Gguf(path) => {
-            let load_err = |reason: String| RuntimeError::Load {
-                path: path.display().to_string(),
-                reason,
-            };
+            let load_err = |reason: String| RuntimeError::Load { path: path.display().to_string(), reason };
             let file = GgufFile::open(&path).map_err(|e| load_err(e.to_string()))?;
             let config = DecoderConfig::from_gguf(&file).map_err(|e| load_err(e.to_string()))?;
-            let tokenizer =
-                Tokenizer::from_gguf(&file).map_err(|e| load_err(format!("tokenizer: {e}")))?;
             let defaults = GenerationDefaults {
                 bos_token_id: config.bos_token_id,
                 eos_token_ids: config.eos_token_ids.clone(),
                 pad_token_id: config.pad_token_id,
                 ..Default::default()
             };
-            (
-                config,
-                Checkpoint::Gguf(Arc::new(file)),
-                tokenizer,
-                defaults,
-                path,
-            )
+            Ok(Opened { config, defaults, checkpoint: Checkpoint::Gguf(Arc::new(file)), source: path })
         }
         ModelLocation::HfDirectory(dir) => {
-            let load_err = |reason: String| RuntimeError::Load {
-                path: dir.display().to_string(),
-                reason,
-            };
-            let (config, defaults) = load_hf_config(&dir).map_err(|e| load_err(e.to_string()))?;
+            let (config, defaults) = load_hf_config(&dir)
+                .map_err(|e| RuntimeError::Load { path: dir.display().to_string(), reason: e.to_string() })?;
             let checkpoint = open_safetensors(&dir, &expected_hf_tensors(&config))?;
-            let tok_json = dir.join("tokenizer.json");
-            let tok_cfg = dir.join("tokenizer_config.json");
-            let tokenizer =
-                Tokenizer::from_files(&tok_json, tok_cfg.exists().then_some(tok_cfg.as_path()))
-                    .map_err(|e| load_err(format!("tokenizer: {e}")))?;
-            (config, checkpoint, tokenizer, defaults, dir)
+            Ok(Opened { config, defaults, checkpoint, source: dir })
         }
-    };
+    }
+}
+
+fn set_threads(options: &LoadOptions) -> Result<()> {
+    if let Some(n) = options.threads {
+        kernels::set_num_threads(n).map_err(|e| invalid("threads", e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Load a model: a `.gguf` path, a safetensors directory, or a Hugging Face repo id present in
+/// the local cache. Everything is validated here; nothing is fetched.
+pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
+    let start = Instant::now();
+    set_threads(options)?;
+    let Opened { config, defaults, checkpoint, source } = open_checkpoint(spec)?;
+    let load_err = |reason: String| RuntimeError::Load { path: source.display().to_string(), reason };
+    let tokenizer = match &checkpoint {
+        Checkpoint::Gguf(file) => Tokenizer::from_gguf(file),
+        Checkpoint::Safetensors(_) => {
+            let tok_cfg = source.join("tokenizer_config.json");
+            Tokenizer::from_files(&source.join("tokenizer.json"), tok_cfg.exists().then_some(tok_cfg.as_path()))
+        }
+    }
+    .map_err(|e| load_err(format!("tokenizer: {e}")))?;
     if tokenizer.vocab_size() > config.vocab_size {
-        return Err(RuntimeError::Load {
-            path: source.display().to_string(),
-            reason: format!(
-                "the tokenizer has {} tokens but the model's embedding only {} rows",
-                tokenizer.vocab_size(),
-                config.vocab_size
-            ),
-        });
+        return Err(load_err(format!(
+            "the tokenizer has {} tokens but the model's embedding only {} rows",
+            tokenizer.vocab_size(),
+            config.vocab_size
+        )));
     }
     let template = match ChatTemplate::from_tokenizer(&tokenizer) {
         Some(Ok(t)) => Some(t),
@@ -118,14 +119,7 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
             eos_ids.push(id);
         }
     }
-    let model =
-        DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| match e {
-            RuntimeError::Load { path, reason } if path.is_empty() => RuntimeError::Load {
-                path: source.display().to_string(),
-                reason,
-            },
-            other => other,
-        })?;
+    let model = DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| with_path(e, &source))?;
     Ok(Llm {
         inner: Arc::new(LlmInner {
             model,
@@ -137,6 +131,24 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
             load_time: start.elapsed(),
         }),
     })
+}
+
+/// Load only the model (no tokenizer or template): for evaluation and for checkpoints that ship
+/// without a tokenizer.
+pub fn load_model(spec: &str, options: &LoadOptions) -> Result<DecoderModel> {
+    set_threads(options)?;
+    let Opened { config, checkpoint, source, .. } = open_checkpoint(spec)?;
+    DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| with_path(e, &source))
+}
+
+/// Fill in the path of a load error raised below the level that knows it.
+fn with_path(e: RuntimeError, source: &Path) -> RuntimeError {
+    match e {
+        RuntimeError::Load { path, reason } if path.is_empty() => {
+            RuntimeError::Load { path: source.display().to_string(), reason }
+        }
+        other => other,
+    }
 }
 
 /// Token counts of a request.
