@@ -234,6 +234,27 @@ fn run_case(op: &str, bases: &[Tensor], xs: &[Tensor], kw: &Value) -> Result<Vec
         "silu" => vec![x0().silu()?],
         "relu" => vec![x0().relu()?],
         "floor" => vec![x0().floor()?],
+        "erf" => vec![x0().erf()?],
+        "reciprocal" => vec![x0().reciprocal()?],
+        "log2" => vec![x0().log2()?],
+        "log10" => vec![x0().log10()?],
+        "exp2" => vec![x0().exp2()?],
+        "expm1" => vec![x0().expm1()?],
+        "tan" => vec![x0().tan()?],
+        "atan" => vec![x0().atan()?],
+        "asin" => vec![x0().asin()?],
+        "acos" => vec![x0().acos()?],
+        "sinh" => vec![x0().sinh()?],
+        "cosh" => vec![x0().cosh()?],
+        "trunc" => vec![x0().trunc()?],
+        "sign" => vec![x0().sign()?],
+        "bitwise_not" => vec![x0().bitwise_not()?],
+        "remainder" => vec![x0().remainder(o())?],
+        "fmod" => vec![x0().fmod(o())?],
+        "atan2" => vec![x0().atan2(&o())?],
+        "bitwise_and" => vec![x0().bitwise_and(o())?],
+        "bitwise_or" => vec![x0().bitwise_or(o())?],
+        "bitwise_xor" => vec![x0().bitwise_xor(o())?],
         "ceil" => vec![x0().ceil()?],
         "round" => vec![x0().round()?],
         "isnan" => vec![x0().isnan()?],
@@ -936,6 +957,44 @@ fn golden_pointwise() {
         );
         c.add("pow", vec![base], json!({"scalar": sc_int(-1)}), 2.0);
     }
+    // remainder/fmod (nonzero divisors; zero divisors checked separately), atan2 and
+    // bitwise ops over dtype pairs, with broadcasting of a [3] divisor against [4, 3].
+    for (a, b) in pairs {
+        let x = c.rand_input(a, &[4, 3], json!([]));
+        let yv: Vec<f64> = sample_values(&mut c.gen, b, 3)
+            .into_iter()
+            .map(|v| if v == 0.0 { 3.0 } else { v })
+            .collect();
+        let y = input_f(&yv, &[3], b, json!([]));
+        for op in [
+            "remainder",
+            "fmod",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+        ] {
+            c.add(
+                op,
+                vec![x.clone(), y.clone()],
+                json!({}),
+                exact_tol(promote_types(a, b)),
+            );
+        }
+        c.add("atan2", vec![x.clone(), y], json!({}), 2.0);
+    }
+    for op in ["remainder", "fmod"] {
+        let x = c.rand_input(DType::I32, &[3], json!([]));
+        c.add(
+            op,
+            vec![
+                x.clone(),
+                input_f(&[1.0, 0.0, 2.0], &[3], DType::I32, json!([])),
+            ],
+            json!({}),
+            0.0,
+        );
+        c.add(op, vec![x], json!({"scalar": sc_float(-1.5)}), 1.0);
+    }
     // Integer powers with negative tensor exponents (C semantics), bool bases (refused).
     for d in [DType::I64, DType::I8] {
         let b = input_f(&[2.0, 1.0, -1.0, 0.0, 5.0, -1.0], &[6], d, json!([]));
@@ -971,6 +1030,21 @@ fn golden_pointwise() {
         ("isnan", 0.0),
         ("isinf", 0.0),
         ("logical_not", 0.0),
+        ("erf", 4.0),
+        ("reciprocal", 1.0),
+        ("log2", 2.0),
+        ("log10", 2.0),
+        ("exp2", 2.0),
+        ("expm1", 2.0),
+        ("tan", 2.0),
+        ("atan", 2.0),
+        ("asin", 2.0),
+        ("acos", 2.0),
+        ("sinh", 2.0),
+        ("cosh", 2.0),
+        ("trunc", 0.0),
+        ("sign", 0.0),
+        ("bitwise_not", 0.0),
     ];
     for (op, tol) in unary_tol {
         for d in ALL_DTYPES {

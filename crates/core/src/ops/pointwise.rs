@@ -692,6 +692,190 @@ impl Tensor {
         let d = self.dtype();
         map_n(op, [self], d, d, Kernel::Both(&|[a]| f(a), &|[a]| Ok(a)))
     }
+    /// `torch.erf` (integers -> default float).
+    pub fn erf(&self) -> Result<Tensor> {
+        float_unary("erf", self, erf)
+    }
+    /// `torch.reciprocal`.
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        float_unary("reciprocal", self, |x| 1.0 / x)
+    }
+    /// `torch.log2`.
+    pub fn log2(&self) -> Result<Tensor> {
+        float_unary("log2", self, f64::log2)
+    }
+    /// `torch.log10`.
+    pub fn log10(&self) -> Result<Tensor> {
+        float_unary("log10", self, f64::log10)
+    }
+    /// `torch.exp2`.
+    pub fn exp2(&self) -> Result<Tensor> {
+        float_unary("exp2", self, f64::exp2)
+    }
+    /// `torch.expm1`.
+    pub fn expm1(&self) -> Result<Tensor> {
+        float_unary("expm1", self, f64::exp_m1)
+    }
+    /// `torch.tan`.
+    pub fn tan(&self) -> Result<Tensor> {
+        float_unary("tan", self, f64::tan)
+    }
+    /// `torch.atan`.
+    pub fn atan(&self) -> Result<Tensor> {
+        float_unary("atan", self, f64::atan)
+    }
+    /// `torch.asin`.
+    pub fn asin(&self) -> Result<Tensor> {
+        float_unary("asin", self, f64::asin)
+    }
+    /// `torch.acos`.
+    pub fn acos(&self) -> Result<Tensor> {
+        float_unary("acos", self, f64::acos)
+    }
+    /// `torch.sinh`.
+    pub fn sinh(&self) -> Result<Tensor> {
+        float_unary("sinh", self, f64::sinh)
+    }
+    /// `torch.cosh`.
+    pub fn cosh(&self) -> Result<Tensor> {
+        float_unary("cosh", self, f64::cosh)
+    }
+    /// `torch.trunc` (integers unchanged; bool refused).
+    pub fn trunc(&self) -> Result<Tensor> {
+        self.rounding("trunc", f64::trunc)
+    }
+    /// `torch.sign`: -1, 0 or 1 in the input dtype (NaN gives 0, bool stays bool).
+    pub fn sign(&self) -> Result<Tensor> {
+        let d = self.dtype();
+        let ff = |[a]: [f64; 1]| {
+            if a > 0.0 {
+                1.0
+            } else if a < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        };
+        map_n(
+            "sign",
+            [self],
+            d,
+            d,
+            Kernel::Both(&ff, &|[a]| Ok(a.signum())),
+        )
+    }
+
+    /// `torch.remainder`: Python's modulo (the result takes the divisor's sign); integer
+    /// division by zero is an error.
+    pub fn remainder(&self, other: impl Operand) -> Result<Tensor> {
+        let other = other.to_operand();
+        let d = promoted(self, &other)?;
+        if d == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "remainder",
+                dtype: d,
+            });
+        }
+        let ff = |[a, b]: [f64; 2]| {
+            let m = a % b;
+            if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                m + b
+            } else {
+                m
+            }
+        };
+        let fi = |[a, b]: [i64; 2]| {
+            if b == 0 {
+                return Err(invalid("remainder", "ZeroDivisionError"));
+            }
+            let m = a.wrapping_rem(b);
+            Ok(if m != 0 && ((b < 0) != (m < 0)) {
+                m + b
+            } else {
+                m
+            })
+        };
+        map_n("remainder", [self, &other], d, d, Kernel::Both(&ff, &fi))
+    }
+
+    /// `torch.fmod`: C's fmod (the result takes the dividend's sign).
+    pub fn fmod(&self, other: impl Operand) -> Result<Tensor> {
+        let other = other.to_operand();
+        let d = promoted(self, &other)?;
+        if d == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op: "fmod",
+                dtype: d,
+            });
+        }
+        let fi = |[a, b]: [i64; 2]| {
+            if b == 0 {
+                Err(invalid("fmod", "ZeroDivisionError"))
+            } else {
+                Ok(a.wrapping_rem(b))
+            }
+        };
+        map_n(
+            "fmod",
+            [self, &other],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a % b, &fi),
+        )
+    }
+
+    /// `torch.atan2(self, other)` (integers -> default float).
+    pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        let d = float_result(promoted(self, other)?);
+        map_n(
+            "atan2",
+            [self, other],
+            d,
+            d,
+            Kernel::Float(&|[a, b]| a.atan2(b)),
+        )
+    }
+
+    fn bitwise(
+        &self,
+        op: &'static str,
+        other: impl Operand,
+        f: fn(i64, i64) -> i64,
+    ) -> Result<Tensor> {
+        let other = other.to_operand();
+        let d = promoted(self, &other)?;
+        if d.is_float() {
+            return Err(Error::UnsupportedDType { op, dtype: d });
+        }
+        map_n(op, [self, &other], d, d, Kernel::Int(&|[a, b]| Ok(f(a, b))))
+    }
+    /// `torch.bitwise_and` (integers and bool).
+    pub fn bitwise_and(&self, other: impl Operand) -> Result<Tensor> {
+        self.bitwise("bitwise_and", other, |a, b| a & b)
+    }
+    /// `torch.bitwise_or`.
+    pub fn bitwise_or(&self, other: impl Operand) -> Result<Tensor> {
+        self.bitwise("bitwise_or", other, |a, b| a | b)
+    }
+    /// `torch.bitwise_xor`.
+    pub fn bitwise_xor(&self, other: impl Operand) -> Result<Tensor> {
+        self.bitwise("bitwise_xor", other, |a, b| a ^ b)
+    }
+    /// `torch.bitwise_not` (`~`; logical not for bool).
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        let d = self.dtype();
+        if d == DType::Bool {
+            return self.logical_not();
+        }
+        if d.is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "bitwise_not",
+                dtype: d,
+            });
+        }
+        map_n("bitwise_not", [self], d, d, Kernel::Int(&|[a]| Ok(!a)))
+    }
+
     /// `torch.floor` (integers are returned unchanged, as a copy).
     pub fn floor(&self) -> Result<Tensor> {
         self.rounding("floor", f64::floor)

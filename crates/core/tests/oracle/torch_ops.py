@@ -108,7 +108,9 @@ def run(op, bases, xs, kw):
               "maximum": torch.maximum, "minimum": torch.minimum, "eq": torch.eq, "ne": torch.ne,
               "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
               "logical_and": torch.logical_and, "logical_or": torch.logical_or,
-              "logical_xor": torch.logical_xor}
+              "logical_xor": torch.logical_xor, "remainder": torch.remainder, "fmod": torch.fmod,
+              "atan2": torch.atan2, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+              "bitwise_xor": torch.bitwise_xor}
     if op in binary:
         return [binary[op](x, other)]
     if op == "div":
@@ -118,7 +120,11 @@ def run(op, bases, xs, kw):
              "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": F.silu,
              "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
              "isnan": torch.isnan, "isinf": torch.isinf, "logical_not": torch.logical_not,
-             "contiguous": lambda t: t.contiguous(), "clone": lambda t: t.clone()}
+             "contiguous": lambda t: t.contiguous(), "clone": lambda t: t.clone(),
+             "erf": torch.erf, "reciprocal": torch.reciprocal, "log2": torch.log2, "log10": torch.log10,
+             "exp2": torch.exp2, "expm1": torch.expm1, "tan": torch.tan, "atan": torch.atan,
+             "asin": torch.asin, "acos": torch.acos, "sinh": torch.sinh, "cosh": torch.cosh,
+             "trunc": torch.trunc, "sign": torch.sign, "bitwise_not": torch.bitwise_not}
     if op in unary:
         return [unary[op](x)]
     if op == "gelu":
