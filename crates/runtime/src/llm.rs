@@ -56,10 +56,16 @@ struct Opened {
 }
 
 fn open_checkpoint(spec: &str) -> Result<Opened> {
-    let location = resolve_model(spec).map_err(|e| RuntimeError::Load { path: spec.into(), reason: e.to_string() })?;
+    let location = resolve_model(spec).map_err(|e| RuntimeError::Load {
+        path: spec.into(),
+        reason: e.to_string(),
+    })?;
     match location {
         ModelLocation::Gguf(path) => {
-            let load_err = |reason: String| RuntimeError::Load { path: path.display().to_string(), reason };
+            let load_err = |reason: String| RuntimeError::Load {
+                path: path.display().to_string(),
+                reason,
+            };
             let file = GgufFile::open(&path).map_err(|e| load_err(e.to_string()))?;
             let config = DecoderConfig::from_gguf(&file).map_err(|e| load_err(e.to_string()))?;
             let defaults = GenerationDefaults {
@@ -68,13 +74,25 @@ fn open_checkpoint(spec: &str) -> Result<Opened> {
                 pad_token_id: config.pad_token_id,
                 ..Default::default()
             };
-            Ok(Opened { config, defaults, checkpoint: Checkpoint::Gguf(Arc::new(file)), source: path })
+            Ok(Opened {
+                config,
+                defaults,
+                checkpoint: Checkpoint::Gguf(Arc::new(file)),
+                source: path,
+            })
         }
         ModelLocation::HfDirectory(dir) => {
-            let (config, defaults) = load_hf_config(&dir)
-                .map_err(|e| RuntimeError::Load { path: dir.display().to_string(), reason: e.to_string() })?;
+            let (config, defaults) = load_hf_config(&dir).map_err(|e| RuntimeError::Load {
+                path: dir.display().to_string(),
+                reason: e.to_string(),
+            })?;
             let checkpoint = open_safetensors(&dir, &expected_hf_tensors(&config))?;
-            Ok(Opened { config, defaults, checkpoint, source: dir })
+            Ok(Opened {
+                config,
+                defaults,
+                checkpoint,
+                source: dir,
+            })
         }
     }
 }
@@ -91,13 +109,24 @@ fn set_threads(options: &LoadOptions) -> Result<()> {
 pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
     let start = Instant::now();
     set_threads(options)?;
-    let Opened { config, defaults, checkpoint, source } = open_checkpoint(spec)?;
-    let load_err = |reason: String| RuntimeError::Load { path: source.display().to_string(), reason };
+    let Opened {
+        config,
+        defaults,
+        checkpoint,
+        source,
+    } = open_checkpoint(spec)?;
+    let load_err = |reason: String| RuntimeError::Load {
+        path: source.display().to_string(),
+        reason,
+    };
     let tokenizer = match &checkpoint {
         Checkpoint::Gguf(file) => Tokenizer::from_gguf(file),
         Checkpoint::Safetensors(_) => {
             let tok_cfg = source.join("tokenizer_config.json");
-            Tokenizer::from_files(&source.join("tokenizer.json"), tok_cfg.exists().then_some(tok_cfg.as_path()))
+            Tokenizer::from_files(
+                &source.join("tokenizer.json"),
+                tok_cfg.exists().then_some(tok_cfg.as_path()),
+            )
         }
     }
     .map_err(|e| load_err(format!("tokenizer: {e}")))?;
@@ -119,7 +148,8 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
             eos_ids.push(id);
         }
     }
-    let model = DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| with_path(e, &source))?;
+    let model = DecoderModel::load(config, checkpoint, options.weight_format)
+        .map_err(|e| with_path(e, &source))?;
     Ok(Llm {
         inner: Arc::new(LlmInner {
             model,
@@ -137,16 +167,22 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
 /// without a tokenizer.
 pub fn load_model(spec: &str, options: &LoadOptions) -> Result<DecoderModel> {
     set_threads(options)?;
-    let Opened { config, checkpoint, source, .. } = open_checkpoint(spec)?;
+    let Opened {
+        config,
+        checkpoint,
+        source,
+        ..
+    } = open_checkpoint(spec)?;
     DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| with_path(e, &source))
 }
 
 /// Fill in the path of a load error raised below the level that knows it.
 fn with_path(e: RuntimeError, source: &Path) -> RuntimeError {
     match e {
-        RuntimeError::Load { path, reason } if path.is_empty() => {
-            RuntimeError::Load { path: source.display().to_string(), reason }
-        }
+        RuntimeError::Load { path, reason } if path.is_empty() => RuntimeError::Load {
+            path: source.display().to_string(),
+            reason,
+        },
         other => other,
     }
 }
@@ -394,7 +430,7 @@ impl Session {
             return Err(invalid("n_batch", "must be at least 1"));
         }
         let cache = DenseKvCache::new(llm.model().kv_shape(), n_ctx, 1)?;
-        let ws = llm.model().workspace(options.n_batch.min(n_ctx));
+        let ws = llm.model().workspace(options.n_batch.min(n_ctx), 1);
         Ok(Session {
             llm,
             cache,
@@ -485,6 +521,9 @@ impl Session {
         self.check_capacity(tokens.len(), 0)?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
+        // Every position's logits need a workspace with that many logit rows; this evaluation
+        // path makes its own rather than making every session carry one.
+        let mut ws = model.workspace(n_batch, n_batch);
         let mut out = Vec::with_capacity(tokens.len() * self.llm.config().vocab_size);
         for chunk in tokens.chunks(n_batch) {
             let c = SeqChunk {
@@ -492,9 +531,9 @@ impl Session {
                 tokens: chunk,
                 pos0: self.tokens.len(),
             };
-            let (cache, ws) = (&mut self.cache, &mut self.ws);
-            kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::AllTokens))?;
-            out.extend_from_slice(self.ws.logits());
+            let cache = &mut self.cache;
+            kernels::install(|| model.forward(&[c], cache, &mut ws, LogitsFor::AllTokens))?;
+            out.extend_from_slice(ws.logits());
             self.tokens.extend_from_slice(chunk);
         }
         Ok(out)

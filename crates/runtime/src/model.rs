@@ -80,14 +80,17 @@ pub struct Workspace {
     gate: Vec<f32>,
     up: Vec<f32>,
     rows: Vec<f32>,
+    /// `[max_tokens][vocab]`; the last pass filled the first `logit_rows` rows.
     logits: Vec<f32>,
+    logit_rows: usize,
+    vocab: usize,
     act: ActivationScratch,
 }
 
 impl Workspace {
     /// Logits of the last forward pass, `[n_rows][vocab]`.
     pub fn logits(&self) -> &[f32] {
-        &self.logits
+        &self.logits[..self.logit_rows * self.vocab]
     }
 
     pub fn max_tokens(&self) -> usize {
@@ -257,10 +260,13 @@ impl DecoderModel {
             + self.layers.iter().map(per_layer).sum::<usize>()
     }
 
-    /// Buffers for forward passes of up to `max_tokens` tokens at once.
-    pub fn workspace(&self, max_tokens: usize) -> Workspace {
+    /// Buffers for forward passes of up to `max_tokens` tokens at once, producing up to
+    /// `max_logit_rows` rows of logits (1 per sequence for generation; `max_tokens` to get every
+    /// position's logits).
+    pub fn workspace(&self, max_tokens: usize, max_logit_rows: usize) -> Workspace {
         let c = &self.config;
         let t = max_tokens.max(1);
+        let r = max_logit_rows.clamp(1, t);
         let (d, q, kv, ff) = (
             c.hidden_size,
             c.n_heads * c.head_dim,
@@ -281,7 +287,9 @@ impl DecoderModel {
             gate: vec![0.0; t * ff],
             up: vec![0.0; t * ff],
             rows: vec![0.0; t * d],
-            logits: vec![0.0; t * c.vocab_size],
+            logits: vec![0.0; r * c.vocab_size],
+            logit_rows: 0,
+            vocab: c.vocab_size,
             act,
         }
     }
@@ -293,6 +301,7 @@ impl DecoderModel {
         chunks: &[SeqChunk],
         cache: &dyn KvCache,
         ws: &Workspace,
+        want: LogitsFor,
     ) -> Result<()> {
         let total: usize = chunks.iter().map(|c| c.tokens.len()).sum();
         if total == 0 {
@@ -304,6 +313,20 @@ impl DecoderModel {
                 format!(
                     "{total} tokens exceed the workspace's {} rows",
                     ws.max_tokens
+                ),
+            ));
+        }
+        let rows = if want == LogitsFor::AllTokens {
+            total
+        } else {
+            chunks.len()
+        };
+        if rows * self.config.vocab_size > ws.logits.len() {
+            return Err(invalid(
+                "batch",
+                format!(
+                    "{rows} rows of logits exceed the workspace's {}",
+                    ws.logits.len() / self.config.vocab_size
                 ),
             ));
         }
@@ -375,7 +398,7 @@ impl DecoderModel {
         ws: &mut Workspace,
         want: LogitsFor,
     ) -> Result<()> {
-        self.check_batch(chunks, cache, ws)?;
+        self.check_batch(chunks, cache, ws, want)?;
         let c = &self.config;
         let map = self.checkpoint.map();
         let (d, hd) = (c.hidden_size, c.head_dim);
@@ -397,15 +420,18 @@ impl DecoderModel {
                 c.norm_eps,
                 &mut ws.h[..m * d],
             );
-            layer
-                .q
-                .forward(map, &ws.h[..m * d], m, &mut ws.q[..m * nq], &mut ws.act)?;
-            layer
-                .k
-                .forward(map, &ws.h[..m * d], m, &mut ws.k[..m * nkv], &mut ws.act)?;
-            layer
-                .v
-                .forward(map, &ws.h[..m * d], m, &mut ws.v[..m * nkv], &mut ws.act)?;
+            Matrix::forward_group(
+                [&layer.q, &layer.k, &layer.v],
+                map,
+                &ws.h[..m * d],
+                m,
+                [
+                    &mut ws.q[..m * nq],
+                    &mut ws.k[..m * nkv],
+                    &mut ws.v[..m * nkv],
+                ],
+                &mut ws.act,
+            )?;
             add_bias(&mut ws.q[..m * nq], layer.q_bias.as_deref());
             add_bias(&mut ws.k[..m * nkv], layer.k_bias.as_deref());
             add_bias(&mut ws.v[..m * nkv], layer.v_bias.as_deref());
@@ -484,12 +510,14 @@ impl DecoderModel {
                 c.norm_eps,
                 &mut ws.h[..m * d],
             );
-            layer
-                .gate
-                .forward(map, &ws.h[..m * d], m, &mut ws.gate[..m * ff], &mut ws.act)?;
-            layer
-                .up
-                .forward(map, &ws.h[..m * d], m, &mut ws.up[..m * ff], &mut ws.act)?;
+            Matrix::forward_group(
+                [&layer.gate, &layer.up],
+                map,
+                &ws.h[..m * d],
+                m,
+                [&mut ws.gate[..m * ff], &mut ws.up[..m * ff]],
+                &mut ws.act,
+            )?;
             add_bias(&mut ws.gate[..m * ff], layer.gate_bias.as_deref());
             add_bias(&mut ws.up[..m * ff], layer.up_bias.as_deref());
             kernels::silu_mul_inplace_f32(&ws.gate[..m * ff], &mut ws.up[..m * ff]);
@@ -527,7 +555,7 @@ impl DecoderModel {
         );
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
         let v = c.vocab_size;
-        ws.logits.resize(ws.max_tokens * v, 0.0);
+        ws.logit_rows = 0;
         head.forward(
             map,
             &ws.h[..n_rows * d],
@@ -535,9 +563,9 @@ impl DecoderModel {
             &mut ws.logits[..n_rows * v],
             &mut ws.act,
         )?;
-        ws.logits.truncate(n_rows * v);
+        ws.logit_rows = n_rows;
         if let Some(cap) = c.final_logit_softcap {
-            for l in &mut ws.logits {
+            for l in &mut ws.logits[..n_rows * v] {
                 *l = cap * (*l / cap).tanh();
             }
         }

@@ -100,6 +100,53 @@ impl Matrix {
         Ok(())
     }
 
+    fn packed<'a>(&self, map: &'a [u8]) -> Option<PackedMatrix<'a>> {
+        match &self.data {
+            MatrixData::Packed { ty, range } => Some(PackedMatrix {
+                ty: *ty,
+                data: &map[range.clone()],
+                rows: self.rows,
+                cols: self.cols,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Several matrices applied to the same input (Q/K/V, gate/up). Packed ones whose
+    /// activations quantize alike share one quantization of `x` and one parallel section
+    /// (saving pool round trips, which dominate decode on small models).
+    pub fn forward_group<const N: usize>(
+        mats: [&Matrix; N],
+        map: &[u8],
+        x: &[f32],
+        m: usize,
+        mut ys: [&mut [f32]; N],
+        scratch: &mut ActivationScratch,
+    ) -> Result<()> {
+        let packed = mats.map(|w| w.packed(map));
+        // Same block size means the same activation format (ggml's 32-blocks, 256 K-blocks, floats).
+        let shareable = packed
+            .iter()
+            .all(|p| p.is_some_and(|p| p.ty.block_size() == mats[0].block_size()));
+        if shareable {
+            let ws = packed.map(|p| p.expect("checked above"));
+            let mut outs: [&mut [f32]; N] = ys.each_mut().map(|y| &mut **y);
+            return quant::matmul_multi(&ws, x, m, &mut outs, scratch)
+                .map_err(|e| RuntimeError::Kernel(e.to_string()));
+        }
+        for (w, y) in mats.iter().zip(ys.iter_mut()) {
+            w.forward(map, x, m, y, scratch)?;
+        }
+        Ok(())
+    }
+
+    fn block_size(&self) -> usize {
+        match &self.data {
+            MatrixData::Packed { ty, .. } => ty.block_size(),
+            _ => 1,
+        }
+    }
+
     /// Row `row` as f32 (embedding lookup, straight from packed rows when packed).
     pub fn row_into(&self, map: &[u8], row: usize, out: &mut [f32]) -> Result<()> {
         let c = self.cols;

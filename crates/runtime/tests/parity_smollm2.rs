@@ -75,7 +75,9 @@ fn gguf_f32_matches_transformers_every_logit() {
 
 #[test]
 fn safetensors_copy_f32_matches_transformers_every_logit() {
-    let Some(python) = oracle_python() else { return };
+    let Some(python) = oracle_python() else {
+        return;
+    };
     let Some(gguf) = default_model() else { return };
     let dir = safetensors_copy(&python, &gguf);
     check_model(dir.to_str().unwrap(), WeightFormat::F32, 16);
@@ -86,8 +88,13 @@ fn safetensors_copy_f32_matches_transformers_every_logit() {
 /// 20-token prompt), untied heads and the safetensors path.
 #[test]
 fn tiny_random_models_of_each_architecture_match_transformers() {
-    let Some(python) = oracle_python() else { return };
-    for (i, arch) in ["llama", "mistral", "qwen2", "qwen3"].into_iter().enumerate() {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    for (i, arch) in ["llama", "mistral", "qwen2", "qwen3"]
+        .into_iter()
+        .enumerate()
+    {
         let work = tempdir();
         let model_dir = work.join("model");
         std::fs::create_dir_all(&model_dir).unwrap();
@@ -96,25 +103,71 @@ fn tiny_random_models_of_each_architecture_match_transformers() {
             &serde_json::json!({"cmd": "tiny", "arch": arch, "seed": i, "out_dir": model_dir}),
             &work,
         );
-        let model = load_model(model_dir.to_str().unwrap(), &LoadOptions { weight_format: WeightFormat::F32, threads: None })
-            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let model = load_model(
+            model_dir.to_str().unwrap(),
+            &LoadOptions {
+                weight_format: WeightFormat::F32,
+                threads: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{arch}: {e}"));
         let vocab = model.config().vocab_size as u32;
-        let prompt: Vec<u32> = (0..20u32).map(|j| (j * 37 + 11 * i as u32 + 3) % vocab).collect();
-        let refs = reference_logits(&python, serde_json::json!({"dir": model_dir}), None, &[(prompt.clone(), 8)], &work);
+        let prompt: Vec<u32> = (0..20u32)
+            .map(|j| (j * 37 + 11 * i as u32 + 3) % vocab)
+            .collect();
+        let refs = reference_logits(
+            &python,
+            serde_json::json!({"dir": model_dir}),
+            None,
+            &[(prompt.clone(), 8)],
+            &work,
+        );
         let r = &refs[0];
         let mut cache = DenseKvCache::new(model.kv_shape(), 64, 1).unwrap();
-        let mut ws = model.workspace(64);
-        model.forward(&[SeqChunk { seq: 0, tokens: &prompt, pos0: 0 }], &mut cache, &mut ws, LogitsFor::AllTokens).unwrap();
-        assert_close_to_truth(&format!("{arch} prefill"), ws.logits(), &r.prefill32, &r.prefill64, r.vocab);
+        let mut ws = model.workspace(64, 64);
+        model
+            .forward(
+                &[SeqChunk {
+                    seq: 0,
+                    tokens: &prompt,
+                    pos0: 0,
+                }],
+                &mut cache,
+                &mut ws,
+                LogitsFor::AllTokens,
+            )
+            .unwrap();
+        assert_close_to_truth(
+            &format!("{arch} prefill"),
+            ws.logits(),
+            &r.prefill32,
+            &r.prefill64,
+            r.vocab,
+        );
         let mut decode = Vec::new();
         for (k, &t) in r.greedy.iter().enumerate() {
             let chunk = [t];
             model
-                .forward(&[SeqChunk { seq: 0, tokens: &chunk, pos0: prompt.len() + k }], &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
+                .forward(
+                    &[SeqChunk {
+                        seq: 0,
+                        tokens: &chunk,
+                        pos0: prompt.len() + k,
+                    }],
+                    &mut cache,
+                    &mut ws,
+                    LogitsFor::LastOfEachChunk,
+                )
                 .unwrap();
             decode.extend_from_slice(ws.logits());
         }
-        assert_close_to_truth(&format!("{arch} decode"), &decode, &r.decode32, &r.decode64, r.vocab);
+        assert_close_to_truth(
+            &format!("{arch} decode"),
+            &decode,
+            &r.decode32,
+            &r.decode64,
+            r.vocab,
+        );
         let _ = std::fs::remove_dir_all(&work);
     }
 }
