@@ -17,9 +17,10 @@ pub struct Layout {
 
 /// Row-major strides for `sizes` (size-0/1 dims get the stride they would have).
 pub fn contiguous_strides(sizes: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; sizes.len()];
+    let mut strides = vec![1usize; sizes.len()];
     for d in (0..sizes.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * sizes[d + 1].max(1);
+        // Saturating: a shape with a 0 dim may have huge other dims (no elements, no overflow).
+        strides[d] = strides[d + 1].saturating_mul(sizes[d + 1].max(1));
     }
     strides
 }
@@ -137,7 +138,7 @@ pub fn compute_view_strides(
             new_strides[d] = if d + 1 == new_sizes.len() {
                 1
             } else {
-                new_sizes[d + 1].max(1) * new_strides[d + 1]
+                new_sizes[d + 1].max(1).saturating_mul(new_strides[d + 1])
             };
         }
         return Some(new_strides);

@@ -631,7 +631,7 @@ impl Tensor {
         };
         let s = clamp(start.unwrap_or(0));
         let e = clamp(end.unwrap_or(size)).max(s);
-        let len = (e - s + step - 1) / step;
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut layout = self.layout.clone();
         if len > 0 {
             layout.offset += s as usize * layout.strides[d];
@@ -862,15 +862,18 @@ impl Tensor {
             ));
         }
         let (sa, sb) = (self.layout.sizes[a] as i64, self.layout.sizes[b] as i64);
+        // Saturating: a huge offset just gives an empty diagonal (start is unused then).
         let (len, start) = if offset >= 0 {
             (
-                (sa.min(sb - offset)).max(0),
-                offset * self.layout.strides[b] as i64,
+                sa.min(sb.saturating_sub(offset)).max(0),
+                offset.saturating_mul(self.layout.strides[b] as i64),
             )
         } else {
             (
-                (sa + offset).min(sb).max(0),
-                -offset * self.layout.strides[a] as i64,
+                sa.saturating_add(offset).min(sb).max(0),
+                offset
+                    .saturating_neg()
+                    .saturating_mul(self.layout.strides[a] as i64),
             )
         };
         let mut layout = Layout {

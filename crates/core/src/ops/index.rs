@@ -168,8 +168,11 @@ fn scatter_gather_offsets(
     index: &Tensor,
 ) -> Result<Vec<usize>> {
     let idx = index_values(op, index, target.shape().get(dim).copied().unwrap_or(1))?;
-    let mut strides = target.strides().to_vec();
-    let dim_stride = strides.get(dim).copied().unwrap_or(0);
+    // One stride per index dim (a 0-dim target takes a 1-D index: stride 0).
+    let mut strides: Vec<usize> = (0..index.dim())
+        .map(|d| target.strides().get(d).copied().unwrap_or(0))
+        .collect();
+    let dim_stride = target.strides().get(dim).copied().unwrap_or(0);
     if let Some(s) = strides.get_mut(dim) {
         *s = 0;
     }
@@ -708,7 +711,9 @@ impl Tensor {
             if n == 0 {
                 continue;
             }
-            let idx: Vec<i64> = (0..n).map(|i| (i - s).rem_euclid(n)).collect();
+            let idx: Vec<i64> = (0..n)
+                .map(|i| (i as i128 - s as i128).rem_euclid(n as i128) as i64)
+                .collect();
             out = out.index_select(
                 d as i64,
                 &Tensor::from_i64s(&idx, &[n as usize], DType::I64)?,
@@ -738,7 +743,10 @@ impl Tensor {
             let d = self.dim() - 1 - p;
             let (l, r) = (pair[0], pair[1]);
             let size = self.shape()[d] as i64;
-            let new = size + l + r;
+            let new = size
+                .checked_add(l)
+                .and_then(|v| v.checked_add(r))
+                .ok_or_else(|| invalid(op, format!("padding ({l}, {r}) is out of range")))?;
             if new < 0 {
                 return Err(invalid(
                     op,
@@ -747,9 +755,9 @@ impl Tensor {
             }
             out_shape[d] = new as usize;
             // Crop the source for negative pads.
-            let s0 = (-l).max(0);
-            let s1 = size - (-r).max(0);
-            src = src.narrow(d as i64, s0.min(size), (s1 - s0).max(0) as usize)?;
+            let s0 = l.saturating_neg().max(0).min(size);
+            let s1 = size.saturating_sub(r.saturating_neg().max(0));
+            src = src.narrow(d as i64, s0, s1.saturating_sub(s0).max(0) as usize)?;
             dst_start[d] = l.max(0) as usize;
         }
         let out = full(&out_shape, value, Some(self.dtype()))?;

@@ -328,7 +328,10 @@ pub fn scaled_dot_product_attention(
         .map(|idx| {
             let (i, j) = ((idx / lk.max(1)) as i64, (idx % lk.max(1)) as i64);
             let pos = i + shift;
-            (!options.is_causal || j <= pos) && options.window.is_none_or(|w| pos - j < w as i64)
+            (!options.is_causal || j <= pos)
+                && options
+                    .window
+                    .is_none_or(|w| pos - j < i64::try_from(w).unwrap_or(i64::MAX))
         })
         .collect();
     let mut allow = Tensor::from_vec(allowed, &[lq, lk])?;

@@ -253,7 +253,7 @@ fn int_floor_div(op: &'static str, a: i64, b: i64) -> Result<i64> {
         return Err(invalid(op, "ZeroDivisionError"));
     }
     let q = a.wrapping_div(b);
-    Ok(if (a % b != 0) && ((a < 0) != (b < 0)) {
+    Ok(if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) {
         q - 1
     } else {
         q
