@@ -893,6 +893,12 @@ fn golden_pointwise() {
             c.add(op, vec![x, z], json!({}), 1.0);
         }
     }
+    // Same-shape contiguous f32 operands (the direct f32 fast path).
+    for op in ["add", "sub", "mul", "div"] {
+        let x = c.rand_input(DType::F32, &[64], json!([]));
+        let y = c.rand_input(DType::F32, &[64], json!([]));
+        c.add(op, vec![x, y], json!({}), 0.0);
+    }
     // Division with rounding modes (nonzero divisors for integers; floats include signs).
     for d in [
         DType::F32,

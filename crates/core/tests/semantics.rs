@@ -554,3 +554,42 @@ fn direct_slice_access_for_contiguous_tensors() {
     );
     assert!(t.with_data(|_: &[f64]| ()).is_err(), "wrong element type");
 }
+
+#[test]
+fn f32_fast_path_equals_f64_rounded() {
+    // Same-shape contiguous f32 +,-,*,/ run in f32 directly; the result must be bit-identical
+    // to computing in f64 and rounding once (the general path, and PyTorch's f32 result).
+    let mut g = Generator::new(11);
+    let a = randn(&[4096], DType::F32, &mut g).unwrap();
+    let b = randn(&[4096], DType::F32, &mut g)
+        .unwrap()
+        .mul(1e-3)
+        .unwrap();
+    let (a64, b64) = (
+        a.to_dtype(DType::F64).unwrap(),
+        b.to_dtype(DType::F64).unwrap(),
+    );
+    let pairs = [
+        (a.add(&b).unwrap(), a64.add(&b64).unwrap()),
+        (a.sub(&b).unwrap(), a64.sub(&b64).unwrap()),
+        (a.mul(&b).unwrap(), a64.mul(&b64).unwrap()),
+        (a.div(&b).unwrap(), a64.div(&b64).unwrap()),
+    ];
+    for (fast, wide) in pairs {
+        let fast: Vec<u32> = fast
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        let wide: Vec<u32> = wide
+            .to_dtype(DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        assert_eq!(fast, wide);
+    }
+}
