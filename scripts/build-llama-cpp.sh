@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build (once) llama.cpp as a benchmark and logit peer: the copy vendored in the PyPI sdist of
+# llama-cpp-python 0.3.36, CPU only, Release, native CPU features. Nothing of it is committed;
+# everything lives under $TORCHNATIVE_HOME/llama.cpp-0.3.36/. A second run does nothing.
+# Prints the bin dir (llama-bench, llama-quantize, llama-simple, llama-tokenize, llama-perplexity,
+# and libllama.so / libggml*.so next to them) on stdout.
+set -euo pipefail
+version=0.3.36
+home="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
+root="$home/llama.cpp-$version"
+bin="$root/build/bin"
+stamp="$root/.torchnative-built-v1"
+jobs="${LLAMA_CPP_JOBS:-2}"
+
+if [ -f "$stamp" ]; then
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$root"
+python="${PYTHON:-python3}"
+venv="$root/tools-venv"
+# cmake and ninja from PyPI so the build does not depend on the system's (often old) cmake.
+if [ ! -x "$venv/bin/cmake" ] || [ ! -x "$venv/bin/ninja" ]; then
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet cmake ninja >&2
+fi
+
+src="$root/src"
+if [ ! -f "$src/vendor/llama.cpp/CMakeLists.txt" ]; then
+  dl="$root/sdist"
+  mkdir -p "$dl"
+  # Only this package from source: `--no-binary :all:` would also build its build
+  # dependencies (cmake itself) from source just to read the sdist's metadata.
+  "$venv/bin/pip" download --quiet --no-deps --no-binary llama-cpp-python \
+    "llama-cpp-python==$version" -d "$dl" >&2
+  tarball=$(ls "$dl"/llama_cpp_python-"$version".tar.gz)
+  rm -rf "$src.tmp"
+  mkdir -p "$src.tmp"
+  tar -xzf "$tarball" -C "$src.tmp" --strip-components=1
+  rm -rf "$src"
+  mv "$src.tmp" "$src"
+fi
+
+# Shared libs so a ctypes program (the logit oracle) can load libllama; llama-bench etc. use
+# them through the build tree's rpath.
+nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$root/build" -G Ninja \
+  -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DGGML_NATIVE=ON \
+  -DBUILD_SHARED_LIBS=ON \
+  -DLLAMA_CURL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_SERVER=OFF \
+  -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON >&2
+nice -n 19 "$venv/bin/cmake" --build "$root/build" -j "$jobs" \
+  --target llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity >&2
+
+for tool in llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity; do
+  [ -x "$bin/$tool" ] || { echo "build-llama-cpp: $bin/$tool missing after build" >&2; exit 1; }
+done
+touch "$stamp"
+echo "$bin"
