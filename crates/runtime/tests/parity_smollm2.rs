@@ -171,3 +171,75 @@ fn tiny_random_models_of_each_architecture_match_transformers() {
         let _ = std::fs::remove_dir_all(&work);
     }
 }
+
+/// transformers' own `generate(do_sample=False)` and ours produce the same 64 tokens on ten
+/// chat prompts (f32 weights from the GGUF; stop at EOS like transformers).
+#[test]
+fn greedy_continuations_equal_transformers_generate() {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let Some(gguf) = default_model() else { return };
+    let spec = gguf.to_str().unwrap();
+    let llm = load_llm(
+        spec,
+        &LoadOptions {
+            weight_format: WeightFormat::F32,
+            threads: None,
+        },
+    )
+    .unwrap();
+    let questions = [
+        "What is the capital of France?",
+        "Write a haiku about the sea.",
+        "Explain recursion to a child.",
+        "List three uses of copper.",
+        "What is 17 times 3?",
+        "Translate 'good morning' into Spanish.",
+        "Write a Python function that reverses a string.",
+        "Why is the sky blue?",
+        "Give me a name for a pet turtle.",
+        "Summarize the plot of Romeo and Juliet in two sentences.",
+    ];
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| llm.tokenize_chat(&[ChatMessage::new("user", *q)]).unwrap())
+        .collect();
+    let work = tempdir();
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "greedy", "model": {"gguf": spec}, "out_dir": work, "prompts": prompts, "max_new_tokens": 64}),
+        &work,
+    );
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("result.json")).unwrap()).unwrap();
+    let cfg = GenerationConfig {
+        max_new_tokens: 64,
+        ..Default::default()
+    };
+    for (i, prompt) in prompts.iter().enumerate() {
+        let theirs: Vec<u32> = result["continuations"][i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let ours = llm
+            .session(SessionOptions::default())
+            .unwrap()
+            .generate(prompt, &cfg, &mut |_| Flow::Continue)
+            .unwrap();
+        // transformers keeps the EOS token in its output; ours reports it as the finish reason.
+        let mut ours_tokens = ours.tokens.clone();
+        if ours.finish_reason == FinishReason::Eos {
+            let last = *theirs.last().unwrap();
+            assert!(
+                llm.eos_token_ids().contains(&last),
+                "prompt {i}: we stopped at EOS, transformers went on"
+            );
+            ours_tokens.push(last);
+        }
+        assert_eq!(ours_tokens, theirs, "prompt {i} ({:?})", questions[i]);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -12,6 +12,9 @@ The request names a command:
       from the f32 run; the f64 run is teacher-forced along it so both describe the same tokens.
       The f64 run ("truth") loads `truth` when given: transformers computes GGUF weights in f32
       whatever dtype is asked, so a true f64 run needs the safetensors copy of the same weights.
+  {"cmd": "greedy", "model": ..., "out_dir": DIR, "prompts": [[ids...], ...], "max_new_tokens": N}
+      transformers' own `generate(do_sample=False)` continuation of each prompt (f32), written to
+      result.json as {"continuations": [[ids...], ...]} (stops early only at the model's EOS).
   {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3", "seed": S, "out_dir": DIR}
@@ -83,6 +86,23 @@ def cmd_logits(req):
         json.dump({"cases": results}, f)
 
 
+def cmd_greedy(req):
+    m = load(req["model"], torch.float32)
+    outs = []
+    with torch.no_grad():
+        for ids in req["prompts"]:
+            inp = torch.tensor([ids], dtype=torch.long)
+            out = m.generate(
+                input_ids=inp,
+                attention_mask=torch.ones_like(inp),
+                max_new_tokens=req["max_new_tokens"],
+                do_sample=False,
+            )
+            outs.append([int(t) for t in out[0, len(ids):]])
+    with open(os.path.join(req["out_dir"], "result.json"), "w") as f:
+        json.dump({"continuations": outs}, f)
+
+
 def cmd_save_safetensors(req):
     from transformers import AutoTokenizer
 
@@ -127,7 +147,7 @@ def cmd_tiny(req):
 def main():
     with open(sys.argv[1]) as f:
         req = json.load(f)
-    {"logits": cmd_logits, "save_safetensors": cmd_save_safetensors, "tiny": cmd_tiny}[req["cmd"]](req)
+    {"logits": cmd_logits, "greedy": cmd_greedy, "save_safetensors": cmd_save_safetensors, "tiny": cmd_tiny}[req["cmd"]](req)
 
 
 if __name__ == "__main__":
