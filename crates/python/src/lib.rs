@@ -1,0 +1,579 @@
+//! `torchnative._native`: the thin extension module under the `torchnative` Python package.
+//!
+//! The Python layer (`python/torchnative`) owns the user-facing API: keyword names, argument
+//! checks, result objects and docstrings. This module only moves values across the boundary and
+//! runs all model work with the GIL released, so other Python threads keep running meanwhile.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use torchnative_runtime::{
+    load_llm, ChatMessage, Completion, Flow, GenerationConfig, Llm, LoadOptions, RuntimeError,
+    SamplingParams, Session, SessionOptions, WeightFormat,
+};
+
+/// Pieces a stream may hold before the decoding thread waits for the consumer: small, so that
+/// closing a stream stops generation within a few tokens.
+const STREAM_BUFFER: usize = 4;
+
+/// How often a consumer blocked on a stream wakes up to let Python handle signals (Ctrl-C).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Raise `err` as the matching class of `torchnative.errors` (defined in Python so that they
+/// carry docstrings and can also derive from the matching built-in exceptions).
+fn to_py_err(py: Python<'_>, err: RuntimeError) -> PyErr {
+    let class = match &err {
+        RuntimeError::Load { .. } => "ModelLoadError",
+        RuntimeError::Unsupported { .. } => "UnsupportedModelError",
+        RuntimeError::ContextOverflow { .. } => "ContextOverflowError",
+        RuntimeError::InvalidArgument { .. } | RuntimeError::TokenOutOfRange { .. } => {
+            "InvalidArgumentError"
+        }
+        RuntimeError::Text(_) | RuntimeError::Kernel(_) => "TorchnativeError",
+    };
+    let message = err.to_string();
+    let build = || -> PyResult<PyErr> {
+        let cls = py.import("torchnative.errors")?.getattr(class)?;
+        let value = cls.call1((message.clone(),))?;
+        if let RuntimeError::ContextOverflow {
+            prompt_tokens,
+            max_new_tokens,
+            capacity,
+        } = err
+        {
+            value.setattr("prompt_tokens", prompt_tokens)?;
+            value.setattr("max_new_tokens", max_new_tokens)?;
+            value.setattr("capacity", capacity)?;
+        }
+        Ok(PyErr::from_value(value))
+    };
+    // If the error classes cannot be reached, the import error itself is the clearest report.
+    build().unwrap_or_else(|e| e)
+}
+
+/// A generation config from the dict the Python layer built (keys as in transformers; every key
+/// optional; types already checked there, ranges checked by the runtime).
+fn config_from_dict(d: &Bound<'_, PyDict>) -> PyResult<GenerationConfig> {
+    fn get<'py, T: FromPyObjectOwned<'py>>(
+        d: &Bound<'py, PyDict>,
+        key: &str,
+    ) -> PyResult<Option<T>> {
+        match d.get_item(key)? {
+            Some(v) if !v.is_none() => Ok(Some(v.extract().map_err(Into::into)?)),
+            _ => Ok(None),
+        }
+    }
+    let base = GenerationConfig::default();
+    let s = SamplingParams::default();
+    Ok(GenerationConfig {
+        max_new_tokens: get(d, "max_new_tokens")?.unwrap_or(base.max_new_tokens),
+        min_new_tokens: get(d, "min_new_tokens")?.unwrap_or(base.min_new_tokens),
+        sampling: SamplingParams {
+            do_sample: get(d, "do_sample")?.unwrap_or(s.do_sample),
+            temperature: get(d, "temperature")?.unwrap_or(s.temperature),
+            top_k: get(d, "top_k")?.unwrap_or(s.top_k),
+            top_p: get(d, "top_p")?.unwrap_or(s.top_p),
+            min_p: get(d, "min_p")?.unwrap_or(s.min_p),
+            typical_p: get(d, "typical_p")?.unwrap_or(s.typical_p),
+            repetition_penalty: get(d, "repetition_penalty")?.unwrap_or(s.repetition_penalty),
+            presence_penalty: get(d, "presence_penalty")?.unwrap_or(s.presence_penalty),
+            frequency_penalty: get(d, "frequency_penalty")?.unwrap_or(s.frequency_penalty),
+            ..s
+        },
+        seed: get(d, "seed")?,
+        stop: get(d, "stop")?.unwrap_or_default(),
+        eos_token_ids: None,
+    })
+}
+
+/// A completion as a plain dict; the Python layer wraps it in `torchnative.Result`.
+fn completion_dict<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound<'py, PyDict>> {
+    let ms = |t: Duration| t.as_secs_f64() * 1000.0;
+    let d = PyDict::new(py);
+    d.set_item("text", &c.text)?;
+    d.set_item("tokens", &c.tokens)?;
+    d.set_item("finish_reason", c.finish_reason.as_str())?;
+    d.set_item("prompt_tokens", c.usage.prompt_tokens)?;
+    d.set_item("completion_tokens", c.usage.completion_tokens)?;
+    d.set_item("load_ms", ms(c.timings.load))?;
+    d.set_item("prefill_ms", ms(c.timings.prefill))?;
+    d.set_item("time_to_first_token_ms", ms(c.timings.time_to_first_token))?;
+    d.set_item(
+        "decode_tokens_per_second",
+        c.timings.decode_tokens_per_second(),
+    )?;
+    d.set_item("reused_prompt_tokens", c.counters.reused_prompt_tokens)?;
+    Ok(d)
+}
+
+fn messages_from(pairs: Vec<(String, String)>) -> Vec<ChatMessage> {
+    pairs
+        .into_iter()
+        .map(|(role, content)| ChatMessage::new(role, content))
+        .collect()
+}
+
+/// Load a model (a `.gguf` file, a safetensors directory or a cached Hugging Face repo id).
+#[pyfunction]
+#[pyo3(signature = (spec, dtype, threads=None))]
+fn load(py: Python<'_>, spec: &str, dtype: &str, threads: Option<usize>) -> PyResult<NativeLlm> {
+    let options = LoadOptions {
+        weight_format: WeightFormat::parse(dtype).map_err(|e| to_py_err(py, e))?,
+        threads,
+    };
+    let llm = py
+        .detach(|| load_llm(spec, &options))
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(NativeLlm { llm })
+}
+
+/// A loaded model (immutable; shared by every request and session made from it).
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeLlm {
+    llm: Llm,
+}
+
+impl NativeLlm {
+    /// The context of a one-shot request: just large enough for it, at most `limit` (the
+    /// model's context by default), so that a request that cannot fit reports a context
+    /// overflow rather than an impossible session size.
+    fn one_shot_session(
+        &self,
+        prompt_len: usize,
+        config: &GenerationConfig,
+        limit: Option<usize>,
+    ) -> Result<Session, RuntimeError> {
+        let limit = limit.unwrap_or(self.llm.config().context_length);
+        let wanted = prompt_len.saturating_add(config.max_new_tokens).max(1);
+        self.llm.session(SessionOptions {
+            n_ctx: Some(wanted.min(limit)),
+            ..Default::default()
+        })
+    }
+}
+
+#[pymethods]
+impl NativeLlm {
+    /// The model's context length in tokens.
+    #[getter]
+    fn context_length(&self) -> usize {
+        self.llm.config().context_length
+    }
+
+    /// Where the model was loaded from.
+    #[getter]
+    fn source(&self) -> String {
+        self.llm.source().display().to_string()
+    }
+
+    /// Seconds the load took.
+    #[getter]
+    fn load_seconds(&self) -> f64 {
+        self.llm.load_time().as_secs_f64()
+    }
+
+    /// Token ids of a plain prompt (special tokens added as the tokenizer does).
+    fn tokenize(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| self.llm.tokenize(text))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Text of token ids.
+    fn detokenize(&self, py: Python<'_>, ids: Vec<u32>) -> PyResult<String> {
+        let vocab = self.llm.config().vocab_size;
+        if let Some(&bad) = ids.iter().find(|&&t| t as usize >= vocab) {
+            let err = RuntimeError::TokenOutOfRange {
+                token: bad,
+                vocab_size: vocab,
+            };
+            return Err(to_py_err(py, err));
+        }
+        py.detach(|| self.llm.detokenize(&ids))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// The prompt text of a conversation of (role, content) pairs.
+    fn render_chat(&self, py: Python<'_>, messages: Vec<(String, String)>) -> PyResult<String> {
+        let messages = messages_from(messages);
+        py.detach(|| self.llm.render_chat(&messages))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Token ids of a rendered conversation.
+    fn tokenize_chat(&self, py: Python<'_>, messages: Vec<(String, String)>) -> PyResult<Vec<u32>> {
+        let messages = messages_from(messages);
+        py.detach(|| self.llm.tokenize_chat(&messages))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Generate after `ids` in a fresh session; returns the completion dict.
+    #[pyo3(signature = (ids, config, n_ctx=None))]
+    fn generate<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<u32>,
+        config: &Bound<'py, PyDict>,
+        n_ctx: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let cfg = config_from_dict(config)?;
+        let done = py
+            .detach(|| {
+                let mut s = self.one_shot_session(ids.len(), &cfg, n_ctx)?;
+                s.generate(&ids, &cfg, &mut |_| Flow::Continue)
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        completion_dict(py, &done)
+    }
+
+    /// Like `generate`, but decoding runs in a background thread feeding the returned stream.
+    #[pyo3(signature = (ids, config, n_ctx=None))]
+    fn stream(
+        &self,
+        ids: Vec<u32>,
+        config: &Bound<'_, PyDict>,
+        n_ctx: Option<usize>,
+    ) -> PyResult<NativeStream> {
+        let cfg = config_from_dict(config)?;
+        let session = self.one_shot_session(ids.len(), &cfg, n_ctx);
+        Ok(NativeStream::spawn(move |on_text| {
+            session?.generate(&ids, &cfg, on_text)
+        }))
+    }
+
+    /// A new session (its own KV cache of `n_ctx` tokens).
+    #[pyo3(signature = (n_ctx=None))]
+    fn session(&self, py: Python<'_>, n_ctx: Option<usize>) -> PyResult<NativeSession> {
+        let options = SessionOptions {
+            n_ctx,
+            ..Default::default()
+        };
+        let session = py
+            .detach(|| self.llm.session(options))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(NativeSession {
+            slot: Arc::new(Mutex::new(Some(session))),
+        })
+    }
+}
+
+/// Where a session lives between requests. A stream takes it out for the time it decodes (in
+/// its own thread) and puts it back when it ends, so a request made meanwhile is refused
+/// instead of waiting on a stream nobody consumes.
+type SessionSlot = Arc<Mutex<Option<Session>>>;
+
+fn lock(slot: &SessionSlot) -> MutexGuard<'_, Option<Session>> {
+    // A panic while holding the lock cannot leave the Option half-written.
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn busy_error(py: Python<'_>) -> PyErr {
+    to_py_err(
+        py,
+        RuntimeError::InvalidArgument {
+            what: "session".into(),
+            reason: "a stream of this session is still running; exhaust or close it first".into(),
+        },
+    )
+}
+
+/// A multi-turn conversation holding its KV cache.
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeSession {
+    slot: SessionSlot,
+}
+
+impl NativeSession {
+    fn take(&self, py: Python<'_>) -> PyResult<Session> {
+        lock(&self.slot).take().ok_or_else(|| busy_error(py))
+    }
+
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Session) -> T) -> PyResult<T> {
+        let mut guard = lock(&self.slot);
+        let session = guard.as_mut().ok_or_else(|| busy_error(py))?;
+        Ok(f(session))
+    }
+}
+
+#[pymethods]
+impl NativeSession {
+    /// One chat turn: add (role, content), answer it, keep the answer.
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        role: String,
+        content: String,
+        config: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let cfg = config_from_dict(config)?;
+        let mut session = self.take(py)?;
+        let message = ChatMessage::new(role, content);
+        let done = py.detach(|| session.send(message, &cfg, &mut |_| Flow::Continue));
+        *lock(&self.slot) = Some(session);
+        completion_dict(py, &done.map_err(|e| to_py_err(py, e))?)
+    }
+
+    /// Like `send`, streaming the answer.
+    fn stream_send(
+        &self,
+        py: Python<'_>,
+        role: String,
+        content: String,
+        config: &Bound<'_, PyDict>,
+    ) -> PyResult<NativeStream> {
+        let cfg = config_from_dict(config)?;
+        let mut session = self.take(py)?;
+        let slot = Arc::clone(&self.slot);
+        Ok(NativeStream::spawn(move |on_text| {
+            let done = session.send(ChatMessage::new(role, content), &cfg, on_text);
+            *lock(&slot) = Some(session);
+            done
+        }))
+    }
+
+    /// Forget the conversation (the cache stays allocated).
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, Session::reset)
+    }
+
+    /// The conversation so far as (role, content) pairs.
+    fn messages(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+        self.with(py, |s| {
+            s.messages()
+                .iter()
+                .map(|m| (m.role.clone(), m.content.clone()))
+                .collect()
+        })
+    }
+
+    /// Tokens in the cache.
+    fn n_tokens(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |s| s.tokens().len())
+    }
+
+    /// Context capacity in tokens.
+    fn capacity(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |s| s.capacity())
+    }
+}
+
+enum Event {
+    Piece(String),
+    Done(Result<Completion, RuntimeError>),
+}
+
+/// Text pieces of a generation decoding in a background thread, through a bounded channel.
+/// Dropping or closing it cancels the generation.
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeStream {
+    state: Mutex<StreamState>,
+    cancel: Arc<AtomicBool>,
+}
+
+struct StreamState {
+    /// `None` once closed or finished.
+    events: Option<Receiver<Event>>,
+    worker: Option<JoinHandle<()>>,
+    /// The final completion, or the error the generation ended with.
+    outcome: Option<Result<Completion, RuntimeError>>,
+}
+
+impl NativeStream {
+    fn spawn<F>(job: F) -> NativeStream
+    where
+        F: FnOnce(&mut dyn FnMut(&str) -> Flow) -> Result<Completion, RuntimeError>
+            + Send
+            + 'static,
+    {
+        let (tx, rx) = sync_channel(STREAM_BUFFER);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&cancel);
+        let worker = std::thread::spawn(move || run_stream(job, tx, stop));
+        NativeStream {
+            state: Mutex::new(StreamState {
+                events: Some(rx),
+                worker: Some(worker),
+                outcome: None,
+            }),
+            cancel,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Cancel, wait for the worker to stop (so the session is back and the result final),
+    /// and keep its outcome.
+    fn shut_down(state: &mut StreamState, cancel: &AtomicBool) {
+        cancel.store(true, Ordering::SeqCst);
+        if let Some(rx) = state.events.take() {
+            // The worker stops at its next piece; drain what it still sends (unblocking it if
+            // the channel is full) until its outcome arrives or it hangs up.
+            for ev in rx.iter() {
+                if let Event::Done(d) = ev {
+                    state.outcome = Some(d);
+                    break;
+                }
+            }
+        }
+        if let Some(w) = state.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+fn run_stream<F>(job: F, tx: SyncSender<Event>, cancel: Arc<AtomicBool>)
+where
+    F: FnOnce(&mut dyn FnMut(&str) -> Flow) -> Result<Completion, RuntimeError>,
+{
+    let mut on_text = |piece: &str| {
+        // A failed send means the consumer dropped the stream.
+        if cancel.load(Ordering::SeqCst) || tx.send(Event::Piece(piece.to_string())).is_err() {
+            Flow::Cancel
+        } else {
+            Flow::Continue
+        }
+    };
+    let done = job(&mut on_text);
+    let _ = tx.send(Event::Done(done));
+}
+
+/// What one wait on a stream produced, handed from the GIL-free wait back to Python.
+enum Step {
+    Piece(String),
+    Finished,
+    Failed(RuntimeError),
+    TimedOut,
+}
+
+impl NativeStream {
+    /// Wait a little for the next event. Called without the GIL: every lock of the stream's
+    /// state is taken without it, so two Python threads using one stream cannot deadlock.
+    fn wait_step(&self) -> Step {
+        let mut state = self.state();
+        let Some(rx) = state.events.as_ref() else {
+            return Step::Finished;
+        };
+        match rx.recv_timeout(SIGNAL_POLL) {
+            Ok(Event::Piece(p)) => Step::Piece(p),
+            Ok(Event::Done(done)) => {
+                state.events = None;
+                if let Some(w) = state.worker.take() {
+                    let _ = w.join();
+                }
+                let step = match &done {
+                    Ok(_) => Step::Finished,
+                    Err(e) => Step::Failed(clone_error(e)),
+                };
+                state.outcome = Some(done);
+                step
+            }
+            Err(RecvTimeoutError::Timeout) => Step::TimedOut,
+            Err(RecvTimeoutError::Disconnected) => {
+                state.events = None;
+                Step::Finished
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl NativeStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next piece of text; None when the generation has ended. Waits with the GIL released.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        loop {
+            match py.detach(|| self.wait_step()) {
+                Step::Piece(p) => return Ok(Some(p)),
+                Step::Finished => return Ok(None),
+                Step::Failed(e) => return Err(to_py_err(py, e)),
+                Step::TimedOut => {
+                    // Ctrl-C in the consumer: stop decoding too.
+                    if let Err(e) = py.check_signals() {
+                        self.close(py);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop the generation (if still running) and wait until it has stopped.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| NativeStream::shut_down(&mut self.state(), &self.cancel));
+    }
+
+    /// The completion dict once the stream has ended (None before); raises the generation's
+    /// error if it failed.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let outcome = py.detach(|| match &self.state().outcome {
+            None => None,
+            Some(Ok(c)) => Some(Ok(c.clone())),
+            Some(Err(e)) => Some(Err(clone_error(e))),
+        });
+        match outcome {
+            None => Ok(None),
+            Some(Ok(c)) => completion_dict(py, &c).map(Some),
+            Some(Err(e)) => Err(to_py_err(py, e)),
+        }
+    }
+}
+
+impl Drop for NativeStream {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        NativeStream::shut_down(state, &self.cancel);
+    }
+}
+
+/// `RuntimeError` is not `Clone`; a stream reports its error both when it happens and when its
+/// result is asked for.
+fn clone_error(e: &RuntimeError) -> RuntimeError {
+    match e {
+        RuntimeError::Load { path, reason } => RuntimeError::Load {
+            path: path.clone(),
+            reason: reason.clone(),
+        },
+        RuntimeError::Unsupported { what, supported } => RuntimeError::Unsupported {
+            what: what.clone(),
+            supported: supported.clone(),
+        },
+        RuntimeError::ContextOverflow {
+            prompt_tokens,
+            max_new_tokens,
+            capacity,
+        } => RuntimeError::ContextOverflow {
+            prompt_tokens: *prompt_tokens,
+            max_new_tokens: *max_new_tokens,
+            capacity: *capacity,
+        },
+        RuntimeError::TokenOutOfRange { token, vocab_size } => RuntimeError::TokenOutOfRange {
+            token: *token,
+            vocab_size: *vocab_size,
+        },
+        RuntimeError::InvalidArgument { what, reason } => RuntimeError::InvalidArgument {
+            what: what.clone(),
+            reason: reason.clone(),
+        },
+        RuntimeError::Text(m) => RuntimeError::Text(m.clone()),
+        RuntimeError::Kernel(m) => RuntimeError::Kernel(m.clone()),
+    }
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_class::<NativeLlm>()?;
+    m.add_class::<NativeSession>()?;
+    m.add_class::<NativeStream>()?;
+    Ok(())
+}
