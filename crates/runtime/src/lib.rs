@@ -8,6 +8,7 @@ pub mod rng;
 mod rope;
 pub mod sampling;
 pub mod stop;
+mod stream;
 pub mod weights;
 
 pub use error::{Result, RuntimeError};
@@ -19,5 +20,6 @@ pub use llm::{
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};
 pub use stop::FinishReason;
+pub use stream::TextStream;
 pub use torchnative_tokenizer::ChatMessage;
 pub use weights::{LoadStats, WeightFormat};

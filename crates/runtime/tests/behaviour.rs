@@ -364,3 +364,56 @@ fn unknown_files_and_architectures_are_refused_by_name() {
     assert!(err.contains("gpt_neox") && err.contains("llama"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn stream_iterator_yields_the_text_cancels_on_drop_and_works_from_another_thread() {
+    let Some(llm) = llm(WeightFormat::Native) else {
+        return;
+    };
+    let ids = llm.tokenize("Once upon a time").unwrap();
+    let cfg = GenerationConfig {
+        max_new_tokens: 24,
+        ..Default::default()
+    };
+    let whole = llm
+        .session(SessionOptions::default())
+        .unwrap()
+        .generate(&ids, &cfg, &mut |_| Flow::Continue)
+        .unwrap();
+    // Consumed on another thread.
+    let stream = llm.stream(ids.clone(), cfg.clone()).unwrap();
+    let text = std::thread::spawn(move || stream.collect::<String>())
+        .join()
+        .unwrap();
+    assert_eq!(text, whole.text);
+    // Cancelled after two pieces: finishes early with the cancelled reason.
+    let mut stream = llm.stream(ids.clone(), cfg.clone()).unwrap();
+    let first_two: Vec<String> = stream.by_ref().take(2).collect();
+    assert_eq!(first_two.len(), 2);
+    stream.cancel();
+    let done = stream.finish().unwrap();
+    assert_eq!(done.finish_reason, FinishReason::Cancelled);
+    assert!(done.tokens.len() < whole.tokens.len());
+    // Dropped mid-way: returns promptly (the worker stops instead of running to the limit).
+    let mut stream = llm.stream(
+        ids.clone(),
+        GenerationConfig {
+            max_new_tokens: 2000,
+            ..cfg.clone()
+        },
+    );
+    let err = stream.as_ref().err().map(|e| e.to_string());
+    assert!(err.is_none(), "{err:?}");
+    let s = stream.as_mut().unwrap();
+    assert!(s.next().is_some());
+    drop(stream);
+    // Request errors come back before a thread starts.
+    let bad = GenerationConfig {
+        sampling: SamplingParams {
+            top_p: 2.0,
+            ..Default::default()
+        },
+        ..cfg
+    };
+    assert!(llm.stream(ids, bad).is_err());
+}

@@ -69,7 +69,23 @@ struct LlamaCppRun {
     text: String,
 }
 
-fn run_llama_cpp(exe: &Path, model: &Path, ids: &[u32], n_gen: usize, work: &Path) -> LlamaCppRun {
+/// llama.cpp's KV cache and attention settings for one run.
+#[derive(Clone, Copy)]
+enum PeerKv {
+    /// Its defaults (f16 KV cache, flash attention where it chooses): what its users get.
+    Default,
+    /// f32 KV cache, no flash attention: only the matmuls' quantization differs from ours.
+    F32,
+}
+
+fn run_llama_cpp(
+    exe: &Path,
+    model: &Path,
+    ids: &[u32],
+    n_gen: usize,
+    kv: PeerKv,
+    work: &Path,
+) -> LlamaCppRun {
     let ids_path = work.join("ids.txt");
     let ids_text: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     std::fs::write(&ids_path, ids_text.join(" ")).unwrap();
@@ -80,6 +96,10 @@ fn run_llama_cpp(exe: &Path, model: &Path, ids: &[u32], n_gen: usize, work: &Pat
         .arg(&logits_path)
         .arg(THREADS.to_string())
         .arg(n_gen.to_string())
+        .arg(match kv {
+            PeerKv::Default => "default",
+            PeerKv::F32 => "f32",
+        })
         .output()
         .expect("cannot start the llama.cpp oracle");
     assert!(
@@ -138,7 +158,8 @@ fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
         .tokenize_chat(&[ChatMessage::new("user", "What is the capital of France?")])
         .unwrap();
     let n_gen = 24;
-    let peer = run_llama_cpp(&exe, &model, &ids, n_gen, &work);
+    let peer_default = run_llama_cpp(&exe, &model, &ids, n_gen, PeerKv::Default, &work);
+    let peer = run_llama_cpp(&exe, &model, &ids, n_gen, PeerKv::F32, &work);
     let vocab = llm.config().vocab_size;
     assert_eq!(peer.vocab, vocab, "vocabulary sizes differ");
     assert_eq!(peer.logits.len(), ids.len() * vocab);
@@ -152,28 +173,23 @@ fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
     let ours = session.prefill_all_logits(&ids).unwrap();
     assert_eq!(ours.len(), peer.logits.len());
 
-    let mut worst = 0f32;
-    let mut top1_agree = 0;
-    for (pos, (a, b)) in ours
-        .chunks(vocab)
-        .zip(peer.logits.chunks(vocab))
-        .enumerate()
-    {
-        let max_abs = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0f32, f32::max);
-        let range =
-            b.iter().fold(f32::MIN, |m, &x| m.max(x)) - b.iter().fold(f32::MAX, |m, &x| m.min(x));
-        let (ta, tb) = (argmax(a), argmax(b));
-        top1_agree += usize::from(ta == tb);
-        worst = worst.max(max_abs / range);
-        eprintln!(
-            "pos {pos:3} id {:6}: max|diff| {max_abs:.4} (logit range {range:.2}), top-1 ours {ta} llama.cpp {tb}",
-            ids[pos]
-        );
-    }
+    let f32_kv = compare_logits("llama.cpp f32 KV", &ours, &peer.logits, vocab, &ids);
+    let f16_kv = compare_logits(
+        "llama.cpp defaults",
+        &ours,
+        &peer_default.logits,
+        vocab,
+        &ids,
+    );
+    // How far llama.cpp moves from itself when only its KV cache / attention precision changes:
+    // the scale of difference that no one would call a bug.
+    let own = compare_logits(
+        "llama.cpp defaults vs f32 KV",
+        &peer_default.logits,
+        &peer.logits,
+        vocab,
+        &ids,
+    );
 
     // Our greedy continuation, one decode call per token like the peer.
     let mut generated = Vec::new();
@@ -186,29 +202,95 @@ fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
         next = argmax(session.decode_logits(next).unwrap()) as u32;
     }
     let our_text = llm.detokenize(&generated).unwrap();
-    eprintln!("llama.cpp greedy: {:?} {:?}", peer.text, peer.generated);
-    eprintln!("ours      greedy: {our_text:?} {generated:?}");
     eprintln!(
-        "top-1 agrees at {top1_agree}/{} positions; worst max|diff| / logit range {worst:.4}",
-        ids.len()
+        "llama.cpp greedy (defaults): {:?} {:?}",
+        peer_default.text, peer_default.generated
     );
+    eprintln!(
+        "llama.cpp greedy (f32 KV):   {:?} {:?}",
+        peer.text, peer.generated
+    );
+    eprintln!("ours      greedy:            {our_text:?} {generated:?}");
     let _ = std::fs::remove_dir_all(&work);
 
-    // Both engines multiply the same Q4_1 blocks by 8-bit-quantized activations, so only
-    // summation order and activation rounding differ: a small fraction of the logit range.
-    assert!(worst < 0.02, "logits differ by {worst:.4} of their range");
-    assert!(
-        top1_agree * 10 >= ids.len() * 9,
-        "top-1 agrees at only {top1_agree}/{} positions",
+    for stats in [&f32_kv, &f16_kv] {
+        // Both engines multiply the same Q4_1 blocks by 8-bit-quantized activations; what
+        // remains is rounding and summation order. Bounded relative to llama.cpp's own spread
+        // between two of its precision settings, with the absolute floor that spread has here.
+        assert!(
+            stats.rms <= 2.0 * own.rms.max(0.1),
+            "{}: RMS logit difference {:.4} vs llama.cpp's own {:.4}",
+            stats.label,
+            stats.rms,
+            own.rms
+        );
+        assert!(
+            stats.top1_agree * 10 >= ids.len() * 9,
+            "{}: top-1 agrees at only {}/{} positions",
+            stats.label,
+            stats.top1_agree,
+            ids.len()
+        );
+    }
+    // Greedy decoding amplifies differences only near ties; the answer's opening tokens must
+    // match the upstream engine's.
+    for p in [&peer, &peer_default] {
+        let prefix = 8.min(p.generated.len()).min(generated.len());
+        assert_eq!(
+            generated[..prefix],
+            p.generated[..prefix],
+            "greedy answers diverge: ours {our_text:?}, llama.cpp {:?}",
+            p.text
+        );
+    }
+}
+
+struct LogitStats {
+    label: &'static str,
+    /// Root mean square of the difference over every position and vocabulary entry.
+    rms: f32,
+    top1_agree: usize,
+}
+
+/// Per-position max |difference| and top-1 agreement, printed; overall RMS returned.
+fn compare_logits(
+    label: &'static str,
+    a: &[f32],
+    b: &[f32],
+    vocab: usize,
+    ids: &[u32],
+) -> LogitStats {
+    let mut sum_sq = 0f64;
+    let mut top1_agree = 0;
+    let mut worst = 0f32;
+    eprintln!("== ours vs {label}");
+    for (pos, (ra, rb)) in a.chunks(vocab).zip(b.chunks(vocab)).enumerate() {
+        let max_abs = ra
+            .iter()
+            .zip(rb)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        sum_sq += ra
+            .iter()
+            .zip(rb)
+            .map(|(x, y)| f64::from(x - y).powi(2))
+            .sum::<f64>();
+        let (ta, tb) = (argmax(ra), argmax(rb));
+        top1_agree += usize::from(ta == tb);
+        worst = worst.max(max_abs);
+        eprintln!(
+            "pos {pos:3} id {:6}: max|diff| {max_abs:.4}, top-1 {ta} vs {tb}",
+            ids[pos]
+        );
+    }
+    let rms = (sum_sq / a.len() as f64).sqrt() as f32;
+    eprintln!(
+        "{label}: RMS diff {rms:.4}, worst max|diff| {worst:.4}, top-1 agrees at {top1_agree}/{}",
         ids.len()
     );
-    // Greedy decoding amplifies tiny differences only near ties; the answer's opening words
-    // must match the upstream engine's.
-    let prefix = 6.min(peer.generated.len());
-    assert_eq!(
-        generated[..prefix.min(generated.len())],
-        peer.generated[..prefix],
-        "greedy answers diverge: ours {our_text:?}, llama.cpp {:?}",
-        peer.text
-    );
+    LogitStats {
+        label,
+        rms,
+        top1_agree,
+    }
 }

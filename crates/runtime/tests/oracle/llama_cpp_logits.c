@@ -1,11 +1,14 @@
 /* Logit oracle: llama.cpp (libllama) evaluates given token ids and reports what it computes.
  *
- * usage: llama_cpp_logits MODEL.gguf IDS.txt OUT.f32 THREADS N_GEN
+ * usage: llama_cpp_logits MODEL.gguf IDS.txt OUT.f32 THREADS N_GEN KV
  *   IDS.txt  whitespace-separated token ids (the prompt, already tokenized by the caller so
  *            both engines see exactly the same ids)
  *   OUT.f32  written with n_ids * n_vocab little-endian f32: the logits of every position,
  *            evaluated in one batch from an empty cache
  *   N_GEN    then greedily decode up to this many tokens (argmax, stop at end-of-generation)
+ *   KV       "default": llama.cpp's own context defaults (f16 KV cache, flash attention auto),
+ *            what its users get; "f32": f32 KV cache and no flash attention, so only the
+ *            weight and activation quantization of the matmuls remains as a source of error
  * stdout: one JSON object {"n_vocab", "n_ids", "generated": [ids], "text": "..."}.
  *
  * A C program rather than Python ctypes: llama.h's parameter structs change between versions,
@@ -60,11 +63,13 @@ static int argmax(const float *row, int n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) return fail("usage", "MODEL IDS.txt OUT.f32 THREADS N_GEN");
+    if (argc != 7) return fail("usage", "MODEL IDS.txt OUT.f32 THREADS N_GEN default|f32");
     const char *model_path = argv[1], *ids_path = argv[2], *out_path = argv[3];
     int threads = atoi(argv[4]), n_gen = atoi(argv[5]);
     if (threads < 1 || threads > 256) return fail("THREADS must be 1..256", argv[4]);
     if (n_gen < 0 || n_gen > 4096) return fail("N_GEN must be 0..4096", argv[5]);
+    int f32_kv = strcmp(argv[6], "f32") == 0;
+    if (!f32_kv && strcmp(argv[6], "default") != 0) return fail("KV must be default or f32", argv[6]);
 
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
@@ -88,6 +93,11 @@ int main(int argc, char **argv) {
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
     cp.no_perf = true;
+    if (f32_kv) {
+        cp.type_k = GGML_TYPE_F32;
+        cp.type_v = GGML_TYPE_F32;
+        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) return fail("cannot create context for", model_path);
 
