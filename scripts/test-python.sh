@@ -27,7 +27,7 @@ stamp_file="$VENV/.torchnative-build-stamp"
 fingerprint="$(
     { git ls-files -co --exclude-standard -- crates python Cargo.toml Cargo.lock \
         | grep -v '^python/tests/' | LC_ALL=C sort | while read -r f; do
-            [[ -f "$f" ]] && printf '%s\0' "$f"
+            if [[ -f "$f" ]]; then printf '%s\0' "$f"; fi
         done | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1
 )"
 if [[ ! -f "$stamp_file" || "$(cat "$stamp_file")" != "$fingerprint" ]] \

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import torchnative
@@ -130,3 +132,14 @@ def test_detokenize_out_of_range(llm):
         llm.detokenize([10**9])
     with pytest.raises(InvalidArgumentError):
         llm.detokenize([-1])
+
+
+def test_public_api_is_documented():
+    for name in torchnative.__all__:
+        obj = getattr(torchnative, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert obj.__doc__ and obj.__doc__.strip(), name
+    for cls in (torchnative.LLM, torchnative.Session, torchnative.Stream):
+        for attr, member in vars(cls).items():
+            if not attr.startswith("_"):
+                assert member.__doc__ and member.__doc__.strip(), f"{cls.__name__}.{attr}"

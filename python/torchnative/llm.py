@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,8 +227,8 @@ class Stream:
     """
 
     def __init__(self, native: Any) -> None:
+        """Made by :meth:`LLM.stream` / :meth:`Session.stream`; not meant to be called directly."""
         self._native = native
-        self._lock = threading.Lock()
 
     def __iter__(self) -> Iterator[str]:
         return self
@@ -286,6 +285,7 @@ class LLM:
     """
 
     def __init__(self, native: Any, n_ctx: int | None = None) -> None:
+        """Made by :func:`load_llm`; not meant to be called directly."""
         self._native = native
         self._n_ctx = n_ctx
 
@@ -385,6 +385,7 @@ class Session:
     """
 
     def __init__(self, native: Any) -> None:
+        """Made by :meth:`LLM.session`; not meant to be called directly."""
         self._native = native
 
     def send(self, message: Message | str, **kwargs: Any) -> Result:

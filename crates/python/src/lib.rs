@@ -239,9 +239,14 @@ impl NativeLlm {
         n_ctx: Option<usize>,
     ) -> PyResult<NativeStream> {
         let cfg = config_from_dict(config)?;
-        let session = self.one_shot_session(ids.len(), &cfg, n_ctx);
+        // An `Llm` is a cheap handle of the same model; the cache is allocated in the
+        // worker thread, not under the GIL.
+        let llm = NativeLlm {
+            llm: self.llm.clone(),
+        };
         Ok(NativeStream::spawn(move |on_text| {
-            session?.generate(&ids, &cfg, on_text)
+            let mut session = llm.one_shot_session(ids.len(), &cfg, n_ctx)?;
+            session.generate(&ids, &cfg, on_text)
         }))
     }
 
