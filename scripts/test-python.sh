@@ -43,6 +43,11 @@ if [[ ! -f "$stamp_file" || "$(cat "$stamp_file")" != "$fingerprint" ]] \
     echo "$fingerprint" > "$stamp_file"
 fi
 
+# The CLI cross-check uses the binary scripts/test.sh has just built with the same profile.
+if [[ -z "${TORCHNATIVE_CLI:-}" && -x "${CARGO_TARGET_DIR:-$ROOT/target}/ci/torchnative" ]]; then
+    export TORCHNATIVE_CLI="${CARGO_TARGET_DIR:-$ROOT/target}/ci/torchnative"
+fi
+
 # Tests must import the installed package, not the source tree (which lacks the extension).
 cd "$ROOT/python/tests"
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

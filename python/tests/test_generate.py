@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
+import pytest
+
 import torchnative
 from conftest import CONVERSATIONS, ORACLE_NEW_TOKENS, RAW_PROMPTS
 
@@ -112,3 +118,25 @@ def test_load_options(model_file):
     assert small.session().capacity == 64
     assert small.context_length >= 64
     assert small.source.endswith(".gguf")
+
+
+def _cli_json(cli: str, *args: str) -> dict:
+    out = subprocess.run([cli, "run", "--json", *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_greedy_equals_the_cli(llm, model_file):
+    """The same request through the Rust CLI (`torchnative run --json`) and through Python."""
+    cli = os.environ.get("TORCHNATIVE_CLI")
+    if not cli or not os.path.isfile(cli):
+        pytest.skip("TORCHNATIVE_CLI is not set to a built `torchnative` binary")
+    for prompt in RAW_PROMPTS:
+        ref = _cli_json(cli, "--raw", "--max-tokens", "24", str(model_file), prompt)
+        r = llm.generate(prompt, max_new_tokens=24)
+        assert (r.tokens, r.text, r.finish_reason) == (ref["tokens"], ref["text"], ref["finish_reason"])
+        assert r.usage.prompt_tokens == ref["usage"]["prompt_tokens"]
+    question = CONVERSATIONS[0][0]["content"]
+    ref = _cli_json(cli, "--max-tokens", "24", str(model_file), question)
+    r = llm.chat([{"role": "user", "content": question}], max_new_tokens=24)
+    assert (r.tokens, r.text) == (ref["tokens"], ref["text"])

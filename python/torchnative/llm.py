@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from . import _native
+from ._native import NativeLlm, NativeSession, NativeStream
 from .errors import InvalidArgumentError, ModelLoadError
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -226,7 +227,7 @@ class Stream:
     :attr:`result` holds the :class:`Result` (``finish_reason == "cancelled"`` if closed early).
     """
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeStream) -> None:
         """Made by :meth:`LLM.stream` / :meth:`Session.stream`; not meant to be called directly."""
         self._native = native
 
@@ -284,7 +285,7 @@ class LLM:
     :class:`~torchnative.InvalidArgumentError`.
     """
 
-    def __init__(self, native: Any, n_ctx: int | None = None) -> None:
+    def __init__(self, native: NativeLlm, n_ctx: int | None = None) -> None:
         """Made by :func:`load_llm`; not meant to be called directly."""
         self._native = native
         self._n_ctx = n_ctx
@@ -384,7 +385,7 @@ class Session:
     :class:`~torchnative.InvalidArgumentError`.
     """
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeSession) -> None:
         """Made by :meth:`LLM.session`; not meant to be called directly."""
         self._native = native
 
