@@ -10,3 +10,5 @@ export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh)"
 # Parity tests must run, not skip, when the suite is run through this script.
 export TORCHNATIVE_REQUIRE_ORACLE=1
 cargo test --workspace --profile ci "$@"
+# Mutation tests: the parity harness must catch deliberate bugs (needs the fault-injection build).
+cargo test -p torchnative-runtime --features fault-injection --test mutations --profile ci "$@"

@@ -1,6 +1,8 @@
 //! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.
 
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 pub mod kv_cache;
 mod llm;
 pub mod model;

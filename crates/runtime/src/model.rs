@@ -9,6 +9,24 @@ use torchnative_formats::DecoderConfig;
 use torchnative_quant::ActivationScratch;
 
 use crate::error::{invalid, Result, RuntimeError};
+#[cfg(feature = "fault-injection")]
+use crate::faults::{on as fault_on, Fault};
+
+/// Without the `fault-injection` feature every fault is off and the checks compile away.
+#[cfg(not(feature = "fault-injection"))]
+#[derive(Clone, Copy)]
+enum Fault {
+    FlippedRopePairing,
+    NonCausalMask,
+    CacheFrontierOffByOne,
+    WrongKvHeadMapping,
+}
+
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+fn fault_on(_: Fault) -> bool {
+    false
+}
 use crate::kv_cache::{KvCache, KvShape};
 use crate::rope::inv_freq;
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
@@ -439,6 +457,7 @@ impl DecoderModel {
                 norm_heads(&mut ws.q[..m * nq], qn, c.norm_eps);
                 norm_heads(&mut ws.k[..m * nkv], kn, c.norm_eps);
             }
+            let rope_style = self.rope_style_for_this_pass();
             let mut row0 = 0;
             for ch in chunks {
                 let n = ch.tokens.len();
@@ -451,7 +470,7 @@ impl DecoderModel {
                         hd,
                         pos,
                         &self.rope,
-                        self.rope_style,
+                        rope_style,
                     );
                     kernels::rope_f32(
                         &mut ws.k[r * nkv..(r + 1) * nkv],
@@ -459,13 +478,28 @@ impl DecoderModel {
                         hd,
                         pos,
                         &self.rope,
-                        self.rope_style,
+                        rope_style,
                     );
                 }
+                if fault_on(Fault::WrongKvHeadMapping) && c.n_kv_heads > 1 {
+                    for row in row0..row0 + n {
+                        for buf in [&mut ws.k, &mut ws.v] {
+                            let r = &mut buf[row * nkv..row * nkv + 2 * hd];
+                            let (a, b) = r.split_at_mut(hd);
+                            a.swap_with_slice(b);
+                        }
+                    }
+                }
+                let shift = fault_on(Fault::CacheFrontierOffByOne) as usize;
+                let write_at = if ch.pos0 + n + shift <= cache.capacity() {
+                    ch.pos0 + shift
+                } else {
+                    ch.pos0
+                };
                 cache.write(
                     li,
                     ch.seq,
-                    ch.pos0,
+                    write_at,
                     &ws.k[row0 * nkv..(row0 + n) * nkv],
                     &ws.v[row0 * nkv..(row0 + n) * nkv],
                 )?;
@@ -483,15 +517,36 @@ impl DecoderModel {
                     sliding_window: c.sliding_window,
                     softcap: None,
                 };
-                kernels::attention_f32(
-                    &ws.q[row0 * nq..(row0 + n) * nq],
-                    view.keys,
-                    view.values,
-                    &mut ws.attn[row0 * nq..(row0 + n) * nq],
-                    &mut [],
-                    params,
-                )
-                .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                if fault_on(Fault::NonCausalMask) {
+                    // Every query placed at the chunk's last position sees every key.
+                    for t in 0..n {
+                        let r = row0 + t;
+                        let p = AttentionParams {
+                            n_q: 1,
+                            q_pos0: kv_len - 1,
+                            ..params
+                        };
+                        kernels::attention_f32(
+                            &ws.q[r * nq..(r + 1) * nq],
+                            view.keys,
+                            view.values,
+                            &mut ws.attn[r * nq..(r + 1) * nq],
+                            &mut [],
+                            p,
+                        )
+                        .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                    }
+                } else {
+                    kernels::attention_f32(
+                        &ws.q[row0 * nq..(row0 + n) * nq],
+                        view.keys,
+                        view.values,
+                        &mut ws.attn[row0 * nq..(row0 + n) * nq],
+                        &mut [],
+                        params,
+                    )
+                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                }
                 row0 += n;
             }
             layer.o.forward(
@@ -570,6 +625,16 @@ impl DecoderModel {
             }
         }
         Ok(())
+    }
+}
+
+impl DecoderModel {
+    fn rope_style_for_this_pass(&self) -> RopeStyle {
+        match (fault_on(Fault::FlippedRopePairing), self.rope_style) {
+            (false, style) => style,
+            (true, RopeStyle::HalfRotation) => RopeStyle::Interleaved,
+            (true, RopeStyle::Interleaved) => RopeStyle::HalfRotation,
+        }
     }
 }
 
