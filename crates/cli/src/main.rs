@@ -3,6 +3,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -313,8 +314,25 @@ fn summary(d: &Completion) -> String {
     )
 }
 
+/// Ctrl-C while an answer streams stops that answer; at the prompt it ends the program.
+static ANSWERING: AtomicBool = AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn install_ctrl_c() -> CliResult<()> {
+    ctrlc::set_handler(|| {
+        if ANSWERING.load(Ordering::SeqCst) {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        } else {
+            eprintln!();
+            std::process::exit(130);
+        }
+    })
+    .map_err(|e| format!("cannot install the Ctrl-C handler: {e}").into())
+}
+
 fn chat(a: ChatArgs) -> CliResult<()> {
     let llm = load(&model_spec(a.model.as_deref())?, &a.model_args)?;
+    install_ctrl_c()?;
     let cfg = generation_config(&a.sampling);
     let mut session = llm.session(SessionOptions {
         n_ctx: a.model_args.ctx,
@@ -360,11 +378,18 @@ fn chat(a: ChatArgs) -> CliResult<()> {
             _ => {}
         }
         let mut out = std::io::stdout().lock();
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        ANSWERING.store(true, Ordering::SeqCst);
         let result = session.send(ChatMessage::new("user", text), &cfg, &mut |piece| {
             let _ = out.write_all(piece.as_bytes());
             let _ = out.flush();
-            Flow::Continue
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                Flow::Cancel
+            } else {
+                Flow::Continue
+            }
         });
+        ANSWERING.store(false, Ordering::SeqCst);
         let _ = writeln!(out);
         match result {
             Ok(done) if interactive => eprintln!("{}", summary(&done)),
