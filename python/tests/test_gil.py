@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
+
+import pytest
 
 from conftest import RAW_PROMPTS
 
@@ -38,3 +41,25 @@ def test_other_threads_run_while_generating(llm):
     # Had the GIL been held, the counter could only run in the few milliseconds around the
     # call (one switch interval), not for a good part of the whole generation.
     assert during > 0.2 * rate * elapsed, (during, rate, elapsed)
+
+
+@pytest.mark.parametrize("how", ["generate", "session"])
+def test_ctrl_c_interrupts_a_generation(llm, how):
+    # Forced to run to its limit: far longer than the interrupt delay.
+    kw = dict(max_new_tokens=1500, min_new_tokens=1500)
+    session = llm.session(n_ctx=2048)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        if how == "generate":
+            llm.generate(RAW_PROMPTS[1], **kw)
+        else:
+            session.send("Write a long story.", **kw)
+    elapsed = time.perf_counter() - start
+    timer.join()
+    rate = llm.generate(RAW_PROMPTS[1], max_new_tokens=40, min_new_tokens=40).timings.decode_tokens_per_second
+    # Stopped soon after the interrupt, not after decoding all the tokens asked for.
+    assert elapsed < 1500 / rate / 3, (elapsed, rate)
+    # The interrupted session is usable again (its cache was given back).
+    assert session.send("Hi", max_new_tokens=3).usage.completion_tokens <= 3

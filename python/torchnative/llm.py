@@ -267,7 +267,8 @@ class LLM:
 
     Immutable and thread-safe: requests from several threads may run at once. Each
     :meth:`generate`, :meth:`chat` or :meth:`stream` call is independent (a fresh context);
-    use :meth:`session` for a multi-turn conversation that reuses its cache.
+    use :meth:`session` for a multi-turn conversation that reuses its cache. Decoding runs
+    without the GIL, and Ctrl-C (``KeyboardInterrupt``) cancels a running generation.
 
     Generation keyword arguments (transformers' names; defaults decode greedily):
 

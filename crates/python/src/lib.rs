@@ -211,7 +211,8 @@ impl NativeLlm {
             .map_err(|e| to_py_err(py, e))
     }
 
-    /// Generate after `ids` in a fresh session; returns the completion dict.
+    /// Generate after `ids` in a fresh session; returns the completion dict. Decodes in a
+    /// worker thread while this one waits without the GIL and stays interruptible (Ctrl-C).
     #[pyo3(signature = (ids, config, n_ctx=None))]
     fn generate<'py>(
         &self,
@@ -220,14 +221,7 @@ impl NativeLlm {
         config: &Bound<'py, PyDict>,
         n_ctx: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let cfg = config_from_dict(config)?;
-        let done = py
-            .detach(|| {
-                let mut s = self.one_shot_session(ids.len(), &cfg, n_ctx)?;
-                s.generate(&ids, &cfg, &mut |_| Flow::Continue)
-            })
-            .map_err(|e| to_py_err(py, e))?;
-        completion_dict(py, &done)
+        self.stream(ids, config, n_ctx)?.finish(py)
     }
 
     /// Like `generate`, but decoding runs in a background thread feeding the returned stream.
@@ -306,7 +300,8 @@ impl NativeSession {
 
 #[pymethods]
 impl NativeSession {
-    /// One chat turn: add (role, content), answer it, keep the answer.
+    /// One chat turn: add (role, content), answer it, keep the answer (interruptible like
+    /// `NativeLlm.generate`).
     fn send<'py>(
         &self,
         py: Python<'py>,
@@ -314,12 +309,7 @@ impl NativeSession {
         content: String,
         config: &Bound<'py, PyDict>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let cfg = config_from_dict(config)?;
-        let mut session = self.take(py)?;
-        let message = ChatMessage::new(role, content);
-        let done = py.detach(|| session.send(message, &cfg, &mut |_| Flow::Continue));
-        *lock(&self.slot) = Some(session);
-        completion_dict(py, &done.map_err(|e| to_py_err(py, e))?)
+        self.stream_send(py, role, content, config)?.finish(py)
     }
 
     /// Like `send`, streaming the answer.
@@ -457,6 +447,31 @@ enum Step {
 }
 
 impl NativeStream {
+    /// Run to the end, dropping the pieces, and return the completion dict. Checks for signals
+    /// between waits: on Ctrl-C the generation is cancelled and KeyboardInterrupt raised.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        loop {
+            match py.detach(|| self.wait_step()) {
+                Step::Finished => break,
+                Step::Failed(e) => return Err(to_py_err(py, e)),
+                Step::Piece(_) | Step::TimedOut => {
+                    if let Err(e) = py.check_signals() {
+                        self.close(py);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        match self.result(py)? {
+            Some(d) => Ok(d),
+            // The worker hung up without an outcome: only if it panicked.
+            None => Err(to_py_err(
+                py,
+                RuntimeError::Kernel("the generation thread ended without a result".into()),
+            )),
+        }
+    }
+
     /// Wait a little for the next event. Called without the GIL: every lock of the stream's
     /// state is taken without it, so two Python threads using one stream cannot deadlock.
     fn wait_step(&self) -> Step {
