@@ -39,8 +39,9 @@ def test_other_threads_run_while_generating(llm):
         counter.thread.join()
     assert elapsed > 0.05, "the generation was too short to tell"
     # Had the GIL been held, the counter could only run in the few milliseconds around the
-    # call (one switch interval), not for a good part of the whole generation.
-    assert during > 0.2 * rate * elapsed, (during, rate, elapsed)
+    # call (one 5 ms switch interval), not for a good part of the whole generation (measured:
+    # about half of it on a loaded two-core machine; 0.1 leaves room for heavier load).
+    assert during > 0.1 * rate * elapsed, (during, rate, elapsed)
 
 
 @pytest.mark.parametrize("how", ["generate", "session"])
