@@ -12,3 +12,5 @@ export TORCHNATIVE_REQUIRE_ORACLE=1
 cargo test --workspace --profile ci "$@"
 # Mutation tests: the parity harness must catch deliberate bugs (needs the fault-injection build).
 cargo test -p torchnative-runtime --features fault-injection --test mutations --profile ci "$@"
+# The Python package: built into its own venv and tested against the same model and oracle.
+scripts/test-python.sh
