@@ -1,0 +1,163 @@
+"""Run llama-bench and `torchnative bench` on the same GGUF files and tabulate ours / llama.cpp.
+
+Called by run.sh, which builds both engines. Standard library only (the transformers column
+runs hf_time.py under the oracle venv's python).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MODEL_NAME = "SmolLM2-135M-Instruct"
+DERIVED_TYPES = ["Q8_0", "Q4_K_M", "Q4_0"]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_json(cmd):
+    log("$ " + " ".join(str(c) for c in cmd))
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+    try:
+        return json.loads(out.stdout), None
+    except json.JSONDecodeError as e:
+        return None, "output is not JSON (%s): %s" % (e, out.stdout[:200])
+
+
+def derive_models(llama_bin, source, derived_dir):
+    """F16 copy of the Q4_1 file, then each type quantized from that F16 (not from Q4_1, so each
+    file is as good as its type allows; the weights are still Q4_1's dequantized values)."""
+    derived_dir.mkdir(parents=True, exist_ok=True)
+    quantize = llama_bin / "llama-quantize"
+    f16 = derived_dir / ("%s.F16-from-Q4_1.gguf" % MODEL_NAME)
+    files = {"Q4_1": source}
+    jobs = [(source, f16, "F16")] + [
+        (f16, derived_dir / ("%s.%s-from-Q4_1.gguf" % (MODEL_NAME, t)), t) for t in DERIVED_TYPES
+    ]
+    for src, dst, qtype in jobs:
+        if not dst.is_file():
+            tmp = dst.with_suffix(".tmp-%d" % os.getpid())
+            cmd = [quantize, "--allow-requantize", src, tmp, qtype]
+            log("$ " + " ".join(str(c) for c in cmd))
+            subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            tmp.rename(dst)
+        if qtype != "F16":
+            files[qtype] = dst
+    return files
+
+
+def weight_types(torchnative, path):
+    info, err = run_json([torchnative, "info", path, "--json"])
+    if info is None:
+        return "? (%s)" % err
+    return ", ".join("%s x%d" % (w["type"], w["matrices"]) for w in info.get("weight_types", []))
+
+
+def llama_bench(llama_bin, path, threads, reps):
+    rows, err = run_json([llama_bin / "llama-bench", "-m", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps, "-o", "json"])
+    if rows is None:
+        return {}, err
+    out = {}
+    for r in rows:
+        test = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
+        out[test] = {"tokens_per_second": r["avg_ts"], "stddev": r["stddev_ts"]}
+    return out, None
+
+
+def ours_bench(torchnative, path, threads, reps):
+    rows, err = run_json([torchnative, "bench", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps, "--json"])
+    if rows is None:
+        return {}, err
+    return {r["test"]: {"tokens_per_second": r["tokens_per_second"], "stddev": r["stddev"]} for r in rows}, None
+
+
+def transformers_bench(oracle_python, home, threads, reps):
+    model_dir = home / "derived" / ("%s.Q4_1.safetensors-f32" % MODEL_NAME)
+    if not (model_dir / "done").is_file():
+        return {}, "no f32 safetensors copy at %s (the runtime parity tests make it)" % model_dir
+    script = Path(__file__).with_name("hf_time.py")
+    return run_json([oracle_python, "-W", "ignore", script, model_dir, threads, reps])
+
+
+def fmt_rate(r):
+    return "%8.1f ±%5.1f" % (r["tokens_per_second"], r["stddev"]) if r else "%14s" % "-"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llama-bin", type=Path, required=True)
+    ap.add_argument("--torchnative", type=Path, required=True)
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--oracle-python", type=Path)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--transformers", action="store_true", help="add transformers f32 (Q4_1 dequantized)")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+
+    source = Path(os.environ.get("TORCHNATIVE_MODEL", a.home / "models" / ("%s.Q4_1.gguf" % MODEL_NAME)))
+    files = derive_models(a.llama_bin, source, a.home / "models" / "derived")
+    load_before = os.getloadavg()
+    results = {}
+    for qtype, path in files.items():
+        # Interleaved per file so background load on a shared machine hits both engines alike.
+        peer, peer_err = llama_bench(a.llama_bin, path, a.threads, a.reps)
+        ours, ours_err = ours_bench(a.torchnative, path, a.threads, a.reps)
+        results[qtype] = {
+            "file": str(path),
+            "weight_types": weight_types(a.torchnative, path),
+            "llama_cpp": peer,
+            "llama_cpp_error": peer_err,
+            "torchnative": ours,
+            "torchnative_error": ours_err,
+        }
+    hf = None
+    if a.transformers and a.oracle_python:
+        hf, hf_err = transformers_bench(a.oracle_python, a.home, a.threads, max(1, a.reps // 2))
+        if hf is None:
+            log("transformers: " + hf_err)
+    load_after = os.getloadavg()
+
+    header = "%-7s %-6s %14s %14s %7s" % ("file", "test", "llama.cpp t/s", "ours t/s", "ratio")
+    if hf:
+        header += " %14s %9s" % ("hf f32 t/s", "ours/hf")
+    print(header)
+    for qtype, r in results.items():
+        for test in ("pp512", "tg128"):
+            p, o = r["llama_cpp"].get(test), r["torchnative"].get(test)
+            ratio = "%7.2f" % (o["tokens_per_second"] / p["tokens_per_second"]) if p and o else "%7s" % "-"
+            line = "%-7s %-6s %14s %14s %s" % (qtype, test, fmt_rate(p), fmt_rate(o), ratio)
+            if hf and qtype == "Q4_1":
+                h = hf.get(test)
+                line += " %14s %9s" % (fmt_rate(h), "%.2f" % (o["tokens_per_second"] / h["tokens_per_second"]) if h and o else "-")
+            print(line)
+        for who in ("llama_cpp", "torchnative"):
+            if r[who + "_error"]:
+                print("  %s on %s failed: %s" % (who, qtype, r[who + "_error"]))
+        print("  %s weights: %s" % (qtype, r["weight_types"]))
+    print("threads %d, reps %d, load average before %.1f after %.1f (%d CPUs)" % (
+        a.threads, a.reps, load_before[0], load_after[0], os.cpu_count()))
+
+    out = a.out or a.home / "bench" / ("compare-%s.json" % time.strftime("%Y%m%dT%H%M%S"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "threads": a.threads,
+        "reps": a.reps,
+        "host": platform.node(),
+        "load_average": [load_before, load_after],
+        "results": results,
+        "transformers_f32_q4_1": hf,
+    }, indent=2))
+    print("results: %s" % out)
+
+
+if __name__ == "__main__":
+    main()
