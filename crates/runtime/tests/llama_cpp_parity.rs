@@ -137,7 +137,7 @@ fn argmax(row: &[f32]) -> usize {
 }
 
 #[test]
-fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
+fn native_logits_and_greedy_answer_agree_with_llama_cpp() {
     let Some(model) = common::default_model() else {
         return;
     };
@@ -213,10 +213,14 @@ fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
     eprintln!("ours      greedy:            {our_text:?} {generated:?}");
     let _ = std::fs::remove_dir_all(&work);
 
+    // A position counts for top-1 only where llama.cpp's winner leads its runner-up by a
+    // margin several times the RMS gap between llama.cpp's own two settings: below that
+    // llama.cpp flips between its own configurations too.
+    let clear_margin = 3.0 * own.rms.max(0.1);
     for stats in [&f32_kv, &f16_kv] {
-        // Both engines multiply the same Q4_1 blocks by 8-bit-quantized activations; what
+        // Both engines multiply the same packed blocks by 8-bit-quantized activations; what
         // remains is rounding and summation order. Bounded relative to llama.cpp's own spread
-        // between two of its precision settings, with the absolute floor that spread has here.
+        // between two of its precision settings (with a floor for when that spread is tiny).
         assert!(
             stats.rms <= 2.0 * own.rms.max(0.1),
             "{}: RMS logit difference {:.4} vs llama.cpp's own {:.4}",
@@ -224,32 +228,37 @@ fn native_q4_1_logits_and_greedy_answer_agree_with_llama_cpp() {
             stats.rms,
             own.rms
         );
+        let disagreements: Vec<_> = stats
+            .top1_disagreements
+            .iter()
+            .filter(|&&(_, margin)| margin > clear_margin)
+            .collect();
         assert!(
-            stats.top1_agree * 10 >= ids.len() * 9,
-            "{}: top-1 agrees at only {}/{} positions",
-            stats.label,
-            stats.top1_agree,
-            ids.len()
+            disagreements.is_empty(),
+            "{}: top-1 differs at (position, llama.cpp margin) {disagreements:?}, margin bound {clear_margin:.3}",
+            stats.label
         );
     }
-    // Greedy decoding amplifies differences only near ties; the answer's opening tokens must
-    // match the upstream engine's.
-    for p in [&peer, &peer_default] {
-        let prefix = 8.min(p.generated.len()).min(generated.len());
-        assert_eq!(
-            generated[..prefix],
-            p.generated[..prefix],
-            "greedy answers diverge: ours {our_text:?}, llama.cpp {:?}",
-            p.text
-        );
-    }
+    // Greedy decoding amplifies differences near ties, where llama.cpp's own two settings can
+    // already part ways (they do on Q4_K_M at the first token); our answer's opening tokens
+    // must be one of theirs.
+    let prefix = 8.min(generated.len());
+    assert!(
+        [&peer, &peer_default]
+            .iter()
+            .any(|p| p.generated.get(..prefix) == Some(&generated[..prefix])),
+        "greedy answers diverge within {prefix} tokens: ours {our_text:?}, llama.cpp {:?} / {:?}",
+        peer.text,
+        peer_default.text
+    );
 }
 
 struct LogitStats {
     label: &'static str,
     /// Root mean square of the difference over every position and vocabulary entry.
     rms: f32,
-    top1_agree: usize,
+    /// Positions where the top-1 tokens differ, with the reference's top-1 lead there.
+    top1_disagreements: Vec<(usize, f32)>,
 }
 
 /// Per-position max |difference| and top-1 agreement, printed; overall RMS returned.
@@ -261,7 +270,7 @@ fn compare_logits(
     ids: &[u32],
 ) -> LogitStats {
     let mut sum_sq = 0f64;
-    let mut top1_agree = 0;
+    let mut top1_disagreements = Vec::new();
     let mut worst = 0f32;
     eprintln!("== ours vs {label}");
     for (pos, (ra, rb)) in a.chunks(vocab).zip(b.chunks(vocab)).enumerate() {
@@ -276,7 +285,9 @@ fn compare_logits(
             .map(|(x, y)| f64::from(x - y).powi(2))
             .sum::<f64>();
         let (ta, tb) = (argmax(ra), argmax(rb));
-        top1_agree += usize::from(ta == tb);
+        if ta != tb {
+            top1_disagreements.push((pos, top1_margin(rb)));
+        }
         worst = worst.max(max_abs);
         eprintln!(
             "pos {pos:3} id {:6}: max|diff| {max_abs:.4}, top-1 {ta} vs {tb}",
@@ -285,12 +296,28 @@ fn compare_logits(
     }
     let rms = (sum_sq / a.len() as f64).sqrt() as f32;
     eprintln!(
-        "{label}: RMS diff {rms:.4}, worst max|diff| {worst:.4}, top-1 agrees at {top1_agree}/{}",
+        "{label}: RMS diff {rms:.4}, worst max|diff| {worst:.4}, top-1 agrees at {}/{} \
+         (differs at (position, reference margin) {top1_disagreements:?})",
+        ids.len() - top1_disagreements.len(),
         ids.len()
     );
     LogitStats {
         label,
         rms,
-        top1_agree,
+        top1_disagreements,
     }
+}
+
+/// How far a row's largest logit leads its second largest.
+fn top1_margin(row: &[f32]) -> f32 {
+    let (mut first, mut second) = (f32::MIN, f32::MIN);
+    for &x in row {
+        if x > first {
+            second = first;
+            first = x;
+        } else if x > second {
+            second = x;
+        }
+    }
+    first - second
 }
