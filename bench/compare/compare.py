@@ -145,6 +145,11 @@ def main():
         print("  %s weights: %s" % (qtype, r["weight_types"]))
     print("threads %d, reps %d, load average before %.1f after %.1f (%d CPUs)" % (
         a.threads, a.reps, load_before[0], load_after[0], os.cpu_count()))
+    if max(load_before[0], load_after[0]) > os.cpu_count():
+        # Seen here: at load 6 on 2 CPUs llama.cpp's tg128 fell from ~135 to ~6 tokens/s while
+        # ours (rayon workers that sleep) lost far less; such ratios say nothing about kernels.
+        print("WARNING: the machine was busy; llama.cpp's spinning thread barriers suffer most "
+              "from that, so these ratios are not a fair comparison. Rerun when it is idle.")
 
     out = a.out or a.home / "bench" / ("compare-%s.json" % time.strftime("%Y%m%dT%H%M%S"))
     out.parent.mkdir(parents=True, exist_ok=True)
