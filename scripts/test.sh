@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite: what the README's test command and .ci/run call.
-# Fetches the default model and builds the oracle venv (both cached under $TORCHNATIVE_HOME),
-# then runs every Rust test, including the parity tests against upstream.
+# Fetches the default model, builds the oracle venv and llama.cpp (all cached under
+# $TORCHNATIVE_HOME), then runs every Rust test, including the parity tests against upstream
+# (transformers, the gguf package, llama.cpp), and the Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 export TORCHNATIVE_MODEL="$(scripts/fetch-model.sh)"
 export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh)"
+# llama.cpp (built once from the llama-cpp-python sdist, cached) is the peer for the native path.
+scripts/build-llama-cpp.sh >/dev/null
 # Parity tests must run, not skip, when the suite is run through this script.
 export TORCHNATIVE_REQUIRE_ORACLE=1
+export TORCHNATIVE_REQUIRE_LLAMA_CPP=1
 cargo test --workspace --profile ci "$@"
 # Mutation tests: the parity harness must catch deliberate bugs (needs the fault-injection build).
 cargo test -p torchnative-runtime --features fault-injection --test mutations --profile ci "$@"
