@@ -5,41 +5,6 @@ mod common;
 
 use common::*;
 use torchnative_runtime::faults::{self, Fault};
-use torchnative_runtime::*;
-
-/// Prefill + 4 decode steps of a tiny random llama (from safetensors, 2 kv heads) against
-/// transformers; `Err` when the tolerance rule breaks.
-fn check(model: &DecoderModel, prompt: &[u32], r: &Reference) -> Result<(), String> {
-    let mut cache = DenseKvCache::new(model.kv_shape(), 64, 1).unwrap();
-    let mut ws = model.workspace(64, 64);
-    model
-        .forward(
-            &[SeqChunk {
-                seq: 0,
-                tokens: prompt,
-                pos0: 0,
-            }],
-            &mut cache,
-            &mut ws,
-            LogitsFor::AllTokens,
-        )
-        .map_err(|e| e.to_string())?;
-    close_to_truth("prefill", ws.logits(), &r.prefill32, &r.prefill64, r.vocab)?;
-    let mut decode = Vec::new();
-    for (k, &t) in r.greedy.iter().enumerate() {
-        let chunk = [t];
-        let c = SeqChunk {
-            seq: 0,
-            tokens: &chunk,
-            pos0: prompt.len() + k,
-        };
-        model
-            .forward(&[c], &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
-            .map_err(|e| e.to_string())?;
-        decode.extend_from_slice(ws.logits());
-    }
-    close_to_truth("decode", &decode, &r.decode32, &r.decode64, r.vocab)
-}
 
 #[test]
 fn each_classic_bug_breaks_parity() {
@@ -47,21 +12,8 @@ fn each_classic_bug_breaks_parity() {
         return;
     };
     let work = std::env::temp_dir().join(format!("torchnative-mutations-{}", std::process::id()));
-    let model_dir = work.join("model");
-    std::fs::create_dir_all(&model_dir).unwrap();
-    run_oracle(
-        &python,
-        &serde_json::json!({"cmd": "tiny", "arch": "llama", "seed": 3, "out_dir": model_dir}),
-        &work,
-    );
-    let model = load_model(
-        model_dir.to_str().unwrap(),
-        &LoadOptions {
-            weight_format: WeightFormat::F32,
-            threads: None,
-        },
-    )
-    .unwrap();
+    // Prefill + 4 decode steps of a tiny random llama (2 kv heads) from safetensors.
+    let (model_dir, model) = tiny_model(&python, "llama", 3, &work);
     assert!(
         model.config().n_kv_heads >= 2,
         "the head-mapping fault needs two kv heads"
@@ -77,7 +29,7 @@ fn each_classic_bug_breaks_parity() {
     );
 
     faults::set(None);
-    check(&model, &prompt, &refs[0]).expect("the unmutated model must pass");
+    forward_matches_reference(&model, &prompt, &refs[0]).expect("the unmutated model must pass");
     for fault in [
         Fault::FlippedRopePairing,
         Fault::NonCausalMask,
@@ -85,7 +37,7 @@ fn each_classic_bug_breaks_parity() {
         Fault::WrongKvHeadMapping,
     ] {
         faults::set(Some(fault));
-        let outcome = check(&model, &prompt, &refs[0]);
+        let outcome = forward_matches_reference(&model, &prompt, &refs[0]);
         faults::set(None);
         assert!(
             outcome.is_err(),

@@ -96,21 +96,7 @@ fn tiny_random_models_of_each_architecture_match_transformers() {
         .enumerate()
     {
         let work = tempdir();
-        let model_dir = work.join("model");
-        std::fs::create_dir_all(&model_dir).unwrap();
-        run_oracle(
-            &python,
-            &serde_json::json!({"cmd": "tiny", "arch": arch, "seed": i, "out_dir": model_dir}),
-            &work,
-        );
-        let model = load_model(
-            model_dir.to_str().unwrap(),
-            &LoadOptions {
-                weight_format: WeightFormat::F32,
-                threads: None,
-            },
-        )
-        .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let (model_dir, model) = tiny_model(&python, arch, i, &work);
         let vocab = model.config().vocab_size as u32;
         let prompt: Vec<u32> = (0..20u32)
             .map(|j| (j * 37 + 11 * i as u32 + 3) % vocab)
@@ -122,52 +108,9 @@ fn tiny_random_models_of_each_architecture_match_transformers() {
             &[(prompt.clone(), 8)],
             &work,
         );
-        let r = &refs[0];
-        let mut cache = DenseKvCache::new(model.kv_shape(), 64, 1).unwrap();
-        let mut ws = model.workspace(64, 64);
-        model
-            .forward(
-                &[SeqChunk {
-                    seq: 0,
-                    tokens: &prompt,
-                    pos0: 0,
-                }],
-                &mut cache,
-                &mut ws,
-                LogitsFor::AllTokens,
-            )
-            .unwrap();
-        assert_close_to_truth(
-            &format!("{arch} prefill"),
-            ws.logits(),
-            &r.prefill32,
-            &r.prefill64,
-            r.vocab,
-        );
-        let mut decode = Vec::new();
-        for (k, &t) in r.greedy.iter().enumerate() {
-            let chunk = [t];
-            model
-                .forward(
-                    &[SeqChunk {
-                        seq: 0,
-                        tokens: &chunk,
-                        pos0: prompt.len() + k,
-                    }],
-                    &mut cache,
-                    &mut ws,
-                    LogitsFor::LastOfEachChunk,
-                )
-                .unwrap();
-            decode.extend_from_slice(ws.logits());
+        if let Err(msg) = forward_matches_reference(&model, &prompt, &refs[0]) {
+            panic!("{arch} {msg}");
         }
-        assert_close_to_truth(
-            &format!("{arch} decode"),
-            &decode,
-            &r.decode32,
-            &r.decode64,
-            r.vocab,
-        );
         let _ = std::fs::remove_dir_all(&work);
     }
 }

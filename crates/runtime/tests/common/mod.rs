@@ -203,3 +203,63 @@ pub fn assert_close_to_truth(
         panic!("{msg}");
     }
 }
+
+/// A tiny random model of `arch` saved by transformers into `work/model`, loaded with f32 weights.
+pub fn tiny_model(
+    python: &Path,
+    arch: &str,
+    seed: usize,
+    work: &Path,
+) -> (PathBuf, torchnative_runtime::DecoderModel) {
+    use torchnative_runtime::{load_model, LoadOptions, WeightFormat};
+    let model_dir = work.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    run_oracle(
+        python,
+        &serde_json::json!({"cmd": "tiny", "arch": arch, "seed": seed, "out_dir": model_dir}),
+        work,
+    );
+    let options = LoadOptions {
+        weight_format: WeightFormat::F32,
+        threads: None,
+    };
+    let model =
+        load_model(model_dir.to_str().unwrap(), &options).unwrap_or_else(|e| panic!("{arch}: {e}"));
+    (model_dir, model)
+}
+
+/// Prefill `prompt` from an empty cache, then one decode step per reference greedy token, and
+/// compare every logit with the tolerance rule; `Err` names the first row that breaks it.
+pub fn forward_matches_reference(
+    model: &torchnative_runtime::DecoderModel,
+    prompt: &[u32],
+    r: &Reference,
+) -> Result<(), String> {
+    use torchnative_runtime::{DenseKvCache, LogitsFor, SeqChunk};
+    let cap = prompt.len() + r.greedy.len();
+    let mut cache = DenseKvCache::new(model.kv_shape(), cap, 1).unwrap();
+    let mut ws = model.workspace(cap, cap);
+    let whole = SeqChunk {
+        seq: 0,
+        tokens: prompt,
+        pos0: 0,
+    };
+    model
+        .forward(&[whole], &mut cache, &mut ws, LogitsFor::AllTokens)
+        .map_err(|e| e.to_string())?;
+    close_to_truth("prefill", ws.logits(), &r.prefill32, &r.prefill64, r.vocab)?;
+    let mut decode = Vec::new();
+    for (k, &t) in r.greedy.iter().enumerate() {
+        let chunk = [t];
+        let step = SeqChunk {
+            seq: 0,
+            tokens: &chunk,
+            pos0: prompt.len() + k,
+        };
+        model
+            .forward(&[step], &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
+            .map_err(|e| e.to_string())?;
+        decode.extend_from_slice(ws.logits());
+    }
+    close_to_truth("decode", &decode, &r.decode32, &r.decode64, r.vocab)
+}
