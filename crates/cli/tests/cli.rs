@@ -152,3 +152,35 @@ fn chat_keeps_the_conversation_resets_and_survives_ctrl_c() {
         "second answer: {rest}"
     );
 }
+
+/// `chat` in a real pseudo-terminal (driven by tests/pty/drive_chat.py): the prompt shows, an
+/// answer streams, Ctrl-C stops it and returns to the prompt, /reset clears, a second question is
+/// answered, Ctrl-D exits with status 0.
+#[test]
+fn chat_in_a_terminal_handles_ctrl_c_reset_and_eof() {
+    let Some(m) = model() else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/pty/drive_chat.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_torchnative"))
+        .arg(&m)
+        .output()
+        .expect("python3 runs the pty driver");
+    assert!(
+        out.status.success(),
+        "driver failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "prompt_shown",
+        "answer_streamed",
+        "prompt_after_ctrl_c",
+        "reset",
+    ] {
+        assert_eq!(report[key], true, "{key}: {report}");
+    }
+    let second = report["second_answer"].as_str().unwrap().to_lowercase();
+    assert!(second.contains('4') || second.contains("four"), "{second}");
+    assert_eq!(report["exit_code"], 0, "{report}");
+}
