@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
-    load_llm, ChatMessage, Completion, Flow, GenerationConfig, Llm, LoadOptions, SamplingParams,
-    SessionOptions, WeightFormat,
+    load_llm, load_llm_with_progress, ChatMessage, Completion, Flow, GenerationConfig, Llm,
+    LoadOptions, SamplingParams, SessionOptions, WeightFormat,
 };
 
 #[derive(Parser)]
@@ -210,13 +210,26 @@ fn load(spec: &str, m: &ModelArgs) -> CliResult<Llm> {
         weight_format: WeightFormat::parse(&m.dtype)?,
         threads: m.threads,
     };
-    if std::io::stderr().is_terminal() {
-        eprint!("loading {spec} ...");
+    if !std::io::stderr().is_terminal() {
+        return Ok(load_llm(spec, &options)?);
     }
-    let llm = load_llm(spec, &options)?;
-    if std::io::stderr().is_terminal() {
-        eprintln!(" done in {:.2}s", llm.load_time().as_secs_f64());
-    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("loading {msg} {bar:30} {pos}/{len} layers")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    // The file name only: a long path would wrap the bar's line.
+    let name = std::path::Path::new(spec)
+        .file_name()
+        .map_or(spec.into(), |n| n.to_string_lossy().into_owned());
+    bar.set_message(name);
+    let llm = load_llm_with_progress(spec, &options, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    let llm = llm?;
+    eprintln!("loaded {spec} in {:.2}s", llm.load_time().as_secs_f64());
     Ok(llm)
 }
 

@@ -107,6 +107,15 @@ fn set_threads(options: &LoadOptions) -> Result<()> {
 /// Load a model: a `.gguf` path, a safetensors directory, or a Hugging Face repo id present in
 /// the local cache. Everything is validated here; nothing is fetched.
 pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
+    load_llm_with_progress(spec, options, &mut |_, _| {})
+}
+
+/// [`load_llm`] reporting `progress(layers_done, layers_total)` while weights are prepared.
+pub fn load_llm_with_progress(
+    spec: &str,
+    options: &LoadOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Llm> {
     let start = Instant::now();
     set_threads(options)?;
     let Opened {
@@ -148,7 +157,7 @@ pub fn load_llm(spec: &str, options: &LoadOptions) -> Result<Llm> {
             eos_ids.push(id);
         }
     }
-    let model = DecoderModel::load(config, checkpoint, options.weight_format)
+    let model = DecoderModel::load(config, checkpoint, options.weight_format, progress)
         .map_err(|e| with_path(e, &source))?;
     Ok(Llm {
         inner: Arc::new(LlmInner {
@@ -173,7 +182,8 @@ pub fn load_model(spec: &str, options: &LoadOptions) -> Result<DecoderModel> {
         source,
         ..
     } = open_checkpoint(spec)?;
-    DecoderModel::load(config, checkpoint, options.weight_format).map_err(|e| with_path(e, &source))
+    DecoderModel::load(config, checkpoint, options.weight_format, &mut |_, _| {})
+        .map_err(|e| with_path(e, &source))
 }
 
 /// Fill in the path of a load error raised below the level that knows it.

@@ -119,10 +119,12 @@ impl Workspace {
 impl DecoderModel {
     /// Build from a checkpoint; every tensor's presence and shape is checked here, so an
     /// incompatible file fails at load, never at token 1.
+    /// `progress(done, total)` is called as layers are prepared (for a progress bar).
     pub(crate) fn load(
         config: DecoderConfig,
         checkpoint: Checkpoint,
         format: WeightFormat,
+        progress: &mut dyn FnMut(usize, usize),
     ) -> Result<DecoderModel> {
         validate_config(&config)?;
         let c = &config;
@@ -182,6 +184,7 @@ impl DecoderModel {
                 )?,
                 down_bias: opt("mlp.down_proj.bias", d, c.mlp_bias, &mut stats)?,
             });
+            progress(i + 1, c.n_layers);
         }
         let (freqs, attention_factor) = inv_freq(c)?;
         let rope = RopeTable::from_inv_freq(&freqs, c.context_length, attention_factor)
