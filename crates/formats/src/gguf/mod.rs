@@ -24,6 +24,10 @@ pub use write::{gguf_bytes, write_gguf, TensorToWrite};
 
 /// `GGUF` read as a little-endian u32.
 pub const GGUF_MAGIC: u32 = 0x4655_4747;
+/// Largest `general.alignment` accepted. Real files use 32 (ggml's default) up to a page; a huge
+/// value in a file without tensors would make a rewrite pad gigabytes (found by fuzzing).
+pub const MAX_ALIGNMENT: u64 = 1 << 20;
+
 /// Alignment of the data section and of every tensor when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// ggml tensors have at most this many dimensions (`GGML_MAX_DIMS`).
@@ -378,10 +382,10 @@ fn parse_header(bytes: &[u8]) -> Result<Header> {
         Some(&i) => {
             let v = &metadata[i].1;
             match v.as_u64() {
-                Some(a) if a.is_power_of_two() && a <= u32::MAX as u64 => a,
+                Some(a) if a.is_power_of_two() && a <= MAX_ALIGNMENT => a,
                 _ => {
                     return Err(malformed(format!(
-                        "general.alignment is {v:?}, expected a power of two that fits in u32"
+                        "general.alignment is {v:?}, expected a power of two of at most {MAX_ALIGNMENT}"
                     )))
                 }
             }

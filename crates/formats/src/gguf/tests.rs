@@ -338,6 +338,9 @@ fn misaligned_and_overlapping_tensors_are_refused() {
 fn alignment_is_validated_and_used() {
     let raw = Raw::default().kv("general.alignment", 4, &u32v(48));
     assert_err_contains(raw.bytes(), &["general.alignment", "power of two"]);
+    // A huge alignment in a file without tensors parsed, then made a rewrite pad 1 GiB (fuzzer).
+    let raw = Raw::default().kv("general.alignment", 4, &u32v(1 << 30));
+    assert_err_contains(raw.bytes(), &["general.alignment", "1048576"]);
     let mut raw = Raw::default()
         .kv("general.alignment", 4, &u32v(64))
         .tensor("w", &[8], 0, 0)
