@@ -1,15 +1,14 @@
 //! `torchnative`: run, chat with, inspect and tokenize models from the shell.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
-    load_llm, load_llm_with_progress, ChatMessage, Completion, Flow, GenerationConfig, Llm,
-    LoadOptions, SamplingParams, SessionOptions, WeightFormat,
+    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Flow,
+    GenerationConfig, Llm, LoadOptions, SamplingParams, SessionOptions, WeightFormat,
 };
 
 #[derive(Parser)]
@@ -172,20 +171,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn home() -> PathBuf {
-    std::env::var_os("TORCHNATIVE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
-        })
-}
-
 /// The model to load: the one named, or the default model from `$TORCHNATIVE_HOME`.
 fn model_spec(named: Option<&str>) -> CliResult<String> {
     if let Some(m) = named {
         return Ok(m.to_string());
     }
-    let path = home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = default_model_path();
     if !path.is_file() {
         return Err(format!(
             "no MODEL given and the default model is not at {}; fetch it with `scripts/fetch-model.sh` \

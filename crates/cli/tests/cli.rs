@@ -8,15 +8,7 @@ use std::time::{Duration, Instant};
 fn model() -> Option<PathBuf> {
     let path = std::env::var_os("TORCHNATIVE_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("TORCHNATIVE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                        .join(".cache/torchnative")
-                });
-            home.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        });
+        .unwrap_or_else(torchnative_runtime::default_model_path);
     if path.is_file() {
         return Some(path);
     }

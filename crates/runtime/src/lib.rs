@@ -16,8 +16,8 @@ pub mod weights;
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{
-    load_llm, load_llm_with_progress, load_model, Completion, Counters, Flow, GenerationConfig,
-    Llm, LoadOptions, Session, SessionOptions, Timings, Usage,
+    default_model_path, load_llm, load_llm_with_progress, load_model, torchnative_home, Completion,
+    Counters, Flow, GenerationConfig, Llm, LoadOptions, Session, SessionOptions, Timings, Usage,
 };
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};

@@ -47,6 +47,20 @@ struct LlmInner {
     load_time: Duration,
 }
 
+/// `$TORCHNATIVE_HOME` (default `~/.cache/torchnative`): where models and caches live.
+pub fn torchnative_home() -> PathBuf {
+    std::env::var_os("TORCHNATIVE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
+        })
+}
+
+/// Where `scripts/fetch-model.sh` puts the default model (SmolLM2-135M-Instruct, GGUF Q4_1).
+pub fn default_model_path() -> PathBuf {
+    torchnative_home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
 /// A located, validated checkpoint and its description, before weights are prepared.
 struct Opened {
     config: DecoderConfig,

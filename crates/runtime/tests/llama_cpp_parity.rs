@@ -16,7 +16,7 @@ const THREADS: usize = 2;
 fn llama_cpp_root() -> Option<PathBuf> {
     let root = std::env::var_os("TORCHNATIVE_LLAMA_CPP_ROOT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| common::home().join("llama.cpp-0.3.36"));
+        .unwrap_or_else(|| torchnative_runtime::torchnative_home().join("llama.cpp-0.3.36"));
     if root.join("build/bin/libllama.so").is_file() {
         return Some(root);
     }

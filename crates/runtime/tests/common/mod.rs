@@ -9,7 +9,7 @@ use std::process::Command;
 pub fn default_model() -> Option<PathBuf> {
     let path = std::env::var_os("TORCHNATIVE_MODEL")
         .map(PathBuf::from)
-        .unwrap_or_else(|| home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+        .unwrap_or_else(torchnative_runtime::default_model_path);
     if path.is_file() {
         return Some(path);
     }
@@ -30,14 +30,6 @@ fn require_or_skip<T>(reason: &str) -> Option<T> {
     }
     eprintln!("skipped: {reason}");
     None
-}
-
-pub fn home() -> PathBuf {
-    std::env::var_os("TORCHNATIVE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
-        })
 }
 
 fn script() -> PathBuf {
@@ -67,13 +59,13 @@ pub fn run_oracle(python: &Path, request: &serde_json::Value, work: &Path) {
 /// once and cached under $TORCHNATIVE_HOME keyed by the GGUF's file name.
 pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
     let stem = gguf.file_stem().unwrap().to_string_lossy().to_string();
-    let dir = home()
+    let dir = torchnative_runtime::torchnative_home()
         .join("derived")
         .join(format!("{stem}.safetensors-f32"));
     if dir.join("done").is_file() {
         return dir;
     }
-    let tmp = home()
+    let tmp = torchnative_runtime::torchnative_home()
         .join("derived")
         .join(format!("{stem}.tmp-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
