@@ -126,7 +126,8 @@ fn all_paths_exact_on_integer_data() {
                 cols,
             };
             let wf = dequantized(ty, &data, rows, cols);
-            for m in [1, 3, 4, 5, 9] {
+            // m >= 16 takes the prefill GEMM on AVX-512 VNNI (ragged last tile included).
+            for m in [1, 3, 4, 5, 9, 16, 21, 40] {
                 let x = exact_acts(&mut rng, ty, m, cols);
                 let want: Vec<f32> = reference_dot(&wf, &x, m, rows, cols)
                     .iter()
@@ -156,19 +157,34 @@ fn check_random(ty: GgmlType, data: &[u8], rows: usize, cols: usize, rng: &mut R
     };
     let wf = dequantized(ty, data, rows, cols);
     let group = if ty.block_size() == 256 { 256 } else { 32 };
-    for m in [1, 2, 5] {
+    for m in [1, 2, 5, 19] {
         let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
         let want = reference_dot(&wf, &x, m, rows, cols);
         for path in available_kernel_paths() {
             let got = run(path, &w, &x, m);
+            // The same rows in another order (other tiles and lanes of the GEMM).
+            let shift = 5 % m;
+            let rotated: Vec<f32> = (0..m)
+                .flat_map(|i| x[(i + shift) % m * cols..][..cols].iter().copied())
+                .collect();
+            let got_rotated = run(path, &w, &rotated, m);
             for i in 0..m {
-                // Decode of this activation row alone gives the same floats as prefill.
-                let single = run(path, &w, &x[i * cols..(i + 1) * cols], 1);
+                // Each row's result depends on that row alone, not on its batch position.
                 assert_bits_eq(
-                    &format!("{what} {ty} {path:?} prefill row {i} vs decode"),
+                    &format!("{what} {ty} {path:?} m {m} row {i} moved in the batch"),
                     &got[i * rows..(i + 1) * rows],
-                    &single,
+                    &got_rotated[(i + m - shift) % m * rows..][..rows],
                 );
+                // Row kernels: decode of this activation row alone gives the same floats as
+                // prefill. (The GEMM sums blocks in another order: the rule below covers it.)
+                if m < 16 {
+                    let single = run(path, &w, &x[i * cols..(i + 1) * cols], 1);
+                    assert_bits_eq(
+                        &format!("{what} {ty} {path:?} prefill row {i} vs decode"),
+                        &got[i * rows..(i + 1) * rows],
+                        &single,
+                    );
+                }
                 for r in 0..rows {
                     let xs = &x[i * cols..(i + 1) * cols];
                     let ws = &wf[r * cols..(r + 1) * cols];

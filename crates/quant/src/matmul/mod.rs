@@ -9,6 +9,7 @@
 //! Kernels are chosen at run time ([`best_kernel_path`]); every path can also be forced
 //! ([`matmul_with`]) so tests compare them with the scalar reference.
 
+mod gemm;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -44,7 +45,14 @@ pub struct ActivationScratch {
     ds: Vec<[f32; 2]>,
     /// Per 16 activations: `sum(q)` (256-block format only).
     sums16: Vec<i32>,
+    /// The same activations interleaved for the prefill GEMM (see `gemm`).
+    tiles: Vec<Line>,
 }
+
+/// 64 bytes, 64-byte aligned: one 512-bit register's worth of a GEMM activation tile.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+pub(crate) struct Line(pub [i32; 16]);
 
 impl ActivationScratch {
     /// Empty scratch; grows on first use unless reserved.
@@ -58,6 +66,9 @@ impl ActivationScratch {
         grow(&mut self.qs, n, 0);
         grow(&mut self.ds, n / 32 + 1, [0.0; 2]);
         grow(&mut self.sums16, n / 16 + 1, 0);
+        if m >= GEMM_MIN_ROWS {
+            grow(&mut self.tiles, gemm::tile_lines(m, cols), Line::default());
+        }
     }
 }
 
@@ -157,6 +168,7 @@ pub(crate) struct QActs<'a> {
     pub qs: &'a [i8],
     pub ds: &'a [[f32; 2]],
     pub sums16: &'a [i32],
+    pub tiles: &'a [Line],
     pub xf: &'a [f32],
     pub cols: usize,
 }
@@ -169,6 +181,9 @@ pub(crate) type DotFn<const N: usize> = unsafe fn(&[u8], &QActs, usize) -> [f32;
 
 /// Activation rows handled together in prefill (each weight block is unpacked once for them).
 const PREFILL_ROWS: usize = 4;
+
+/// Activation rows from which the AVX-512 VNNI path switches from row kernels to the GEMM.
+pub(crate) const GEMM_MIN_ROWS: usize = 16;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
@@ -317,21 +332,29 @@ pub fn matmul_multi_with(
             row_bytes,
             out: OutPtr(y.as_mut_ptr()),
             kernels,
+            gemm: false,
             tasks: 0,
         });
     }
     if m == 0 {
         return Ok(());
     }
-    match format {
-        ActFormat::Float => {}
-        ActFormat::Q8x32 => quantize_acts_q8x32(x, m, cols, scratch),
-        ActFormat::Q8x256 => quantize_acts_q8x256(x, m, cols, scratch),
+    // The GEMM serves every matrix of the call or none (they share one activation layout).
+    let gemm = cfg!(target_arch = "x86_64")
+        && path == KernelPath::Avx512Vnni
+        && m >= GEMM_MIN_ROWS
+        && ws.iter().all(|w| gemm::gemm_block(w.ty).is_some());
+    prepare_acts(format, path, gemm, x, m, cols, scratch);
+    if gemm {
+        for job in jobs.iter_mut().flatten() {
+            job.gemm = true;
+        }
     }
     let acts = QActs {
         qs: &scratch.qs,
         ds: &scratch.ds,
         sums16: &scratch.sums16,
+        tiles: &scratch.tiles,
         xf: x,
         cols,
     };
@@ -402,6 +425,8 @@ struct Job<'a> {
     row_bytes: usize,
     out: OutPtr,
     kernels: Kernels,
+    /// Run by the prefill GEMM (tasks then split rows in multiples of `gemm::RC`).
+    gemm: bool,
     tasks: usize,
 }
 
@@ -411,7 +436,12 @@ fn run_jobs(jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
     let threads = rayon::current_num_threads().max(1);
     for job in jobs.iter_mut().flatten() {
         let by_size = (job.w.rows * job.row_bytes * m.min(8)) / MIN_TASK_BYTES;
-        job.tasks = by_size.clamp(1, threads * 4).min(job.w.rows);
+        let units = if job.gemm {
+            job.w.rows.div_ceil(gemm::RC)
+        } else {
+            job.w.rows
+        };
+        job.tasks = by_size.clamp(1, threads * 4).min(units);
     }
     let jobs = &*jobs;
     let total: usize = jobs.iter().flatten().map(|j| j.tasks).sum();
@@ -419,9 +449,20 @@ fn run_jobs(jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
         for job in jobs.iter().flatten() {
             if t < job.tasks {
                 let rows = job.w.rows;
-                let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
                 // SAFETY: `check_matrix` validated the data; `matmul_multi_with` validated x,
-                // y and scratch sizes and the path's CPU features; task row ranges are disjoint.
+                // y and scratch sizes and the path's CPU features (the GEMM only on AVX-512
+                // VNNI, with tiles packed for m x cols); task row ranges are disjoint.
+                #[cfg(target_arch = "x86_64")]
+                if job.gemm {
+                    let units = rows.div_ceil(gemm::RC);
+                    let lo = (units * t / job.tasks * gemm::RC).min(rows);
+                    let hi = (units * (t + 1) / job.tasks * gemm::RC).min(rows);
+                    unsafe {
+                        gemm::gemm_rows(job.w, job.row_bytes, acts.tiles, m, job.out.0, lo, hi)
+                    };
+                    return;
+                }
+                let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
                 unsafe { rows_task(job, m, acts, lo, hi) };
                 return;
             }
@@ -479,14 +520,9 @@ fn block_scale(xb: &[f32]) -> f32 {
     amax / 127.0
 }
 
-/// Quantize activation rows to 8-bit blocks of 32: `d = amax / 127`, `q = round(x / d)`.
-fn quantize_acts_q8x32(x: &[f32], m: usize, cols: usize, s: &mut ActivationScratch) {
-    s.reserve(m, cols);
-    for ((xb, qb), ds) in x
-        .chunks_exact(32)
-        .zip(s.qs.chunks_exact_mut(32))
-        .zip(s.ds.iter_mut())
-    {
+/// Quantize whole 32-blocks: `d = amax / 127`, `q = round(x / d)`, `ds = [d, d * sum(q)]`.
+pub(crate) fn quantize_q8x32_scalar(x: &[f32], qs: &mut [i8], ds: &mut [[f32; 2]]) {
+    for ((xb, qb), ds) in x.chunks_exact(32).zip(qs.chunks_exact_mut(32)).zip(ds) {
         let d = block_scale(xb);
         let id = if d == 0.0 { 0.0 } else { 1.0 / d };
         let mut sum = 0i32;
@@ -498,14 +534,15 @@ fn quantize_acts_q8x32(x: &[f32], m: usize, cols: usize, s: &mut ActivationScrat
     }
 }
 
-/// Quantize activation rows to 8-bit blocks of 256 with the sum of every 16.
-fn quantize_acts_q8x256(x: &[f32], m: usize, cols: usize, s: &mut ActivationScratch) {
-    s.reserve(m, cols);
-    let blocks = x
-        .chunks_exact(256)
-        .zip(s.qs.chunks_exact_mut(256))
-        .zip(s.ds.iter_mut());
-    for (((xb, qb), ds), sums) in blocks.zip(s.sums16.chunks_exact_mut(16)) {
+/// Quantize whole 256-blocks: `ds = [d, 0]` and the sum of every 16 q's.
+pub(crate) fn quantize_q8x256_scalar(
+    x: &[f32],
+    qs: &mut [i8],
+    ds: &mut [[f32; 2]],
+    sums16: &mut [i32],
+) {
+    let blocks = x.chunks_exact(256).zip(qs.chunks_exact_mut(256)).zip(ds);
+    for (((xb, qb), ds), sums) in blocks.zip(sums16.chunks_exact_mut(16)) {
         let d = block_scale(xb);
         let id = if d == 0.0 { 0.0 } else { 1.0 / d };
         for (q, &v) in qb.iter_mut().zip(xb) {
@@ -518,8 +555,176 @@ fn quantize_acts_q8x256(x: &[f32], m: usize, cols: usize, s: &mut ActivationScra
     }
 }
 
+/// One tile's worth of activation rows and their quantized forms.
+struct RowsPart<'a> {
+    x: &'a [f32],
+    qs: &'a mut [i8],
+    ds: &'a mut [[f32; 2]],
+    sums16: &'a mut [i32],
+}
+
+/// Quantize `rows` activation rows into the row format and, with `tile`, pack them (at most
+/// [`gemm::TILE`] rows) into that GEMM tile. `simd` picks the AVX-512 quantizer, which gives
+/// the same bytes as the scalar one.
+fn quantize_rows(
+    format: ActFormat,
+    simd: bool,
+    part: RowsPart,
+    rows: usize,
+    cols: usize,
+    tile: Option<&mut [Line]>,
+) {
+    let RowsPart { x, qs, ds, sums16 } = part;
+    match format {
+        ActFormat::Float => return,
+        ActFormat::Q8x32 => {
+            #[cfg(target_arch = "x86_64")]
+            if simd {
+                // SAFETY: `simd` is only set on AVX-512 paths, which checked the CPU.
+                unsafe { x86::quantize_q8x32_avx512(x, qs, ds) };
+            } else {
+                quantize_q8x32_scalar(x, qs, ds);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            quantize_q8x32_scalar(x, qs, ds);
+        }
+        ActFormat::Q8x256 => {
+            #[cfg(target_arch = "x86_64")]
+            if simd {
+                // SAFETY: as above.
+                unsafe { x86::quantize_q8x256_avx512(x, qs, ds, sums16) };
+            } else {
+                quantize_q8x256_scalar(x, qs, ds, sums16);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            quantize_q8x256_scalar(x, qs, ds, sums16);
+        }
+    }
+    let _ = simd;
+    if let Some(tile) = tile {
+        match format {
+            ActFormat::Q8x32 => gemm::pack_tile_32(qs, ds, rows, cols, tile),
+            _ => gemm::pack_tile_256(qs, ds, sums16, rows, cols, tile),
+        }
+    }
+}
+
+/// Quantize `m` activation rows for `format` (and pack GEMM tiles when `gemm`); in parallel
+/// over tiles of 16 rows when there are several.
+fn prepare_acts(
+    format: ActFormat,
+    path: KernelPath,
+    gemm: bool,
+    x: &[f32],
+    m: usize,
+    cols: usize,
+    s: &mut ActivationScratch,
+) {
+    if format == ActFormat::Float {
+        return;
+    }
+    s.reserve(m, cols);
+    let simd = matches!(path, KernelPath::Avx512 | KernelPath::Avx512Vnni);
+    let nb = cols / if format == ActFormat::Q8x32 { 32 } else { 256 };
+    let tile_rows = gemm::TILE;
+    let n_tiles = m.div_ceil(tile_rows);
+    let tile_lines = if gemm {
+        gemm::tile_lines(tile_rows, cols)
+    } else {
+        0
+    };
+    if gemm {
+        grow(&mut s.tiles, n_tiles * tile_lines, Line::default());
+    }
+    let (qs, ds) = (&mut s.qs[..m * cols], &mut s.ds[..m * nb]);
+    let sums16 = &mut s.sums16[..m * cols / 16];
+    let tiles = &mut s.tiles[..n_tiles * tile_lines];
+    let rows_of = |t: usize| (m - t * tile_rows).min(tile_rows);
+    if n_tiles == 1 {
+        let part = RowsPart { x, qs, ds, sums16 };
+        quantize_rows(format, simd, part, m, cols, gemm.then_some(tiles));
+        return;
+    }
+    let parts = x
+        .par_chunks(tile_rows * cols)
+        .zip(qs.par_chunks_mut(tile_rows * cols))
+        .zip(ds.par_chunks_mut(tile_rows * nb))
+        .zip(sums16.par_chunks_mut(tile_rows * cols / 16))
+        .map(|(((x, qs), ds), sums16)| RowsPart { x, qs, ds, sums16 });
+    if gemm {
+        parts
+            .zip(tiles.par_chunks_mut(tile_lines))
+            .enumerate()
+            .for_each(|(t, (part, tile))| {
+                quantize_rows(format, simd, part, rows_of(t), cols, Some(tile))
+            });
+    } else {
+        parts
+            .enumerate()
+            .for_each(|(t, part)| quantize_rows(format, simd, part, rows_of(t), cols, None));
+    }
+}
+
 /// Widen an f16 scale stored at `p[0..2]`.
 #[inline]
 pub(crate) fn f16_at(p: &[u8], off: usize) -> f32 {
     f16_to_f32([p[off], p[off + 1]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values that hit every rounding case: exact halves (ties away from zero), near-halves,
+    /// zeros, blocks with NaN, infinities, subnormal and huge magnitudes.
+    fn awkward_rows(n: usize) -> Vec<f32> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|i| {
+                let r = next();
+                match (i / 256) % 6 {
+                    // One 127 per block keeps the scale 1: then k + 0.5 are exact ties.
+                    0 if i % 32 == 0 => 127.0,
+                    0 => (r % 255) as f32 / 2.0 - 63.5,
+                    1 => {
+                        f32::from_bits(r as u32 & 0x3fff_ffff)
+                            * if r >> 40 & 1 == 1 { -1.0 } else { 1.0 }
+                    }
+                    2 if i % 97 == 5 => f32::NAN,
+                    3 if i % 101 == 7 => f32::INFINITY,
+                    4 => f32::from_bits((r as u32) & 0x0000_ffff),
+                    _ => ((r % 20001) as f32 - 10000.0) * 1e-3,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn simd_quantizers_give_the_scalar_bytes() {
+        if !KernelPath::Avx512.is_available() {
+            return;
+        }
+        let x = awkward_rows(256 * 12);
+        let n = x.len();
+        let (mut q1, mut q2) = (vec![0i8; n], vec![0i8; n]);
+        let (mut d1, mut d2) = (vec![[0f32; 2]; n / 32], vec![[0f32; 2]; n / 32]);
+        quantize_q8x32_scalar(&x, &mut q1, &mut d1);
+        unsafe { x86::quantize_q8x32_avx512(&x, &mut q2, &mut d2) };
+        assert_eq!(q1, q2);
+        let bits = |d: &[[f32; 2]]| d.iter().flatten().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&d1), bits(&d2));
+        let (mut s1, mut s2) = (vec![0i32; n / 16], vec![0i32; n / 16]);
+        quantize_q8x256_scalar(&x, &mut q1, &mut d1[..n / 256], &mut s1);
+        unsafe { x86::quantize_q8x256_avx512(&x, &mut q2, &mut d2[..n / 256], &mut s2) };
+        assert_eq!(q1, q2);
+        assert_eq!(bits(&d1[..n / 256]), bits(&d2[..n / 256]));
+        assert_eq!(s1, s2);
+    }
 }

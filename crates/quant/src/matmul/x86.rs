@@ -848,3 +848,103 @@ signed_512!(
     idot_avx2,
     signed_avx512
 );
+
+// ---------------------------------------------------------------- activation quantization
+
+/// `round(p)` half away from zero (as `f32::round` and ggml's `roundf`), lane-wise: truncate,
+/// then step one away from zero where the dropped fraction is at least one half (the
+/// fraction `p - trunc(p)` is exact).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+fn round_away_512(p: __m512) -> __m512 {
+    let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(p);
+    let frac = _mm512_sub_ps(p, t);
+    let one = _mm512_set1_ps(1.0);
+    let up = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(frac, _mm512_set1_ps(0.5));
+    let down = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(frac, _mm512_set1_ps(-0.5));
+    let t = _mm512_mask_add_ps(t, up, t, one);
+    _mm512_mask_sub_ps(t, down, t, one)
+}
+
+/// Quantize `N` vectors of 16 floats as one block (`N * 16` elements): `Some((d, q's as i32
+/// vectors))`, or `None` if the block holds a NaN or an infinity or its scale is subnormal
+/// (the caller then uses the scalar quantizer: a NaN scale for a NaN, for instance).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+unsafe fn quantize_block_512<const N: usize>(x: *const f32) -> Option<(f32, [__m512i; N])> {
+    let v: [__m512; N] = std::array::from_fn(|i| _mm512_loadu_ps(x.add(16 * i)));
+    let mut amax = _mm512_setzero_ps();
+    let mut nan = 0u16;
+    for &vi in &v {
+        nan |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(vi, vi);
+        amax = _mm512_max_ps(amax, _mm512_abs_ps(vi));
+    }
+    if nan != 0 {
+        return None;
+    }
+    let d = _mm512_reduce_max_ps(amax) / 127.0;
+    let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+    if !d.is_finite() || !id.is_finite() {
+        // Infinite inputs or subnormal scales: the float-to-int conversions would differ
+        // from the scalar saturating casts.
+        return None;
+    }
+    let id = _mm512_set1_ps(id);
+    Some((
+        d,
+        std::array::from_fn(|i| _mm512_cvttps_epi32(round_away_512(_mm512_mul_ps(v[i], id)))),
+    ))
+}
+
+/// AVX-512 twin of `quantize_q8x32_scalar` (same bytes and scales).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+pub(crate) unsafe fn quantize_q8x32_avx512(x: &[f32], qs: &mut [i8], ds: &mut [[f32; 2]]) {
+    let blocks = x.len() / 32;
+    assert!(qs.len() >= blocks * 32 && ds.len() >= blocks);
+    for b in 0..blocks {
+        match quantize_block_512::<2>(x.as_ptr().add(32 * b)) {
+            Some((d, q)) => {
+                let out = qs.as_mut_ptr().add(32 * b);
+                _mm_storeu_si128(out.cast(), _mm512_cvtepi32_epi8(q[0]));
+                _mm_storeu_si128(out.add(16).cast(), _mm512_cvtepi32_epi8(q[1]));
+                let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
+                ds[b] = [d, d * sum as f32];
+            }
+            None => super::quantize_q8x32_scalar(
+                &x[32 * b..32 * b + 32],
+                &mut qs[32 * b..32 * b + 32],
+                &mut ds[b..b + 1],
+            ),
+        }
+    }
+}
+
+/// AVX-512 twin of `quantize_q8x256_scalar`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+pub(crate) unsafe fn quantize_q8x256_avx512(
+    x: &[f32],
+    qs: &mut [i8],
+    ds: &mut [[f32; 2]],
+    sums16: &mut [i32],
+) {
+    let blocks = x.len() / 256;
+    assert!(qs.len() >= blocks * 256 && ds.len() >= blocks && sums16.len() >= blocks * 16);
+    for b in 0..blocks {
+        match quantize_block_512::<16>(x.as_ptr().add(256 * b)) {
+            Some((d, q)) => {
+                let out = qs.as_mut_ptr().add(256 * b);
+                for (i, &qi) in q.iter().enumerate() {
+                    _mm_storeu_si128(out.add(16 * i).cast(), _mm512_cvtepi32_epi8(qi));
+                    sums16[16 * b + i] = _mm512_reduce_add_epi32(qi);
+                }
+                ds[b] = [d, 0.0];
+            }
+            None => super::quantize_q8x256_scalar(
+                &x[256 * b..256 * b + 256],
+                &mut qs[256 * b..256 * b + 256],
+                &mut ds[b..b + 1],
+                &mut sums16[16 * b..16 * b + 16],
+            ),
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! Prefill GEMM: many activation rows against packed weights, with AVX-512 VNNI.
+//!
+//! Lanes are activation rows. The activations (quantized here anyway) are stored interleaved
+//! in tiles of [`TILE`] rows: for each group of 4 consecutive elements, one 64-byte [`Line`]
+//! holds those 4 bytes of all 16 rows. A weight row's 4 bytes for the same elements, broadcast
+//! to every lane, meet all 16 rows in one `vpdpbusd`: no horizontal sums, and each weight
+//! dword serves 16 rows. Weights stay in the file's layout; a task unpacks [`RC`] rows at a
+//! time to one byte per element and reuses them for every tile (the unpack is paid once per
+//! call, not once per activation row). The decode path (one activation row) does not use this.
+//!
+//! Integer sums are exact; scales are applied per block in f32, so results equal the row
+//! kernels up to f32 summation order (not bit for bit).
+
+use super::{Line, PackedMatrix};
+use crate::GgmlType;
+
+/// Activation rows per tile (one per 32-bit lane of a 512-bit register).
+pub(crate) const TILE: usize = 16;
+
+/// Lines per tile and 32-element block: 8 groups of 4 bytes, `-sum(q)`, `d`, `d * sum(q)`.
+pub(crate) const LINES_32: usize = 11;
+
+/// Lines per tile and 256-element block: 64 groups of 4 bytes, `d`, and 8 lines of
+/// `(sum16[2p], sum16[2p + 1])` as two i16 halves.
+pub(crate) const LINES_256: usize = 73;
+
+/// The activation format a GEMM type reads, or `None` if the GEMM does not handle it.
+pub(crate) fn gemm_block(ty: GgmlType) -> Option<usize> {
+    use GgmlType::*;
+    match ty {
+        Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 => Some(32),
+        Q4_K | Q5_K | Q6_K => Some(256),
+        _ => None,
+    }
+}
+
+/// Lines the tiles of `m x cols` activations need in either format.
+pub(crate) fn tile_lines(m: usize, cols: usize) -> usize {
+    let tiles = m.div_ceil(TILE);
+    tiles.saturating_mul((cols / 32 * LINES_32).max(cols / 256 * LINES_256))
+}
+
+fn dword(q: &[i8]) -> i32 {
+    i32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8])
+}
+
+/// Interleave `rows` (at most [`TILE`]) row-quantized activations (32-blocks) into one tile;
+/// lanes past `rows` are zero.
+pub(crate) fn pack_tile_32(
+    qs: &[i8],
+    ds: &[[f32; 2]],
+    rows: usize,
+    cols: usize,
+    tile: &mut [Line],
+) {
+    let nb = cols / 32;
+    for l in 0..TILE {
+        for (b, lines) in tile[..nb * LINES_32].chunks_exact_mut(LINES_32).enumerate() {
+            if l >= rows {
+                for line in lines.iter_mut() {
+                    line.0[l] = 0;
+                }
+                continue;
+            }
+            let q = &qs[l * cols + b * 32..l * cols + b * 32 + 32];
+            for (g, line) in lines[..8].iter_mut().enumerate() {
+                line.0[l] = dword(&q[4 * g..]);
+            }
+            let sum: i32 = q.iter().map(|&v| v as i32).sum();
+            let [d, dsum] = ds[l * nb + b];
+            lines[8].0[l] = -sum;
+            lines[9].0[l] = d.to_bits() as i32;
+            lines[10].0[l] = dsum.to_bits() as i32;
+        }
+    }
+}
+
+/// Interleave `rows` row-quantized activations (256-blocks with sums of 16) into one tile.
+pub(crate) fn pack_tile_256(
+    qs: &[i8],
+    ds: &[[f32; 2]],
+    sums16: &[i32],
+    rows: usize,
+    cols: usize,
+    tile: &mut [Line],
+) {
+    let nb = cols / 256;
+    for l in 0..TILE {
+        for (b, lines) in tile[..nb * LINES_256]
+            .chunks_exact_mut(LINES_256)
+            .enumerate()
+        {
+            if l >= rows {
+                for line in lines.iter_mut() {
+                    line.0[l] = 0;
+                }
+                continue;
+            }
+            let q = &qs[l * cols + b * 256..l * cols + b * 256 + 256];
+            for (g, line) in lines[..64].iter_mut().enumerate() {
+                line.0[l] = dword(&q[4 * g..]);
+            }
+            lines[64].0[l] = ds[l * nb + b][0].to_bits() as i32;
+            let s = &sums16[(l * nb + b) * 16..(l * nb + b) * 16 + 16];
+            for (p, line) in lines[65..].iter_mut().enumerate() {
+                // Each sum of 16 bytes is within +-2032: it fits an i16 half.
+                line.0[l] = (s[2 * p] & 0xffff) | (s[2 * p + 1] << 16);
+            }
+        }
+    }
+}
+
+/// Weight rows a task unpacks and runs together.
+pub(crate) const RC: usize = 8;
+
+/// [`RC`] weight rows unpacked to one byte per element (element order), with per-block
+/// scales: `d`, `m` (Q4_1/Q5_1 min, K-types `dmin`), K-type sub-block scales (`sc`, as i32)
+/// and i16 pairs for the K-type correction (`pairs`).
+#[derive(Default)]
+pub(crate) struct Unpacked {
+    q: Vec<u8>,
+    d: Vec<f32>,
+    m: Vec<f32>,
+    sc: Vec<i32>,
+    pairs: Vec<i32>,
+}
+
+impl Unpacked {
+    fn reserve(&mut self, cols: usize) {
+        let grow_u8 = |v: &mut Vec<u8>, n| {
+            if v.len() < n {
+                v.resize(n, 0)
+            }
+        };
+        grow_u8(&mut self.q, RC * cols);
+        let blocks = RC * cols.div_ceil(32);
+        if self.d.len() < blocks {
+            self.d.resize(blocks, 0.0);
+            self.m.resize(blocks, 0.0);
+        }
+        let k_blocks = RC * cols.div_ceil(256);
+        if self.sc.len() < k_blocks * 16 {
+            self.sc.resize(k_blocks * 16, 0);
+            self.pairs.resize(k_blocks * 8, 0);
+        }
+    }
+
+    /// Unpack one weight row (`row`, `ty.row_bytes(cols)` bytes) into slot `j`.
+    fn unpack(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
+        use GgmlType::*;
+        let f16 = |p: &[u8]| crate::blocks::f16_to_f32([p[0], p[1]]);
+        let q = &mut self.q[j * cols..(j + 1) * cols];
+        let bs = ty.block_size();
+        let nb = cols / bs;
+        let (d, m) = (
+            &mut self.d[j * nb..(j + 1) * nb],
+            &mut self.m[j * nb..(j + 1) * nb],
+        );
+        let row_blocks = row.chunks_exact(ty.type_size());
+        match ty {
+            Q4_0 | Q4_1 => {
+                let off = if ty == Q4_0 { 2 } else { 4 };
+                for (b, blk) in row_blocks.enumerate() {
+                    d[b] = f16(blk);
+                    if ty == Q4_1 {
+                        m[b] = f16(&blk[2..]);
+                    }
+                    let out = &mut q[b * 32..b * 32 + 32];
+                    for (t, &v) in blk[off..off + 16].iter().enumerate() {
+                        out[t] = v & 15;
+                        out[t + 16] = v >> 4;
+                    }
+                }
+            }
+            Q5_0 | Q5_1 => {
+                let off = if ty == Q5_0 { 2 } else { 4 };
+                for (b, blk) in row_blocks.enumerate() {
+                    d[b] = f16(blk);
+                    if ty == Q5_1 {
+                        m[b] = f16(&blk[2..]);
+                    }
+                    let qh =
+                        u32::from_le_bytes([blk[off], blk[off + 1], blk[off + 2], blk[off + 3]]);
+                    let out = &mut q[b * 32..b * 32 + 32];
+                    for (t, &v) in blk[off + 4..off + 20].iter().enumerate() {
+                        out[t] = (v & 15) | ((((qh >> t) & 1) as u8) << 4);
+                        out[t + 16] = (v >> 4) | ((((qh >> (t + 16)) & 1) as u8) << 4);
+                    }
+                }
+            }
+            Q8_0 => {
+                for (b, blk) in row_blocks.enumerate() {
+                    d[b] = f16(blk);
+                    for (o, &v) in q[b * 32..b * 32 + 32].iter_mut().zip(&blk[2..34]) {
+                        // i8 -> u8 with +128; the kernel subtracts 128 * sum(x).
+                        *o = v ^ 0x80;
+                    }
+                }
+            }
+            Q4_K | Q5_K => {
+                let five = ty == Q5_K;
+                for (b, blk) in row_blocks.enumerate() {
+                    d[b] = f16(blk);
+                    m[b] = f16(&blk[2..]);
+                    let scales: &[u8; 12] = blk[4..16].try_into().unwrap();
+                    let (sc, mn) = crate::dequant::k_scale_min(scales);
+                    let k = (j * nb + b) * 16;
+                    for s in 0..8 {
+                        self.sc[k + s] = sc[s] as i32;
+                        // (m, m): one i16 per half of the sub-block's pair of sums.
+                        self.pairs[(j * nb + b) * 8 + s] = mn[s] as i32 | ((mn[s] as i32) << 16);
+                    }
+                    let (qh, qs) = if five {
+                        (&blk[16..48], &blk[48..176])
+                    } else {
+                        (&blk[16..16], &blk[16..144])
+                    };
+                    let out = &mut q[b * 256..b * 256 + 256];
+                    for p in 0..4 {
+                        let src = &qs[32 * p..32 * p + 32];
+                        for l in 0..32 {
+                            let (mut lo, mut hi) = (src[l] & 15, src[l] >> 4);
+                            if five {
+                                lo |= ((qh[l] >> (2 * p)) & 1) << 4;
+                                hi |= ((qh[l] >> (2 * p + 1)) & 1) << 4;
+                            }
+                            out[64 * p + l] = lo;
+                            out[64 * p + 32 + l] = hi;
+                        }
+                    }
+                }
+            }
+            Q6_K => {
+                for (b, blk) in row_blocks.enumerate() {
+                    let (ql, qh) = (&blk[0..128], &blk[128..192]);
+                    let scales = &blk[192..208];
+                    d[b] = f16(&blk[208..]);
+                    let k = (j * nb + b) * 16;
+                    for (sc, &v) in self.sc[k..k + 16].iter_mut().zip(scales) {
+                        *sc = v as i8 as i32;
+                    }
+                    for p in 0..8 {
+                        let lo = scales[2 * p] as i8 as i16 as u16 as i32;
+                        let hi = scales[2 * p + 1] as i8 as i32;
+                        self.pairs[(j * nb + b) * 8 + p] = lo | (hi << 16);
+                    }
+                    let out = &mut q[b * 256..b * 256 + 256];
+                    for half in 0..2 {
+                        let (ql, qh) = (&ql[64 * half..64 * half + 64], &qh[32 * half..]);
+                        let out = &mut out[128 * half..128 * half + 128];
+                        for l in 0..32 {
+                            let h = qh[l];
+                            out[l] = (ql[l] & 15) | ((h & 3) << 4);
+                            out[l + 32] = (ql[l + 32] & 15) | (((h >> 2) & 3) << 4);
+                            out[l + 64] = (ql[l] >> 4) | (((h >> 4) & 3) << 4);
+                            out[l + 96] = (ql[l + 32] >> 4) | (((h >> 6) & 3) << 4);
+                        }
+                    }
+                }
+            }
+            _ => unreachable!("gemm_block admits only the types above"),
+        }
+    }
+}
+
+thread_local! {
+    /// Per-thread unpack buffers: they grow once to the widest row this thread has seen.
+    static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();
+}
+
+/// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`.
+///
+/// Safety: the caller validated `w` (data length), `tiles` (packed for `m x w.cols` in the
+/// type's format), that `out` points at `m * w.rows` floats of which this task alone writes
+/// rows `lo..hi` of each output row, and that the CPU has AVX-512 VNNI.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn gemm_rows(
+    w: &PackedMatrix,
+    row_bytes: usize,
+    tiles: &[Line],
+    m: usize,
+    out: *mut f32,
+    lo: usize,
+    hi: usize,
+) {
+    use GgmlType::*;
+    let cols = w.cols;
+    UNPACKED.with(|u| {
+        let mut u = u.borrow_mut();
+        u.reserve(cols);
+        let mut r0 = lo;
+        while r0 < hi {
+            let n = (hi - r0).min(RC);
+            for j in 0..n {
+                let r = r0 + j;
+                u.unpack(w.ty, &w.data[r * row_bytes..(r + 1) * row_bytes], cols, j);
+            }
+            for t in 0..m.div_ceil(TILE) {
+                let acc = match w.ty {
+                    Q4_0 => x86::tile_32::<3, false>(&u, cols, tiles, t),
+                    Q5_0 => x86::tile_32::<4, false>(&u, cols, tiles, t),
+                    Q8_0 => x86::tile_32::<7, false>(&u, cols, tiles, t),
+                    Q4_1 | Q5_1 => x86::tile_32::<0, true>(&u, cols, tiles, t),
+                    Q4_K | Q5_K => x86::tile_256::<false>(&u, cols, tiles, t),
+                    Q6_K => x86::tile_256::<true>(&u, cols, tiles, t),
+                    _ => unreachable!("gemm_block admits only the types above"),
+                };
+                for l in 0..TILE.min(m - t * TILE) {
+                    let y = out.add((t * TILE + l) * w.rows + r0);
+                    for (j, a) in acc.iter().enumerate().take(n) {
+                        *y.add(j) = a[l];
+                    }
+                }
+            }
+            r0 += n;
+        }
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{Line, Unpacked, LINES_256, LINES_32, RC, TILE};
+
+    /// One tile (16 activation rows) against [`RC`] unpacked rows of a 32-block type.
+    /// `SHIFT` is log2 of the weight's unsigned offset (`q_unsigned = q + 2^SHIFT`); `MIN` adds
+    /// `m * d_x * sum(q_x)` (Q4_1 / Q5_1, which have no offset).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn tile_32<const SHIFT: u32, const MIN: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; TILE]; RC] {
+        let nb = cols / 32;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_32].as_ptr();
+        let mut acc = [_mm512_setzero_ps(); RC];
+        for b in 0..nb {
+            let a = lines.add(b * LINES_32);
+            let x: [__m512i; 8] = std::array::from_fn(|g| _mm512_load_si512(a.add(g).cast()));
+            let init = if MIN {
+                _mm512_setzero_si512()
+            } else {
+                _mm512_slli_epi32::<SHIFT>(_mm512_load_si512(a.add(8).cast()))
+            };
+            let dx = _mm512_load_ps(a.add(9).cast());
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let wq = u.q.as_ptr().add(r * cols + b * 32);
+                let mut s = init;
+                for (g, &xg) in x.iter().enumerate() {
+                    let wg = _mm512_set1_epi32(wq.add(4 * g).cast::<i32>().read_unaligned());
+                    s = _mm512_dpbusd_epi32(s, wg, xg);
+                }
+                let scale = _mm512_mul_ps(dx, _mm512_set1_ps(*u.d.get_unchecked(r * nb + b)));
+                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, *acc);
+                if MIN {
+                    let dsum = _mm512_load_ps(a.add(10).cast());
+                    *acc =
+                        _mm512_fmadd_ps(dsum, _mm512_set1_ps(*u.m.get_unchecked(r * nb + b)), *acc);
+                }
+            }
+        }
+        let mut out = [[0f32; TILE]; RC];
+        for (o, a) in out.iter_mut().zip(acc) {
+            _mm512_storeu_ps(o.as_mut_ptr(), a);
+        }
+        out
+    }
+
+    /// One tile against [`RC`] unpacked rows of a K type: Q4_K / Q5_K (`Q6 = false`: 8
+    /// sub-blocks of 32 with scales and mins) or Q6_K (16 sub-blocks of 16 with signed
+    /// scales, offset 32).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn tile_256<const Q6: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; TILE]; RC] {
+        let nb = cols / 256;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_256].as_ptr();
+        let mut acc = [_mm512_setzero_ps(); RC];
+        for b in 0..nb {
+            let a = lines.add(b * LINES_256);
+            let mut iacc = [_mm512_setzero_si512(); RC];
+            // Sub-blocks: 8 of 32 elements (8 lines) or 16 of 16 (4 lines).
+            let (subs, per) = if Q6 { (16, 4) } else { (8, 8) };
+            for s in 0..subs {
+                let x: [__m512i; 8] = std::array::from_fn(|g| {
+                    if g < per {
+                        _mm512_load_si512(a.add(s * per + g).cast())
+                    } else {
+                        _mm512_setzero_si512()
+                    }
+                });
+                for (r, iacc) in iacc.iter_mut().enumerate() {
+                    let wq = u.q.as_ptr().add(r * cols + b * 256 + s * per * 4);
+                    let mut sum = _mm512_setzero_si512();
+                    for (g, &xg) in x.iter().enumerate().take(per) {
+                        let wg = _mm512_set1_epi32(wq.add(4 * g).cast::<i32>().read_unaligned());
+                        sum = _mm512_dpbusd_epi32(sum, wg, xg);
+                    }
+                    let sc = _mm512_set1_epi32(*u.sc.get_unchecked((r * nb + b) * 16 + s));
+                    *iacc = _mm512_add_epi32(*iacc, _mm512_mullo_epi32(sum, sc));
+                }
+            }
+            let dx = _mm512_load_ps(a.add(64).cast());
+            let sums: [__m512i; 8] =
+                std::array::from_fn(|p| _mm512_load_si512(a.add(65 + p).cast()));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let k = (r * nb + b) * 8;
+                let mut corr = _mm512_setzero_si512();
+                for (p, &sp) in sums.iter().enumerate() {
+                    let pair = _mm512_set1_epi32(*u.pairs.get_unchecked(k + p));
+                    corr = _mm512_dpwssd_epi32(corr, sp, pair);
+                }
+                let d = _mm512_mul_ps(dx, _mm512_set1_ps(*u.d.get_unchecked(r * nb + b)));
+                if Q6 {
+                    // sum_s sc_s * (q_unsigned - 32) . x = iacc - 32 * sum_s sc_s * sum_s(x)
+                    let i = _mm512_sub_epi32(iacc[r], _mm512_slli_epi32::<5>(corr));
+                    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i), d, *acc);
+                } else {
+                    let dmin = _mm512_mul_ps(dx, _mm512_set1_ps(*u.m.get_unchecked(r * nb + b)));
+                    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[r]), d, *acc);
+                    *acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(corr), dmin, *acc);
+                }
+            }
+        }
+        let mut out = [[0f32; TILE]; RC];
+        for (o, a) in out.iter_mut().zip(acc) {
+            _mm512_storeu_ps(o.as_mut_ptr(), a);
+        }
+        out
+    }
+}
