@@ -133,6 +133,11 @@ pub(crate) fn attention_f32_with(
     let hd = p.head_dim;
     let out = &mut out[..p.n_q * p.n_heads * hd];
     let group = p.n_heads / p.n_kv_heads;
+    let level = super::cpu::supported_or_lower(isa);
+    if level != Isa::Scalar && blocked_applies(&p) {
+        blocked_attention(level, q, k_cache, v_cache, out, &p);
+        return Ok(());
+    }
     // A task takes all query heads that share one kv head (they are adjacent in `out`), so
     // each K/V block is read from memory once and reused from L1 by the whole group.
     let heads_per_task = if group <= MAX_GROUP { group } else { 1 };
@@ -154,7 +159,7 @@ pub(crate) fn attention_f32_with(
             softcap: p.softcap,
         };
         #[allow(unreachable_patterns)]
-        match super::cpu::supported_or_lower(isa) {
+        match level {
             // SAFETY: the level is supported; slices are bounds-checked above.
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => unsafe { group_avx512(task, o) },
@@ -275,5 +280,268 @@ unsafe fn axpy_simd<S: Simd>(y: &mut [f32], a: f32, x: &[f32]) {
     while i < n {
         *py.add(i) += a * *px.add(i);
         i += 1;
+    }
+}
+
+// ---------------------------------------------------------------- blocked prefill
+
+/// Query positions per blocked task.
+const Q_BLOCK: usize = 16;
+/// Floats of output accumulators a blocked task keeps on the stack (16 lanes x head_dim).
+const BLOCKED_ACC: usize = 16 * BLOCKED_MAX_HD;
+/// Largest head_dim of the blocked path (its transposed key block lives on the stack).
+const BLOCKED_MAX_HD: usize = 256;
+
+/// Whether the blocked prefill path handles `p`: several queries, head_dim a multiple of 16
+/// (whole vectors on every ISA), no softcap.
+fn blocked_applies(p: &AttentionParams) -> bool {
+    let group = p.n_heads / p.n_kv_heads;
+    p.n_q >= 4
+        && p.softcap.is_none()
+        && p.head_dim.is_multiple_of(16)
+        && p.head_dim <= BLOCKED_MAX_HD
+        && group <= MAX_GROUP
+}
+
+/// Output pointer shared by blocked tasks; each writes a disjoint set of (query, head) rows.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint rows, and the `&mut` borrow outlives the parallel section.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// Prefill attention in tasks of (kv head, block of up to [`Q_BLOCK`] queries); see
+/// [`blocked_task`].
+fn blocked_attention(
+    level: Isa,
+    q: &[f32],
+    k_cache: &[f32],
+    v_cache: &[f32],
+    out: &mut [f32],
+    p: &AttentionParams,
+) {
+    let hd = p.head_dim;
+    let group = p.n_heads / p.n_kv_heads;
+    let q_block = Q_BLOCK;
+    let blocks = p.n_q.div_ceil(q_block);
+    let tasks = p.n_kv_heads * blocks;
+    let visible = p.kv_len.min(p.sliding_window.unwrap_or(usize::MAX));
+    let work = 4 * hd * visible * group * q_block;
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    threads::for_each_range(tasks, work, 1, |range| {
+        for t in range {
+            let (kvh, b) = (t / blocks, t % blocks);
+            let i0 = b * q_block;
+            let task = BlockedTask {
+                q,
+                k: &k_cache[kvh * p.kv_capacity * hd..(kvh + 1) * p.kv_capacity * hd],
+                v: &v_cache[kvh * p.kv_capacity * hd..(kvh + 1) * p.kv_capacity * hd],
+                out: out_ptr,
+                p,
+                kvh,
+                i0,
+                i1: (i0 + q_block).min(p.n_q),
+            };
+            // SAFETY: `level` is supported by this CPU; `validate` checked every length;
+            // tasks write disjoint (query, head) rows of `out`.
+            #[allow(unreachable_patterns)]
+            match level {
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx512 => unsafe { blocked_avx512(&task) },
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2 => unsafe { blocked_avx2(&task) },
+                _ => unreachable!("the blocked path runs only on SIMD levels"),
+            }
+        }
+    });
+}
+
+/// Queries `i0..i1` of every head in kv head `kvh`'s group; `k`/`v` are that kv head's cache.
+struct BlockedTask<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    out: OutPtr,
+    p: &'a AttentionParams,
+    kvh: usize,
+    i0: usize,
+    i1: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn blocked_avx512(t: &BlockedTask<'_>) {
+    unsafe { blocked_task::<super::simd::Avx512>(t) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn blocked_avx2(t: &BlockedTask<'_>) {
+    unsafe { blocked_task::<super::simd::Avx2>(t) }
+}
+
+/// Query vectors of one blocked task, [`Q_BLOCK`] query positions times the group's heads.
+const MAX_VECTORS: usize = Q_BLOCK * MAX_GROUP;
+
+/// Lanes are query vectors (query position x head of the group), `S::W` at a time: scores
+/// of one key for all lanes are `head_dim` FMAs of the transposed queries with the key's
+/// elements broadcast, so keys need no transpose and no horizontal sums. Softmax state is
+/// per lane; values are accumulated per query vector with its probability broadcast.
+#[inline(always)]
+unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
+    const KB: usize = KEY_BLOCK;
+    let p = t.p;
+    let hd = p.head_dim;
+    let group = p.n_heads / p.n_kv_heads;
+    let n_vec = (t.i1 - t.i0) * group;
+    let first_visible = |pos: usize| p.sliding_window.map_or(0, |w| (pos + 1).saturating_sub(w));
+    let pos_of = |vi: usize| p.q_pos0 + t.i0 + vi / group;
+    let q_row = |vi: usize| {
+        let head = t.kvh * group + vi % group;
+        (t.i0 + vi / group) * p.n_heads + head
+    };
+    // Stack buffers left uninitialised (zeroing them per task showed in profiles); each is
+    // written before it is read.
+    let mut acc = std::mem::MaybeUninit::<[f32; BLOCKED_ACC]>::uninit();
+    let acc = acc.as_mut_ptr().cast::<f32>();
+    let mut qt = std::mem::MaybeUninit::<[f32; BLOCKED_MAX_HD * 16]>::uninit();
+    let qt = qt.as_mut_ptr().cast::<f32>();
+    let mut probs = std::mem::MaybeUninit::<[f32; KB * 16]>::uninit();
+    let probs = probs.as_mut_ptr().cast::<f32>();
+    let mut denom = [0f32; MAX_VECTORS];
+
+    let mut v0 = 0;
+    while v0 < n_vec {
+        let lanes = S::W.min(n_vec - v0);
+        // qt[d * W + l] = q[vector v0 + l][d]; missing lanes repeat the last vector.
+        for l in 0..S::W {
+            let row = t.q.as_ptr().add(q_row(v0 + l.min(lanes - 1)) * hd);
+            for d in 0..hd {
+                *qt.add(d * S::W + l) = *row.add(d);
+            }
+        }
+        std::ptr::write_bytes(acc, 0, S::W * hd);
+        let mut pos = [0f32; 16];
+        let mut start = [0f32; 16];
+        for l in 0..S::W {
+            let ps = pos_of(v0 + l.min(lanes - 1));
+            pos[l] = ps as f32;
+            start[l] = first_visible(ps) as f32;
+        }
+        let (posv, startv) = (S::load(pos.as_ptr()), S::load(start.as_ptr()));
+        let keys_start = first_visible(pos_of(v0));
+        let keys_end = pos_of(v0 + lanes - 1) + 1;
+        let scale = S::splat(p.scale);
+        let neg_inf = S::splat(f32::NEG_INFINITY);
+        let mut run_max = neg_inf;
+        let mut run_sum = S::splat(0.0);
+
+        let mut kb = keys_start;
+        while kb < keys_end {
+            let len = KB.min(keys_end - kb);
+            // Scores, four keys at a time (independent FMA chains).
+            let mut j = 0;
+            while j < len {
+                let n = 4.min(len - j);
+                let mut s = [S::splat(0.0); 4];
+                let key = |x: usize| t.k.as_ptr().add((kb + j + x.min(n - 1)) * hd);
+                let keys = [key(0), key(1), key(2), key(3)];
+                for d in 0..hd {
+                    let qd = S::load(qt.add(d * S::W));
+                    for x in 0..4 {
+                        s[x] = S::fma(qd, S::splat(*keys[x].add(d)), s[x]);
+                    }
+                }
+                for (x, s) in s.iter().enumerate().take(n) {
+                    // Lanes that must not see key `kb + j + x` (future, or out of the window).
+                    let kv = S::splat((kb + j + x) as f32);
+                    let v = S::mul(*s, scale);
+                    let v = S::select_less(posv, kv, neg_inf, v);
+                    let v = S::select_less(kv, startv, neg_inf, v);
+                    S::store(probs.add((j + x) * S::W), v);
+                }
+                j += n;
+            }
+            let mut block_max = neg_inf;
+            for j in 0..len {
+                block_max = S::max(block_max, S::load(probs.add(j * S::W)));
+            }
+            let new_max = S::max(run_max, block_max);
+            // Lanes with nothing visible yet keep max -inf: use 0 as the shift there so
+            // exp(-inf - 0) = 0 instead of NaN.
+            let shift = S::select_less(new_max, S::splat(f32::MIN), S::splat(0.0), new_max);
+            let factor = S::exp(S::sub(run_max, shift));
+            run_max = new_max;
+            let mut sum = S::splat(0.0);
+            for j in 0..len {
+                let e = S::exp(S::sub(S::load(probs.add(j * S::W)), shift));
+                S::store(probs.add(j * S::W), e);
+                sum = S::add(sum, e);
+            }
+            run_sum = S::fma(run_sum, factor, sum);
+            let mut factors = [0f32; 16];
+            S::store(factors.as_mut_ptr(), factor);
+            for (l, &f) in factors.iter().enumerate().take(lanes) {
+                pv_accumulate::<S>(
+                    acc.add(l * hd),
+                    hd,
+                    f,
+                    probs.add(l),
+                    t.v.as_ptr().add(kb * hd),
+                    len,
+                );
+            }
+            kb += len;
+        }
+        S::store(denom.as_mut_ptr().add(v0), run_sum);
+        for l in 0..lanes {
+            let o = t.out.0.add(q_row(v0 + l) * hd);
+            let inv = 1.0 / denom[v0 + l];
+            for d in 0..hd {
+                *o.add(d) = *acc.add(l * hd + d) * inv;
+            }
+        }
+        v0 += lanes;
+    }
+}
+
+/// `acc[..hd] = acc * factor + sum_j probs[j * W] * v[j][..hd]` for `len` keys.
+#[inline(always)]
+unsafe fn pv_accumulate<S: Simd>(
+    acc: *mut f32,
+    hd: usize,
+    factor: f32,
+    probs: *const f32,
+    v: *const f32,
+    len: usize,
+) {
+    let vf = S::splat(factor);
+    let mut e = 0;
+    // Four vectors of the row at a time in registers, then the rest one by one.
+    while e + 4 * S::W <= hd {
+        let mut r: [S::V; 4] = std::array::from_fn(|x| S::mul(S::load(acc.add(e + x * S::W)), vf));
+        for j in 0..len {
+            let w = S::splat(*probs.add(j * S::W));
+            let row = v.add(j * hd + e);
+            for (x, r) in r.iter_mut().enumerate() {
+                *r = S::fma(w, S::load(row.add(x * S::W)), *r);
+            }
+        }
+        for (x, r) in r.iter().enumerate() {
+            S::store(acc.add(e + x * S::W), *r);
+        }
+        e += 4 * S::W;
+    }
+    while e < hd {
+        let mut r = S::mul(S::load(acc.add(e)), vf);
+        for j in 0..len {
+            r = S::fma(
+                S::splat(*probs.add(j * S::W)),
+                S::load(v.add(j * hd + e)),
+                r,
+            );
+        }
+        S::store(acc.add(e), r);
+        e += S::W;
     }
 }

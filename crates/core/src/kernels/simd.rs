@@ -48,6 +48,8 @@ pub(crate) trait Simd: Copy {
     unsafe fn scale_pow2(a: Self::V, n: Self::V) -> Self::V;
     /// Lanes where `a < b` keep `v`, others become 0.
     unsafe fn zero_unless_not_less(a: Self::V, b: Self::V, v: Self::V) -> Self::V;
+    /// Lane-wise `if a < b { x } else { y }`.
+    unsafe fn select_less(a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Self::V;
     unsafe fn hsum(a: Self::V) -> f32;
     unsafe fn hmax(a: Self::V) -> f32;
 
@@ -195,6 +197,10 @@ impl Simd for Avx512 {
         _mm512_maskz_mov_ps(!less, v)
     }
     #[inline(always)]
+    unsafe fn select_less(a: __m512, b: __m512, x: __m512, y: __m512) -> __m512 {
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b), y, x)
+    }
+    #[inline(always)]
     unsafe fn hsum(a: __m512) -> f32 {
         _mm512_reduce_add_ps(a)
     }
@@ -326,6 +332,10 @@ impl Simd for Avx2 {
     unsafe fn zero_unless_not_less(a: __m256, b: __m256, v: __m256) -> __m256 {
         let less = _mm256_cmp_ps::<_CMP_LT_OQ>(a, b);
         _mm256_andnot_ps(less, v)
+    }
+    #[inline(always)]
+    unsafe fn select_less(a: __m256, b: __m256, x: __m256, y: __m256) -> __m256 {
+        _mm256_blendv_ps(y, x, _mm256_cmp_ps::<_CMP_LT_OQ>(a, b))
     }
     #[inline(always)]
     unsafe fn hsum(a: __m256) -> f32 {
@@ -480,6 +490,14 @@ impl Simd for Scalar {
             0.0
         } else {
             v
+        }
+    }
+    #[inline(always)]
+    unsafe fn select_less(a: f32, b: f32, x: f32, y: f32) -> f32 {
+        if a < b {
+            x
+        } else {
+            y
         }
     }
     #[inline(always)]

@@ -113,6 +113,21 @@ fn prefill_from_zero_and_continuing() {
 }
 
 #[test]
+fn blocked_prefill_shapes() {
+    // n_q >= 4 with head_dim a multiple of 16 takes the blocked path on SIMD levels: several
+    // query blocks (ragged last), key blocks crossing the diagonal, continuing prefill.
+    check(params(40, 9, 3, 64, 40, 0), 50); // SmolLM2-135M shape
+    check(params(130, 4, 2, 32, 200, 70), 51);
+    check(params(17, 8, 1, 128, 17, 0), 52); // multi-query, long heads: fewer queries per task
+    check(params(4, 2, 2, 16, 300, 296), 53);
+    let mut p = params(70, 6, 3, 48, 150, 80);
+    p.sliding_window = Some(33);
+    check(p, 54);
+    p.sliding_window = Some(1);
+    check(p, 55);
+}
+
+#[test]
 fn sliding_window_and_softcap() {
     let mut p = params(6, 4, 2, 32, 150, 144);
     p.sliding_window = Some(70);
