@@ -37,6 +37,8 @@ enum Command {
     Tokenize(TokenizeArgs),
     /// Measure prompt processing and generation speed, like llama-bench.
     Bench(BenchArgs),
+    /// Write a GGUF copy of a model with other tensor types, like llama-quantize.
+    Quantize(QuantizeArgs),
 }
 
 #[derive(Args, Clone)]
@@ -146,6 +148,27 @@ struct BenchArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct QuantizeArgs {
+    /// A .gguf file, a safetensors directory or a Hugging Face repo id in the local cache.
+    input: String,
+    /// The GGUF file to write.
+    output: std::path::PathBuf,
+    /// Output type: q4_0, q4_1, q5_0, q5_1, q8_0, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16,
+    /// bf16, f32 (per-tensor mixtures as llama-quantize chooses them).
+    #[arg(long = "type", value_name = "TYPE")]
+    file_type: String,
+    /// Replace OUTPUT if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
 type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> ExitCode {
@@ -157,6 +180,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info(a),
         Command::Tokenize(a) => tokenize(a),
         Command::Bench(a) => bench(a),
+        Command::Quantize(a) => quantize(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -634,4 +658,87 @@ fn peak_rss_bytes() -> u64 {
             })
         })
         .map_or(0, |kb| kb * 1024)
+}
+
+fn quantize(a: QuantizeArgs) -> CliResult<()> {
+    use torchnative_formats::quantize::{quantize_model, FileType, QuantizeOptions};
+    let options = QuantizeOptions {
+        file_type: FileType::parse(&a.file_type)?,
+        overwrite: a.force,
+        threads: a.threads,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("quantizing {bar:30} {pos}/{len} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let report = quantize_model(&a.input, &a.output, &options, &mut |p| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(format!("{} {} -> {}", p.name, p.from, p.to));
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
+    let types: Vec<String> = report
+        .type_counts
+        .iter()
+        .map(|(t, n)| format!("{t} x{n}"))
+        .collect();
+    if a.json {
+        let v = json!({
+            "input": report.input.display().to_string(),
+            "output": a.output.display().to_string(),
+            "type": options.file_type.name(),
+            "tensors": report.tensors,
+            "bytes_in": report.bytes_in,
+            "bytes_out": report.bytes_out,
+            "seconds": report.elapsed.as_secs_f64(),
+            "tensor_types": report.type_counts.iter().map(|(t, n)| json!({"type": t.name(), "tensors": n})).collect::<Vec<_>>(),
+            "requantized_from": report.requantized_from.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            "fallbacks": report.fallbacks.len(),
+        });
+        println!("{v:#}");
+        return Ok(());
+    }
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "wrote {} ({}) from {}",
+        a.output.display(),
+        options.file_type,
+        report.input.display()
+    );
+    println!("tensors   {} ({})", report.tensors, types.join(", "));
+    println!(
+        "size      {:.1} MiB of tensor data -> {:.1} MiB file",
+        mb(report.bytes_in),
+        mb(report.bytes_out)
+    );
+    println!("time      {:.2}s", report.elapsed.as_secs_f64());
+    if !report.fallbacks.is_empty() {
+        println!(
+            "fallbacks {} tensors whose row length does not fit their type's block (e.g. {}: {} -> {})",
+            report.fallbacks.len(),
+            report.fallbacks[0].0,
+            report.fallbacks[0].1,
+            report.fallbacks[0].2
+        );
+    }
+    if !report.requantized_from.is_empty() {
+        let from: Vec<&str> = report.requantized_from.iter().map(|t| t.name()).collect();
+        println!(
+            "note      requantized from {}: those tensors were dequantized and quantized again, so \
+             the output is no more accurate than the input",
+            from.join(", ")
+        );
+    }
+    Ok(())
 }

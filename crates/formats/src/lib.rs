@@ -13,6 +13,7 @@ pub mod hub;
 mod json;
 mod mapped;
 pub mod names;
+pub mod quantize;
 pub mod safetensors;
 
 pub use error::{FormatError, Result};

@@ -20,7 +20,7 @@ use crate::error::{malformed, FormatError, Result};
 use crate::mapped::{map_file, Bytes};
 pub use value::MetadataValue;
 use value::ValueType;
-pub use write::{gguf_bytes, write_gguf, TensorToWrite};
+pub use write::{gguf_bytes, write_gguf, write_gguf_streaming, TensorHeader, TensorToWrite};
 
 /// `GGUF` read as a little-endian u32.
 pub const GGUF_MAGIC: u32 = 0x4655_4747;

@@ -70,40 +70,67 @@ impl From<FormatError> for WriteError {
     }
 }
 
+/// A tensor's directory entry for [`write_gguf_streaming`], whose data is produced later.
+#[derive(Clone, Debug)]
+pub struct TensorHeader {
+    /// Tensor name, unique within the file.
+    pub name: String,
+    /// Sizes in ggml order (`dims[0]` innermost).
+    pub dims: Vec<u64>,
+    /// Type the data will have.
+    pub ggml_type: GgmlType,
+}
+
+/// Writes a GGUF v3 file to `path` whose tensor data is produced one tensor at a time:
+/// `data(i)` is called in order for each tensor of `tensors` and must return exactly the bytes
+/// its dims and type imply. Only one tensor's data is held at a time. Metadata and directory are
+/// validated (as by [`gguf_bytes`]) before anything is written; an error from `data` stops the
+/// write and is returned (the partial file is left for the caller to remove).
+pub fn write_gguf_streaming(
+    path: &Path,
+    metadata: &[(String, MetadataValue)],
+    tensors: &[TensorHeader],
+    mut data: impl FnMut(usize) -> Result<Vec<u8>>,
+) -> Result<()> {
+    let dir: Vec<(&str, &[u64], GgmlType)> = tensors
+        .iter()
+        .map(|t| (t.name.as_str(), t.dims.as_slice(), t.ggml_type))
+        .collect();
+    let (header, alignment, sizes) = layout(metadata, &dir)?;
+    let file = File::create(path).map_err(|e| FormatError::io(path, e))?;
+    let mut w = BufWriter::new(file);
+    let io = |e| FormatError::io(path, e);
+    w.write_all(&header).map_err(io)?;
+    for (i, (t, &size)) in tensors.iter().zip(&sizes).enumerate() {
+        let bytes = data(i)?;
+        if bytes.len() as u64 != size {
+            return Err(malformed(format!(
+                "tensor '{}': {} bytes of data but dims {:?} as {} need {size}",
+                t.name,
+                bytes.len(),
+                t.dims,
+                t.ggml_type
+            )));
+        }
+        write_padded(&mut w, &bytes, alignment).map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
+
 fn write_to(
     w: &mut impl Write,
     metadata: &[(String, MetadataValue)],
     tensors: &[TensorToWrite<'_>],
 ) -> std::result::Result<(), WriteError> {
-    let alignment = alignment_of(metadata)?;
-    let mut keys = HashSet::new();
-    for (key, value) in metadata {
-        if !keys.insert(key.as_str()) {
-            return Err(malformed(format!("metadata key '{key}' given more than once")).into());
-        }
-        check_value(key, value, 0)?;
-    }
-
-    // Validate every tensor and lay out offsets before writing a byte.
-    let mut names = HashSet::new();
-    let mut offsets = Vec::with_capacity(tensors.len());
-    let mut next_offset: u64 = 0;
-    for t in tensors {
-        if !names.insert(t.name.as_str()) {
-            return Err(malformed(format!("tensor name '{}' given more than once", t.name)).into());
-        }
-        if t.dims.len() > MAX_DIMS {
+    let dir: Vec<(&str, &[u64], GgmlType)> = tensors
+        .iter()
+        .map(|t| (t.name.as_str(), t.dims.as_slice(), t.ggml_type))
+        .collect();
+    let (header, alignment, sizes) = layout(metadata, &dir)?;
+    for (t, &size) in tensors.iter().zip(&sizes) {
+        if size != t.data.len() as u64 {
             return Err(malformed(format!(
-                "tensor '{}': {} dimensions exceeds the ggml maximum of {MAX_DIMS}",
-                t.name,
-                t.dims.len()
-            ))
-            .into());
-        }
-        let n_bytes = tensor_n_bytes(&t.name, &t.dims, t.ggml_type)?;
-        if n_bytes != t.data.len() as u64 {
-            return Err(malformed(format!(
-                "tensor '{}': {} bytes of data but dims {:?} as {} need {n_bytes}",
+                "tensor '{}': {} bytes of data but dims {:?} as {} need {size}",
                 t.name,
                 t.data.len(),
                 t.dims,
@@ -111,7 +138,57 @@ fn write_to(
             ))
             .into());
         }
+    }
+    w.write_all(&header)?;
+    for t in tensors {
+        write_padded(w, t.data, alignment)?;
+    }
+    Ok(())
+}
+
+fn write_padded(w: &mut impl Write, data: &[u8], alignment: u64) -> std::io::Result<()> {
+    w.write_all(data)?;
+    let pad = (data.len() as u64).next_multiple_of(alignment) - data.len() as u64;
+    w.write_all(&vec![0u8; pad as usize])
+}
+
+/// Validates metadata and the tensor directory and encodes everything before the data section
+/// (padded to the alignment). Returns that header, the alignment and each tensor's data size.
+fn layout(
+    metadata: &[(String, MetadataValue)],
+    tensors: &[(&str, &[u64], GgmlType)],
+) -> Result<(Vec<u8>, u64, Vec<u64>)> {
+    let alignment = alignment_of(metadata)?;
+    let mut keys = HashSet::new();
+    for (key, value) in metadata {
+        if !keys.insert(key.as_str()) {
+            return Err(malformed(format!(
+                "metadata key '{key}' given more than once"
+            )));
+        }
+        check_value(key, value, 0)?;
+    }
+
+    // Validate every tensor and lay out offsets before writing a byte.
+    let mut names = HashSet::new();
+    let mut offsets = Vec::with_capacity(tensors.len());
+    let mut sizes = Vec::with_capacity(tensors.len());
+    let mut next_offset: u64 = 0;
+    for &(name, dims, ty) in tensors {
+        if !names.insert(name) {
+            return Err(malformed(format!(
+                "tensor name '{name}' given more than once"
+            )));
+        }
+        if dims.len() > MAX_DIMS {
+            return Err(malformed(format!(
+                "tensor '{name}': {} dimensions exceeds the ggml maximum of {MAX_DIMS}",
+                dims.len()
+            )));
+        }
+        let n_bytes = tensor_n_bytes(name, dims, ty)?;
         offsets.push(next_offset);
+        sizes.push(n_bytes);
         next_offset = next_offset
             .checked_add(n_bytes)
             .and_then(|e| e.checked_next_multiple_of(alignment))
@@ -128,25 +205,17 @@ fn write_to(
         header.extend_from_slice(&(value.value_type() as u32).to_le_bytes());
         put_value(&mut header, value);
     }
-    for (t, offset) in tensors.iter().zip(&offsets) {
-        put_string(&mut header, &t.name);
-        header.extend_from_slice(&(t.dims.len() as u32).to_le_bytes());
-        for d in &t.dims {
+    for (&(name, dims, ty), offset) in tensors.iter().zip(&offsets) {
+        put_string(&mut header, name);
+        header.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+        for d in dims {
             header.extend_from_slice(&d.to_le_bytes());
         }
-        header.extend_from_slice(&t.ggml_type.id().to_le_bytes());
+        header.extend_from_slice(&ty.id().to_le_bytes());
         header.extend_from_slice(&offset.to_le_bytes());
     }
     pad_to(&mut header, alignment);
-    w.write_all(&header)?;
-
-    let zeros = vec![0u8; alignment as usize];
-    for t in tensors {
-        w.write_all(t.data)?;
-        let pad = (t.data.len() as u64).next_multiple_of(alignment) - t.data.len() as u64;
-        w.write_all(&zeros[..pad as usize])?;
-    }
-    Ok(())
+    Ok((header, alignment, sizes))
 }
 
 fn alignment_of(metadata: &[(String, MetadataValue)]) -> Result<u64> {
