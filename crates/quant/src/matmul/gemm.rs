@@ -145,7 +145,15 @@ impl Unpacked {
         }
     }
 
+    /// [`Unpacked::unpack`] compiled for AVX-512, where its byte loops vectorize.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+    fn unpack_avx512(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
+        self.unpack(ty, row, cols, j)
+    }
+
     /// Unpack one weight row (`row`, `ty.row_bytes(cols)` bytes) into slot `j`.
+    #[inline(always)]
     fn unpack(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
         use GgmlType::*;
         let f16 = |p: &[u8]| crate::blocks::f16_to_f32([p[0], p[1]]);
@@ -165,10 +173,12 @@ impl Unpacked {
                     if ty == Q4_1 {
                         m[b] = f16(&blk[2..]);
                     }
-                    let out = &mut q[b * 32..b * 32 + 32];
-                    for (t, &v) in blk[off..off + 16].iter().enumerate() {
-                        out[t] = v & 15;
-                        out[t + 16] = v >> 4;
+                    // Fixed-size arrays: no bounds checks, so the loop vectorizes.
+                    let out: &mut [u8; 32] = (&mut q[b * 32..b * 32 + 32]).try_into().unwrap();
+                    let src: &[u8; 16] = blk[off..off + 16].try_into().unwrap();
+                    for t in 0..16 {
+                        out[t] = src[t] & 15;
+                        out[t + 16] = src[t] >> 4;
                     }
                 }
             }
@@ -191,9 +201,11 @@ impl Unpacked {
             Q8_0 => {
                 for (b, blk) in row_blocks.enumerate() {
                     d[b] = f16(blk);
-                    for (o, &v) in q[b * 32..b * 32 + 32].iter_mut().zip(&blk[2..34]) {
+                    let out: &mut [u8; 32] = (&mut q[b * 32..b * 32 + 32]).try_into().unwrap();
+                    let src: &[u8; 32] = blk[2..34].try_into().unwrap();
+                    for t in 0..32 {
                         // i8 -> u8 with +128; the kernel subtracts 128 * sum(x).
-                        *o = v ^ 0x80;
+                        out[t] = src[t] ^ 0x80;
                     }
                 }
             }
@@ -215,17 +227,22 @@ impl Unpacked {
                     } else {
                         (&blk[16..16], &blk[16..144])
                     };
-                    let out = &mut q[b * 256..b * 256 + 256];
                     for p in 0..4 {
-                        let src = &qs[32 * p..32 * p + 32];
-                        for l in 0..32 {
-                            let (mut lo, mut hi) = (src[l] & 15, src[l] >> 4);
-                            if five {
-                                lo |= ((qh[l] >> (2 * p)) & 1) << 4;
-                                hi |= ((qh[l] >> (2 * p + 1)) & 1) << 4;
+                        let out: &mut [u8; 64] = (&mut q[b * 256 + 64 * p..b * 256 + 64 * p + 64])
+                            .try_into()
+                            .unwrap();
+                        let src: &[u8; 32] = qs[32 * p..32 * p + 32].try_into().unwrap();
+                        if five {
+                            let qh: &[u8; 32] = qh.try_into().unwrap();
+                            for l in 0..32 {
+                                out[l] = (src[l] & 15) | (((qh[l] >> (2 * p)) & 1) << 4);
+                                out[l + 32] = (src[l] >> 4) | (((qh[l] >> (2 * p + 1)) & 1) << 4);
                             }
-                            out[64 * p + l] = lo;
-                            out[64 * p + 32 + l] = hi;
+                        } else {
+                            for l in 0..32 {
+                                out[l] = src[l] & 15;
+                                out[l + 32] = src[l] >> 4;
+                            }
                         }
                     }
                 }
@@ -244,10 +261,13 @@ impl Unpacked {
                         let hi = scales[2 * p + 1] as i8 as i32;
                         self.pairs[(j * nb + b) * 8 + p] = lo | (hi << 16);
                     }
-                    let out = &mut q[b * 256..b * 256 + 256];
                     for half in 0..2 {
-                        let (ql, qh) = (&ql[64 * half..64 * half + 64], &qh[32 * half..]);
-                        let out = &mut out[128 * half..128 * half + 128];
+                        let ql: &[u8; 64] = ql[64 * half..64 * half + 64].try_into().unwrap();
+                        let qh: &[u8; 32] = qh[32 * half..32 * half + 32].try_into().unwrap();
+                        let out: &mut [u8; 128] = (&mut q
+                            [b * 256 + 128 * half..b * 256 + 128 * half + 128])
+                            .try_into()
+                            .unwrap();
                         for l in 0..32 {
                             let h = qh[l];
                             out[l] = (ql[l] & 15) | ((h & 3) << 4);
@@ -293,7 +313,7 @@ pub(crate) unsafe fn gemm_rows(
             let n = (hi - r0).min(RC);
             for j in 0..n {
                 let r = r0 + j;
-                u.unpack(w.ty, &w.data[r * row_bytes..(r + 1) * row_bytes], cols, j);
+                u.unpack_avx512(w.ty, &w.data[r * row_bytes..(r + 1) * row_bytes], cols, j);
             }
             for t in 0..m.div_ceil(TILE) {
                 let acc = match w.ty {
@@ -305,10 +325,13 @@ pub(crate) unsafe fn gemm_rows(
                     Q6_K => x86::tile_256::<true>(&u, cols, tiles, t),
                     _ => unreachable!("gemm_block admits only the types above"),
                 };
-                for l in 0..TILE.min(m - t * TILE) {
+                // `acc[l]` holds activation row l's outputs for weight rows r0.. r0 + RC.
+                for (l, a) in acc.iter().enumerate().take(TILE.min(m - t * TILE)) {
                     let y = out.add((t * TILE + l) * w.rows + r0);
-                    for (j, a) in acc.iter().enumerate().take(n) {
-                        *y.add(j) = a[l];
+                    if n == RC {
+                        y.cast::<[f32; RC]>().write_unaligned(*a);
+                    } else {
+                        std::ptr::copy_nonoverlapping(a.as_ptr(), y, n);
                     }
                 }
             }
@@ -323,6 +346,54 @@ mod x86 {
 
     use super::{Line, Unpacked, LINES_256, LINES_32, RC, TILE};
 
+    /// `[weight row][lane]` accumulators to `[lane][weight row]`: two 8x8 transposes of the
+    /// registers' halves.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn transpose(acc: [__m512; RC]) -> [[f32; RC]; TILE] {
+        let mut out = [[0f32; RC]; TILE];
+        for half in 0..2 {
+            let r: [__m256; 8] = std::array::from_fn(|i| {
+                if half == 0 {
+                    _mm512_castps512_ps256(acc[i])
+                } else {
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc[i])))
+                }
+            });
+            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+            let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let u1 = _mm256_shuffle_ps::<0xee>(t0, t2);
+            let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let u3 = _mm256_shuffle_ps::<0xee>(t1, t3);
+            let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let u5 = _mm256_shuffle_ps::<0xee>(t4, t6);
+            let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let u7 = _mm256_shuffle_ps::<0xee>(t5, t7);
+            let rows = [
+                _mm256_permute2f128_ps::<0x20>(u0, u4),
+                _mm256_permute2f128_ps::<0x20>(u1, u5),
+                _mm256_permute2f128_ps::<0x20>(u2, u6),
+                _mm256_permute2f128_ps::<0x20>(u3, u7),
+                _mm256_permute2f128_ps::<0x31>(u0, u4),
+                _mm256_permute2f128_ps::<0x31>(u1, u5),
+                _mm256_permute2f128_ps::<0x31>(u2, u6),
+                _mm256_permute2f128_ps::<0x31>(u3, u7),
+            ];
+            for (l, v) in rows.into_iter().enumerate() {
+                // SAFETY: `out[..]` rows are RC = 8 floats.
+                unsafe { _mm256_storeu_ps(out[8 * half + l].as_mut_ptr(), v) };
+            }
+        }
+        out
+    }
+
     /// One tile (16 activation rows) against [`RC`] unpacked rows of a 32-block type.
     /// `SHIFT` is log2 of the weight's unsigned offset (`q_unsigned = q + 2^SHIFT`); `MIN` adds
     /// `m * d_x * sum(q_x)` (Q4_1 / Q5_1, which have no offset).
@@ -332,7 +403,7 @@ mod x86 {
         cols: usize,
         tiles: &[Line],
         t: usize,
-    ) -> [[f32; TILE]; RC] {
+    ) -> [[f32; RC]; TILE] {
         let nb = cols / 32;
         let stride = super::tile_lines(TILE, cols);
         let lines = tiles[t * stride..t * stride + nb * LINES_32].as_ptr();
@@ -362,11 +433,7 @@ mod x86 {
                 }
             }
         }
-        let mut out = [[0f32; TILE]; RC];
-        for (o, a) in out.iter_mut().zip(acc) {
-            _mm512_storeu_ps(o.as_mut_ptr(), a);
-        }
-        out
+        transpose(acc)
     }
 
     /// One tile against [`RC`] unpacked rows of a K type: Q4_K / Q5_K (`Q6 = false`: 8
@@ -378,7 +445,7 @@ mod x86 {
         cols: usize,
         tiles: &[Line],
         t: usize,
-    ) -> [[f32; TILE]; RC] {
+    ) -> [[f32; RC]; TILE] {
         let nb = cols / 256;
         let stride = super::tile_lines(TILE, cols);
         let lines = tiles[t * stride..t * stride + nb * LINES_256].as_ptr();
@@ -429,10 +496,6 @@ mod x86 {
                 }
             }
         }
-        let mut out = [[0f32; TILE]; RC];
-        for (o, a) in out.iter_mut().zip(acc) {
-            _mm512_storeu_ps(o.as_mut_ptr(), a);
-        }
-        out
+        transpose(acc)
     }
 }
