@@ -450,3 +450,204 @@ fn bad_inputs_are_one_line_errors_and_leave_no_file() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The safetensors copy transformers saves of the default model (f32, dequantized from the
+/// GGUF), shared with the runtime tests: `$TORCHNATIVE_HOME/derived/<stem>.safetensors-f32`,
+/// made once by the runtime tests' oracle script. `None` (skipped) without the oracle.
+fn safetensors_copy(gguf: &Path) -> Option<PathBuf> {
+    let stem = gguf.file_stem().unwrap().to_string_lossy().to_string();
+    let derived = torchnative_runtime::torchnative_home().join("derived");
+    let dir = derived.join(format!("{stem}.safetensors-f32"));
+    if dir.join("done").is_file() {
+        return Some(dir);
+    }
+    let python = match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON").map(PathBuf::from) {
+        Some(p) if p.is_file() => p,
+        _ => {
+            if std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() == Ok("1") {
+                panic!("TORCHNATIVE_ORACLE_PYTHON is not set (run scripts/test.sh)");
+            }
+            eprintln!("skipped: no safetensors copy and TORCHNATIVE_ORACLE_PYTHON is not set");
+            return None;
+        }
+    };
+    let tmp = derived.join(format!("{stem}.tmp-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let request = tmp.join("request.json");
+    std::fs::write(
+        &request,
+        serde_json::to_vec(&serde_json::json!({
+            "cmd": "save_safetensors", "model": {"gguf": gguf}, "out_dir": tmp
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/oracle/hf_reference.py");
+    let out = Command::new(python)
+        .arg("-W")
+        .arg("ignore")
+        .arg(script)
+        .arg(&request)
+        .env("TQDM_DISABLE", "1")
+        .output()
+        .expect("cannot start the oracle python");
+    assert!(
+        out.status.success(),
+        "oracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(tmp.join("done"), b"").unwrap();
+    // Another test process may have won the race; either copy is the same.
+    if std::fs::rename(&tmp, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    Some(dir)
+}
+
+/// A safetensors directory converts to the GGUF llama.cpp's converter would make of it: the
+/// default model's copy comes back as the original file's tensors (f32: bit-identical to the
+/// dequantized Q4_1 values, q/k rows permuted back) and vocabulary; both engines run the result.
+#[test]
+fn safetensors_directory_converts_to_the_original_gguf() {
+    let Some(model) = model() else { return };
+    let Some(hf_dir) = safetensors_copy(&model) else {
+        return;
+    };
+    let dir = temp_dir("hf");
+    let source = GgufFile::open(&model).unwrap();
+
+    let f32_out = dir.join("f32.gguf");
+    let summary = quantize(&hf_dir, &f32_out, "f32");
+    assert_eq!(summary["requantized_from"], serde_json::json!([]));
+    let file = GgufFile::open(&f32_out).unwrap();
+    assert_eq!(file.tensors().len(), source.tensors().len());
+    for t in source.tensors() {
+        let ours = file
+            .tensor(&t.name)
+            .unwrap_or_else(|| panic!("{} missing", t.name));
+        assert_eq!(ours.dims, t.dims, "{}", t.name);
+        let mut want = vec![0f32; t.n_elements() as usize];
+        torchnative_quant::dequantize(t.ggml_type, source.tensor_data(t), &mut want).unwrap();
+        let got: Vec<f32> = file
+            .tensor_data(ours)
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert!(
+            got == want,
+            "{}: values differ from the original GGUF's",
+            t.name
+        );
+    }
+    // Hyperparameters and vocabulary as in the original. (tokenizer.ggml.pre is "gpt-2": the
+    // tokenizer.json transformers saved splits like GPT-2, not like llama.cpp's "smollm".)
+    for key in [
+        "general.architecture",
+        "llama.block_count",
+        "llama.context_length",
+        "llama.embedding_length",
+        "llama.feed_forward_length",
+        "llama.attention.head_count",
+        "llama.attention.head_count_kv",
+        "llama.rope.freq_base",
+        "llama.attention.layer_norm_rms_epsilon",
+        "llama.rope.dimension_count",
+        "llama.vocab_size",
+        "tokenizer.ggml.model",
+        "tokenizer.ggml.tokens",
+        "tokenizer.ggml.token_type",
+        "tokenizer.ggml.merges",
+        "tokenizer.ggml.bos_token_id",
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.unknown_token_id",
+        "tokenizer.ggml.padding_token_id",
+        "tokenizer.ggml.add_bos_token",
+        "tokenizer.chat_template",
+    ] {
+        assert_eq!(file.get(key), source.get(key), "metadata {key}");
+    }
+    assert_eq!(
+        file.get("tokenizer.ggml.pre").and_then(|v| v.as_str()),
+        Some("gpt-2")
+    );
+    drop(file);
+
+    // Our runtime: the GGUF computes what the safetensors directory computes.
+    let f32_weights = LoadOptions {
+        weight_format: WeightFormat::F32,
+        threads: None,
+    };
+    let from_hf = load_llm(hf_dir.to_str().unwrap(), &f32_weights).unwrap();
+    let from_gguf = load_llm(f32_out.to_str().unwrap(), &f32_weights).unwrap();
+    let text = "Hello world! 12345 apples cost $3.50 each; naïve café 😀 def f(x):\n    return x";
+    let ids = from_hf.tokenize(text).unwrap();
+    assert_eq!(from_gguf.tokenize(text).unwrap(), ids, "token ids differ");
+    let a = from_hf
+        .session(SessionOptions::default())
+        .unwrap()
+        .prefill_all_logits(&ids)
+        .unwrap();
+    let b = from_gguf
+        .session(SessionOptions::default())
+        .unwrap()
+        .prefill_all_logits(&ids)
+        .unwrap();
+    let rel = relative_rms(&b, &a);
+    println!(
+        "f32 GGUF from safetensors vs the safetensors directory: logits rms(diff)/rms {rel:.2e}"
+    );
+    assert!(rel < 1e-4, "logits differ: {rel}");
+    let cfg = GenerationConfig {
+        max_new_tokens: 16,
+        ..Default::default()
+    };
+    let q = "What is the capital of France?";
+    let messages = [torchnative_runtime::ChatMessage::new("user", q)];
+    let want = from_hf.chat(&messages, &cfg).unwrap().text;
+    assert_eq!(from_gguf.chat(&messages, &cfg).unwrap().text, want);
+    drop((from_hf, from_gguf));
+
+    // A quantized conversion: our runtime and llama.cpp run it.
+    let q_out = dir.join("q4_k_m.gguf");
+    let summary = quantize(&hf_dir, &q_out, "q4_k_m");
+    println!(
+        "safetensors -> q4_k_m: {:.2}s, {} -> {} bytes",
+        summary["seconds"].as_f64().unwrap(),
+        summary["bytes_in"],
+        summary["bytes_out"]
+    );
+    let native = load_llm(q_out.to_str().unwrap(), &LoadOptions::default()).unwrap();
+    let answer = native.chat(&messages, &cfg).unwrap().text;
+    println!("q4_k_m from safetensors answers {answer:?}");
+    assert!(!answer.trim().is_empty());
+    if let Some(bin) = llama_cpp_bin() {
+        // llama.cpp tokenizes with the converted vocabulary as the tokenizer.json does.
+        let tok = Command::new(bin.join("llama-tokenize"))
+            .arg("-m")
+            .arg(&q_out)
+            .args(["-p", text, "--ids", "--log-disable"])
+            .output()
+            .unwrap();
+        assert!(
+            tok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&tok.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&tok.stdout);
+        let theirs: Vec<u32> = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+        assert_eq!(theirs, ids, "llama.cpp's token ids");
+        let bench = Command::new(bin.join("llama-bench"))
+            .arg("-m")
+            .arg(&q_out)
+            .args(["-p", "16", "-n", "4", "-r", "1", "-t", "1"])
+            .output()
+            .unwrap();
+        assert!(
+            bench.status.success(),
+            "llama-bench on the converted file: {}",
+            String::from_utf8_lossy(&bench.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -63,7 +63,8 @@ const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// Pre-tokenizer names accepted in `tokenizer.ggml.pre`, for error messages.
-const SUPPORTED_PRE: &str = "gpt2, default, smollm, starcoder, refact, codeshell, llama-bpe, \
+const SUPPORTED_PRE: &str =
+    "gpt2, gpt-2, default, smollm, starcoder, refact, codeshell, llama-bpe, \
      llama3, llama-v3, dbrx, smaug-bpe, falcon3, qwen2, deepseek-r1-qwen";
 
 /// The pre-tokenizer (tokenizer.json form) for a byte-level vocabulary's `pre` name.
@@ -82,7 +83,8 @@ fn byte_level_pre_tokenizer(pre: Option<&str>) -> Result<Json> {
         // ByteLevel's built-in regex is GPT-2's split (contractions, letters, numbers, symbols,
         // whitespace). transformers uses it for every name it has no entry for, "default"
         // included; we follow it there (llama.cpp's "default" is a punctuation-first cascade).
-        "gpt2" | "default" => byte_level(true),
+        // "gpt-2" is llama.cpp's name for GPT-2's split (what its converter writes).
+        "gpt2" | "gpt-2" | "default" => byte_level(true),
         // llama.cpp splits every \p{N} character off first, then applies GPT-2's split; this is
         // the Digits(individual) + ByteLevel pipeline of SmolLM's own tokenizer.json, and its
         // vocabulary has no multi-digit token. (transformers 5.x has no entry for "smollm" and

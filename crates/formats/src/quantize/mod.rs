@@ -1,7 +1,7 @@
 //! Rewriting a model as a GGUF file of other tensor types (`torchnative quantize`).
 //!
-//! Input: a GGUF file, or a Hugging Face safetensors directory / cached repo id (see
-//! [`hf`](self#hugging-face-input)). Each tensor is converted once: its source data is
+//! Input: a GGUF file, or a Hugging Face safetensors directory / cached repo id (see below).
+//! Each tensor is converted once: its source data is
 //! dequantized to f32, then quantized to the type [`choose_types`] picks (llama.cpp's choice for
 //! the file type); tensors whose type does not change are copied byte for byte. All metadata is
 //! copied, `general.file_type` and `general.quantization_version` are set, alignment is kept.
@@ -13,7 +13,9 @@
 //! A safetensors checkpoint of a llama/mistral/qwen2/qwen3 model becomes a GGUF with llama.cpp's
 //! tensor names (q/k rows permuted for llama and mistral, as llama.cpp's converter does) and
 //! metadata built from config.json, generation_config.json, tokenizer.json and
-//! tokenizer_config.json (see `hf.rs` for what is supported and refused).
+//! tokenizer_config.json. Byte-level BPE tokenizers with a pre-tokenizer llama.cpp names
+//! convert; SentencePiece-style ones, other pre-tokenizers, llama3/dynamic RoPE scaling and
+//! non-float weights are refused with an error saying so (`hf.rs` has the details).
 
 mod hf;
 mod mix;
