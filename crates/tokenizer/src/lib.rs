@@ -37,6 +37,7 @@
 mod chat;
 mod error;
 mod gguf;
+mod pieces;
 mod pyjson;
 mod stream;
 mod tokenizer;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use crate::error::{invalid, read_file, Error, Result};
+use crate::pieces::PieceTable;
 
 /// How [`Tokenizer::encode`] treats special tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,8 @@ struct Inner {
     unk: Option<(String, u32)>,
     special_ids: BTreeSet<u32>,
     chat_template: Option<String>,
+    /// Per-token bytes when the decoder allows streaming by concatenation.
+    pieces: Option<PieceTable>,
 }
 
 /// A loaded tokenizer. Cloning is cheap (shared, immutable); it is `Send + Sync`.
@@ -280,6 +283,7 @@ impl Tokenizer {
                 .map(|(_, id)| *id),
         );
 
+        let pieces = PieceTable::build(&backend, vocab_size);
         let parsing_special = backend;
         let mut literal_special = parsing_special.clone();
         literal_special.set_encode_special_tokens(true);
@@ -295,6 +299,7 @@ impl Tokenizer {
                 unk,
                 special_ids,
                 chat_template: config.chat_template,
+                pieces,
             }),
         })
     }
@@ -438,6 +443,10 @@ impl Tokenizer {
     /// Whether `id` is a special token.
     pub fn is_special(&self, id: u32) -> bool {
         self.inner.special_ids.contains(&id)
+    }
+
+    pub(crate) fn pieces(&self) -> Option<&PieceTable> {
+        self.inner.pieces.as_ref()
     }
 
     /// The chat template shipped with the tokenizer, if any.

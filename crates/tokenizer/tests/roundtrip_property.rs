@@ -175,6 +175,8 @@ fn streaming_random_ids_equals_full_decode() {
                 .collect();
             let full = tokenizer.decode(&ids, options).unwrap();
             let mut stream = StreamingDetokenizer::new(tokenizer.clone(), options);
+            // Byte-level BPE streams known token bytes (no decoding per token).
+            assert!(stream.is_byte_path());
             let mut joined = String::new();
             for &id in &ids {
                 joined.push_str(&stream.push(id).unwrap().unwrap_or_default());
