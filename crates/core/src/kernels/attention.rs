@@ -350,7 +350,10 @@ fn blocked_attention(
                 Isa::Avx512 => unsafe { blocked_avx512(&task) },
                 #[cfg(target_arch = "x86_64")]
                 Isa::Avx2 => unsafe { blocked_avx2(&task) },
-                _ => unreachable!("the blocked path runs only on SIMD levels"),
+                _ => {
+                    let _ = &task;
+                    unreachable!("the blocked path runs only on SIMD levels")
+                }
             }
         }
     });

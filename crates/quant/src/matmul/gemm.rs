@@ -11,7 +11,9 @@
 //! Integer sums are exact; scales are applied per block in f32, so results equal the row
 //! kernels up to f32 summation order (not bit for bit).
 
-use super::{Line, PackedMatrix};
+use super::Line;
+#[cfg(target_arch = "x86_64")]
+use super::PackedMatrix;
 use crate::GgmlType;
 
 /// Activation rows per tile (one per 32-bit lane of a 512-bit register).
@@ -111,11 +113,13 @@ pub(crate) fn pack_tile_256(
 }
 
 /// Weight rows a task unpacks and runs together.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const RC: usize = 8;
 
 /// [`RC`] weight rows unpacked to one byte per element (element order), with per-block
 /// scales: `d`, `m` (Q4_1/Q5_1 min, K-types `dmin`), K-type sub-block scales (`sc`, as i32)
 /// and i16 pairs for the K-type correction (`pairs`).
+#[cfg(target_arch = "x86_64")]
 #[derive(Default)]
 pub(crate) struct Unpacked {
     q: Vec<u8>,
@@ -125,6 +129,7 @@ pub(crate) struct Unpacked {
     pairs: Vec<i32>,
 }
 
+#[cfg(target_arch = "x86_64")]
 impl Unpacked {
     fn reserve(&mut self, cols: usize) {
         let grow_u8 = |v: &mut Vec<u8>, n| {
@@ -283,6 +288,7 @@ impl Unpacked {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
 thread_local! {
     /// Per-thread unpack buffers: they grow once to the widest row this thread has seen.
     static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();

@@ -168,6 +168,7 @@ pub(crate) struct QActs<'a> {
     pub qs: &'a [i8],
     pub ds: &'a [[f32; 2]],
     pub sums16: &'a [i32],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub tiles: &'a [Line],
     pub xf: &'a [f32],
     pub cols: usize,
@@ -671,7 +672,7 @@ pub(crate) fn f16_at(p: &[u8], off: usize) -> f32 {
     f16_to_f32([p[off], p[off + 1]])
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
 
@@ -706,7 +707,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(target_arch = "x86_64")]
     fn simd_quantizers_give_the_scalar_bytes() {
         if !KernelPath::Avx512.is_available() {
             return;
