@@ -35,20 +35,20 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
     use GgmlType::*;
     match (path, ty) {
         (KernelPath::Avx512Vnni, Q4_0) => Some(Kernels {
-            one: signed_vnni512::<1, true>,
-            many: signed_vnni512::<PREFILL_ROWS, true>,
+            one: q4_1_vnni512::<1, true>,
+            many: q4_1_vnni512::<PREFILL_ROWS, true>,
         }),
         (KernelPath::Avx512Vnni, Q4_1) => Some(Kernels {
-            one: q4_1_vnni512::<1>,
-            many: q4_1_vnni512::<PREFILL_ROWS>,
+            one: q4_1_vnni512::<1, false>,
+            many: q4_1_vnni512::<PREFILL_ROWS, false>,
         }),
         (KernelPath::Avx512Vnni, Q8_0) => Some(Kernels {
             one: signed_vnni512::<1, false>,
             many: signed_vnni512::<PREFILL_ROWS, false>,
         }),
         (KernelPath::Avx512, Q4_1) => Some(Kernels {
-            one: q4_1_avx512::<1>,
-            many: q4_1_avx512::<PREFILL_ROWS>,
+            one: q4_1_avx512::<1, false>,
+            many: q4_1_avx512::<PREFILL_ROWS, false>,
         }),
         (KernelPath::Avx512, Q8_0) => Some(Kernels {
             one: signed_avx512::<1, false>,
@@ -654,12 +654,21 @@ unsafe fn q5_avx2<const N: usize, const ONE: bool>(w: &[u8], a: &QActs, r0: usiz
 
 macro_rules! q4_1_512 {
     ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
-        /// Q4_1 weights, two blocks per zmm: nibbles of blocks b, b+1 become
+        /// Q4_1 weights (`Q4_0 = false`), two blocks per zmm: nibbles of blocks b, b+1 become
         /// `[lo_b, hi_b, lo_b+1, hi_b+1]` (the activations' natural order), one `vpdpbusd` for both.
+        /// Q4_0 weights (`Q4_0 = true`) as Q4_1 with `m = -8 d`: the unsigned nibbles go
+        /// straight into `vpdpbusd` and the offset comes from the activations' block sums.
         #[target_feature(enable = $features)]
-        unsafe fn $name<const N: usize>(w: &[u8], a: &QActs, r0: usize) -> [f32; N] {
+        unsafe fn $name<const N: usize, const Q4_0: bool>(
+            w: &[u8],
+            a: &QActs,
+            r0: usize,
+        ) -> [f32; N] {
             let nb = a.cols / 32;
-            debug_assert_eq!(w.len(), nb * 20);
+            let (size, qs_at) = if Q4_0 { (18, 2) } else { (20, 4) };
+            debug_assert_eq!(w.len(), nb * size);
+            // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1].
+            let minus8 = _mm_setr_ps(1.0, -8.0, 1.0, -8.0);
             let wp = w.as_ptr();
             let m4 = _mm512_set1_epi8(0x0f);
             let nibble_shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
@@ -668,20 +677,27 @@ macro_rules! q4_1_512 {
             macro_rules! pair {
                 ($b:expr, $k:expr) => {{
                     let b = $b;
-                    let blk0 = wp.add(b * 20);
-                    let blk1 = blk0.add(20);
+                    let blk0 = wp.add(b * size);
+                    let blk1 = blk0.add(size);
                     // [d0, m0, d1, m1] widened; the two 32-bit pairs joined in a general
                     // register (vector shuffle ports are the scarce resource here).
-                    let lo = blk0.cast::<u32>().read_unaligned() as u64;
-                    let hi = blk1.cast::<u32>().read_unaligned() as u64;
-                    let dm = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
+                    let dm = if Q4_0 {
+                        let lo = blk0.cast::<u16>().read_unaligned() as u64;
+                        let hi = blk1.cast::<u16>().read_unaligned() as u64;
+                        let d = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
+                        _mm_mul_ps(_mm_moveldup_ps(d), minus8)
+                    } else {
+                        let lo = blk0.cast::<u32>().read_unaligned() as u64;
+                        let hi = blk1.cast::<u32>().read_unaligned() as u64;
+                        _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64))
+                    };
                     // 128-bit lanes [q0, q0, q1, q1] by (masked) broadcast loads, then the
                     // odd lanes shifted down a nibble: [q0, q0>>4, q1, q1>>4].
-                    let q0 = _mm512_broadcast_i32x4(_mm_loadu_si128(blk0.add(4).cast()));
+                    let q0 = _mm512_broadcast_i32x4(_mm_loadu_si128(blk0.add(qs_at).cast()));
                     let q = _mm512_mask_broadcast_i32x4(
                         q0,
                         0xff00,
-                        _mm_loadu_si128(blk1.add(4).cast()),
+                        _mm_loadu_si128(blk1.add(qs_at).cast()),
                     );
                     let wq = _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4);
                     for i in 0..N {
@@ -714,9 +730,15 @@ macro_rules! q4_1_512 {
             });
             if b < nb {
                 // Odd block count: the last block alone, 256 bits wide.
-                let blk = wp.add(b * 20);
-                let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()));
-                let wq = nibbles(blk.add(4));
+                let blk = wp.add(b * size);
+                let dm = if Q4_0 {
+                    let d =
+                        _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<u16>().read_unaligned() as i32));
+                    _mm_mul_ps(_mm_moveldup_ps(d), minus8)
+                } else {
+                    _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()))
+                };
+                let wq = nibbles(blk.add(qs_at));
                 for (i, o) in out.iter_mut().enumerate() {
                     let row = r0 + i;
                     let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
