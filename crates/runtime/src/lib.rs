@@ -1,5 +1,6 @@
 //! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.
 
+mod alloc_count;
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
@@ -13,6 +14,7 @@ pub mod stop;
 mod stream;
 pub mod weights;
 
+pub use alloc_count::{allocation_count, CountingAllocator};
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{

@@ -14,6 +14,7 @@ use torchnative_tokenizer::{
     StreamingDetokenizer, Tokenizer,
 };
 
+use crate::alloc_count::allocation_count;
 use crate::error::{invalid, Result, RuntimeError};
 use crate::kv_cache::{DenseKvCache, KvCache};
 use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
@@ -252,6 +253,14 @@ pub struct Counters {
     pub cache_bytes: usize,
     /// Prompt tokens that were already in the cache and not evaluated again.
     pub reused_prompt_tokens: usize,
+    /// Heap allocations the process made during the decode loop: from the moment the prompt's
+    /// logits are ready and the request's buffers are set up, through every generated token
+    /// (sampling, detokenization, stop strings, the text callback, the token's forward pass),
+    /// to the end of the loop. Prefill, setup, the final flush of held-back text and building
+    /// this result are outside it. `None` unless the binary installed
+    /// [`CountingAllocator`](crate::CountingAllocator). Process-wide: allocations of other
+    /// threads during the loop are included (and so are the callback's own).
+    pub allocations_in_decode_loop: Option<u64>,
 }
 
 /// The result of one generation.
@@ -267,9 +276,16 @@ pub struct Completion {
 }
 
 /// What a generation does, with transformers' names.
+///
+/// [`Default`] is the runtime's built-in configuration (greedy, 256 new tokens, the model's
+/// EOS ids); [`Llm::generation_config`] is that with the model's own defaults applied.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenerationConfig {
     pub max_new_tokens: usize,
+    /// Prompt plus generated tokens at most (transformers' `max_length`): generation stops
+    /// after `min(max_new_tokens, max_length - prompt length)` tokens, and a prompt of
+    /// `max_length` tokens or more is an error. `None`: no such bound.
+    pub max_length: Option<usize>,
     /// EOS is suppressed until this many tokens were generated.
     pub min_new_tokens: usize,
     pub sampling: SamplingParams,
@@ -285,11 +301,72 @@ impl Default for GenerationConfig {
     fn default() -> Self {
         GenerationConfig {
             max_new_tokens: 256,
+            max_length: None,
             min_new_tokens: 0,
             sampling: SamplingParams::default(),
             seed: None,
             stop: Vec::new(),
             eos_token_ids: None,
+        }
+    }
+}
+
+impl GenerationConfig {
+    /// The built-in configuration with a model's generation defaults (its
+    /// `generation_config.json`) applied as transformers' `generate` applies them when the
+    /// caller passes nothing:
+    ///
+    /// - `do_sample`, `temperature`, `top_k`, `top_p`, `min_p`, `repetition_penalty`: the
+    ///   model's value where it gives one. With `do_sample` false (or absent) decoding is greedy
+    ///   whatever the sampling values say; they are kept so that a caller who turns sampling on
+    ///   gets the model's values, as in transformers. `repetition_penalty` applies in greedy
+    ///   mode too.
+    /// - `max_new_tokens` when given (it takes precedence over `max_length`); else
+    ///   `max_length`, which bounds prompt plus new tokens (see [`max_length`](Self::max_length));
+    ///   else the built-in 256 new tokens.
+    /// - `eos_token_ids`: `eos` (the model's stop ids).
+    ///
+    /// Values the model does not give keep the built-in defaults, which differ from
+    /// transformers' global fallbacks in two places: 256 new tokens instead of `max_length=20`,
+    /// and `top_k` off instead of 50 when sampling.
+    pub fn from_model_defaults(defaults: &GenerationDefaults, eos: &[u32]) -> GenerationConfig {
+        let mut config = GenerationConfig::default();
+        let s = &mut config.sampling;
+        s.do_sample = defaults.do_sample.unwrap_or(s.do_sample);
+        s.temperature = defaults.temperature.unwrap_or(s.temperature);
+        s.top_k = defaults.top_k.unwrap_or(s.top_k);
+        s.top_p = defaults.top_p.unwrap_or(s.top_p);
+        s.min_p = defaults.min_p.unwrap_or(s.min_p);
+        s.repetition_penalty = defaults.repetition_penalty.unwrap_or(s.repetition_penalty);
+        match (defaults.max_new_tokens, defaults.max_length) {
+            (Some(n), _) => config.max_new_tokens = n,
+            (None, Some(total)) => {
+                // Never the binding limit: max_length - prompt length is always smaller.
+                config.max_new_tokens = total;
+                config.max_length = Some(total);
+            }
+            (None, None) => {}
+        }
+        config.eos_token_ids = Some(eos.to_vec());
+        config
+    }
+
+    /// How many tokens a request with a prompt of `prompt_len` tokens may generate at most:
+    /// `max_new_tokens`, lowered by `max_length` when set. Errors when that leaves none.
+    pub fn max_new_tokens_for(&self, prompt_len: usize) -> Result<usize> {
+        if self.max_new_tokens == 0 {
+            return Err(invalid("max_new_tokens", "must be at least 1"));
+        }
+        match self.max_length {
+            None => Ok(self.max_new_tokens),
+            Some(total) if prompt_len < total => Ok(self.max_new_tokens.min(total - prompt_len)),
+            Some(total) => Err(invalid(
+                "max_length",
+                format!(
+                    "{total} leaves no room after the prompt's {prompt_len} tokens (it bounds \
+                     prompt plus generated tokens; set max_new_tokens instead)"
+                ),
+            )),
         }
     }
 }
@@ -340,8 +417,19 @@ impl Llm {
         &self.inner.eos_ids
     }
 
+    /// What the model's files say about generation: generation_config.json for a safetensors
+    /// directory; for GGUF only the BOS/EOS/padding ids of its metadata (GGUF has no sampling
+    /// defaults).
     pub fn generation_defaults(&self) -> &GenerationDefaults {
         &self.inner.defaults
+    }
+
+    /// The configuration a request gets when the caller sets nothing: the built-in defaults
+    /// with the model's [`generation_defaults`](Self::generation_defaults) applied as
+    /// transformers does (see [`GenerationConfig::from_model_defaults`]), and the model's EOS
+    /// ids. For a GGUF model that is the built-in configuration with its EOS ids.
+    pub fn generation_config(&self) -> GenerationConfig {
+        GenerationConfig::from_model_defaults(&self.inner.defaults, &self.inner.eos_ids)
     }
 
     pub fn source(&self) -> &Path {
@@ -405,24 +493,25 @@ impl Llm {
     /// Complete a raw prompt in a fresh session.
     pub fn generate(&self, prompt: &str, config: &GenerationConfig) -> Result<Completion> {
         let ids = self.tokenize(prompt)?;
-        let mut s = self.session(session_for(config, ids.len()))?;
+        let mut s = self.session(session_for(config, ids.len())?)?;
         s.generate(&ids, config, &mut |_| Flow::Continue)
     }
 
     /// Answer a conversation in a fresh session.
     pub fn chat(&self, messages: &[ChatMessage], config: &GenerationConfig) -> Result<Completion> {
         let ids = self.tokenize_chat(messages)?;
-        let mut s = self.session(session_for(config, ids.len()))?;
+        let mut s = self.session(session_for(config, ids.len())?)?;
         s.generate(&ids, config, &mut |_| Flow::Continue)
     }
 }
 
 /// A context just large enough for a one-shot request (capped by the model's).
-fn session_for(config: &GenerationConfig, prompt_len: usize) -> SessionOptions {
-    SessionOptions {
-        n_ctx: Some(prompt_len.saturating_add(config.max_new_tokens).max(1)),
+pub(crate) fn session_for(config: &GenerationConfig, prompt_len: usize) -> Result<SessionOptions> {
+    let new_tokens = config.max_new_tokens_for(prompt_len)?;
+    Ok(SessionOptions {
+        n_ctx: Some(prompt_len.saturating_add(new_tokens).max(1)),
         ..Default::default()
-    }
+    })
 }
 
 fn text_err(e: torchnative_tokenizer::Error) -> RuntimeError {
@@ -459,7 +548,8 @@ impl Session {
             llm,
             cache,
             ws,
-            tokens: Vec::new(),
+            // Never more than the cache holds: decode steps push without reallocating.
+            tokens: Vec::with_capacity(n_ctx),
             rng: Rng::from_entropy(),
             messages: Vec::new(),
         })
@@ -608,10 +698,8 @@ impl Session {
                 vocab_size: vocab,
             });
         }
-        if config.max_new_tokens == 0 {
-            return Err(invalid("max_new_tokens", "must be at least 1"));
-        }
-        self.check_capacity(prompt.len(), config.max_new_tokens)?;
+        let limit = config.max_new_tokens_for(prompt.len())?;
+        self.check_capacity(prompt.len(), limit)?;
         let eos: Vec<u32> = config
             .eos_token_ids
             .clone()
@@ -631,17 +719,24 @@ impl Session {
         let reused = self.sync_to(prompt)?;
         let prefill = start.elapsed();
         let n_prompt = prompt.len();
-        let mut history: Vec<u32> = Vec::with_capacity(n_prompt + config.max_new_tokens);
+        // Everything the loop writes is sized here, so that the loop allocates nothing (with a
+        // byte-level tokenizer; window detokenization allocates while it decodes).
+        chain.reserve(vocab, n_prompt + limit);
+        let mut history: Vec<u32> = Vec::with_capacity(n_prompt + limit);
         history.extend_from_slice(prompt);
-        let mut generated: Vec<u32> = Vec::with_capacity(config.max_new_tokens);
-        let mut text = String::new();
+        let mut generated: Vec<u32> = Vec::with_capacity(limit);
+        let mut piece = String::with_capacity(detok.text_capacity(1).unwrap_or(0));
+        stops.reserve_for_pieces(piece.capacity());
+        let mut text = String::with_capacity(detok.text_capacity(limit).unwrap_or(0));
         let mut timings = Timings {
             load: self.llm.load_time(),
             prefill,
+            decode_steps: Vec::with_capacity(limit),
             ..Default::default()
         };
         let mut logits: Vec<f32> = self.ws.logits()[..vocab].to_vec();
         let mut step_start = Instant::now();
+        let allocations_before = allocation_count();
         let finish = loop {
             if generated.len() < config.min_new_tokens {
                 for &e in &eos {
@@ -666,28 +761,30 @@ impl Session {
             }
             generated.push(token);
             history.push(token);
-            if let Some(piece) = detok.push(token).map_err(text_err)? {
-                match stops.push(&piece) {
-                    StopStep::Continue { emit } => {
-                        text.push_str(&emit);
-                        if !emit.is_empty() && on_text(&emit) == Flow::Cancel {
-                            break FinishReason::Cancelled;
-                        }
+            piece.clear();
+            if detok.push_to(token, &mut piece).map_err(text_err)? > 0 {
+                let before = text.len();
+                let stopped = stops.push_to(&piece, &mut text);
+                let emitted = &text[before..];
+                if stopped {
+                    if !emitted.is_empty() {
+                        on_text(emitted);
                     }
-                    StopStep::Stop { emit } => {
-                        text.push_str(&emit);
-                        if !emit.is_empty() {
-                            on_text(&emit);
-                        }
-                        break FinishReason::StopString;
-                    }
+                    break FinishReason::StopString;
+                }
+                if !emitted.is_empty() && on_text(emitted) == Flow::Cancel {
+                    break FinishReason::Cancelled;
                 }
             }
-            if generated.len() >= config.max_new_tokens {
+            if generated.len() >= limit {
                 break FinishReason::Length;
             }
             step_start = Instant::now();
             logits.copy_from_slice(&self.decode_logits(token)?[..vocab]);
+        };
+        let allocations_in_decode_loop = match (allocations_before, allocation_count()) {
+            (Some(before), Some(after)) => Some(after - before),
+            _ => None,
         };
         // The last sampled token is not in the cache yet: the next request evaluates it as part
         // of its prompt.
@@ -719,6 +816,7 @@ impl Session {
                 bytes_dequantized_at_load: self.llm.model().load_stats().bytes_dequantized,
                 cache_bytes: self.cache.bytes(),
                 reused_prompt_tokens: reused,
+                allocations_in_decode_loop,
             },
         })
     }
@@ -756,5 +854,74 @@ impl Session {
     pub fn set_system(&mut self, content: &str) {
         self.messages.retain(|m| m.role != "system");
         self.messages.insert(0, ChatMessage::new("system", content));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults(json: &str) -> GenerationDefaults {
+        GenerationDefaults::from_json(json).unwrap()
+    }
+
+    #[test]
+    fn model_defaults_apply_like_transformers() {
+        let c = GenerationConfig::from_model_defaults(
+            &defaults(
+                r#"{"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.9,
+                    "min_p": 0.05, "repetition_penalty": 1.1, "max_new_tokens": 64,
+                    "max_length": 10, "eos_token_id": [2, 7]}"#,
+            ),
+            &[2, 7],
+        );
+        let s = &c.sampling;
+        assert!(s.do_sample && !s.is_greedy());
+        assert_eq!(
+            (
+                s.temperature,
+                s.top_k,
+                s.top_p,
+                s.min_p,
+                s.repetition_penalty
+            ),
+            (0.6, 20, 0.9, 0.05, 1.1)
+        );
+        // max_new_tokens takes precedence over max_length.
+        assert_eq!((c.max_new_tokens, c.max_length), (64, None));
+        assert_eq!(c.max_new_tokens_for(100).unwrap(), 64);
+        assert_eq!(c.eos_token_ids.as_deref(), Some(&[2, 7][..]));
+    }
+
+    #[test]
+    fn do_sample_false_is_greedy_whatever_the_sampling_values() {
+        for json in [
+            r#"{"do_sample": false, "temperature": 0.6, "top_p": 0.9}"#,
+            r#"{"temperature": 0.6, "top_k": 20}"#,
+        ] {
+            let c = GenerationConfig::from_model_defaults(&defaults(json), &[2]);
+            assert!(c.sampling.is_greedy(), "{json}");
+            // Kept for a caller who turns sampling on.
+            assert_eq!(c.sampling.temperature, 0.6, "{json}");
+        }
+    }
+
+    #[test]
+    fn max_length_alone_bounds_prompt_plus_new_tokens() {
+        let c = GenerationConfig::from_model_defaults(&defaults(r#"{"max_length": 20}"#), &[2]);
+        assert_eq!(c.max_length, Some(20));
+        assert_eq!(c.max_new_tokens_for(5).unwrap(), 15);
+        assert_eq!(c.max_new_tokens_for(19).unwrap(), 1);
+        let err = c.max_new_tokens_for(20).unwrap_err().to_string();
+        assert!(err.contains("max_length") && err.contains("20"), "{err}");
+        // Nothing given: the built-in configuration.
+        let none = GenerationConfig::from_model_defaults(&defaults("{}"), &[2]);
+        assert_eq!(
+            none,
+            GenerationConfig {
+                eos_token_ids: Some(vec![2]),
+                ..Default::default()
+            }
+        );
     }
 }

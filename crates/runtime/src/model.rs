@@ -361,15 +361,14 @@ impl DecoderModel {
                 ),
             ));
         }
-        let mut seen = Vec::new();
-        for ch in chunks {
-            if seen.contains(&ch.seq) {
+        for (i, ch) in chunks.iter().enumerate() {
+            // Quadratic in the batch's sequences (a handful), and allocation-free.
+            if chunks[..i].iter().any(|earlier| earlier.seq == ch.seq) {
                 return Err(invalid(
                     "batch",
                     format!("sequence {} appears twice", ch.seq),
                 ));
             }
-            seen.push(ch.seq);
             if ch.seq >= cache.n_seqs() {
                 return Err(invalid(
                     "sequence id",

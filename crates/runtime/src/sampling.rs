@@ -24,9 +24,24 @@ pub struct Candidates {
     /// Softmax of the current logits, filled on demand in `items` order.
     probs: Vec<f32>,
     selected: Option<u32>,
+    /// Scratch of the samplers (token ids, typical-p order, kept candidates), kept between steps
+    /// so that a reserved chain samples without allocating.
+    scratch_ids: Vec<u32>,
+    scratch_order: Vec<(f64, usize)>,
+    spare: Vec<TokenLogit>,
 }
 
 impl Candidates {
+    /// Size every buffer for a vocabulary of `vocab` tokens and a history of up to `history`
+    /// tokens, so that sampling then allocates nothing.
+    pub fn reserve(&mut self, vocab: usize, history: usize) {
+        self.items.reserve(vocab);
+        self.probs.reserve(vocab);
+        self.scratch_order.reserve(vocab);
+        self.spare.reserve(vocab);
+        self.scratch_ids.reserve(history);
+    }
+
     /// Refill from a full logit row (token id = index).
     pub fn reset(&mut self, logits: &[f32]) {
         self.items.clear();
@@ -174,14 +189,17 @@ impl Sampler for RepetitionPenalty {
         if self.0 == 1.0 {
             return;
         }
-        let mut seen: Vec<u32> = ctx.history.to_vec();
+        let mut seen = std::mem::take(&mut cands.scratch_ids);
+        seen.clear();
+        seen.extend_from_slice(ctx.history);
         seen.sort_unstable();
         seen.dedup();
-        for id in seen {
+        for &id in &seen {
             if let Some(l) = cands.logit_mut(id) {
                 *l = if *l > 0.0 { *l / self.0 } else { *l * self.0 };
             }
         }
+        cands.scratch_ids = seen;
         cands.sorted = false;
     }
 }
@@ -194,13 +212,16 @@ impl Sampler for PresenceFrequencyPenalty {
         if self.presence == 0.0 && self.frequency == 0.0 {
             return;
         }
-        let mut generated: Vec<u32> = ctx.history[ctx.n_prompt.min(ctx.history.len())..].to_vec();
+        let mut generated = std::mem::take(&mut cands.scratch_ids);
+        generated.clear();
+        generated.extend_from_slice(&ctx.history[ctx.n_prompt.min(ctx.history.len())..]);
         generated.sort_unstable();
         for run in generated.chunk_by(|a, b| a == b) {
             if let Some(l) = cands.logit_mut(run[0]) {
                 *l -= self.presence + self.frequency * run.len() as f32;
             }
         }
+        cands.scratch_ids = generated;
         cands.sorted = false;
     }
 }
@@ -255,20 +276,18 @@ impl Sampler for TypicalP {
             .map(|&p| -(p as f64) * (p as f64).ln())
             .sum();
         // Order by |-log p - H| ascending, keep the prefix whose mass first reaches typical_p.
-        let mut order: Vec<(f64, usize)> = cands
-            .probs
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| {
-                let surprise = if p > 0.0 {
-                    -(p as f64).ln()
-                } else {
-                    f64::INFINITY
-                };
-                ((surprise - entropy).abs(), i)
-            })
-            .collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut order = std::mem::take(&mut cands.scratch_order);
+        order.clear();
+        order.extend(cands.probs.iter().enumerate().map(|(i, &p)| {
+            let surprise = if p > 0.0 {
+                -(p as f64).ln()
+            } else {
+                f64::INFINITY
+            };
+            ((surprise - entropy).abs(), i)
+        }));
+        // In place (unstable); ties are ordered by index, so the result equals a stable sort.
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut mass = 0.0f64;
         let mut keep = order.len();
         for (n, &(_, i)) in order.iter().enumerate() {
@@ -278,10 +297,12 @@ impl Sampler for TypicalP {
                 break;
             }
         }
-        let mut kept: Vec<TokenLogit> =
-            order[..keep].iter().map(|&(_, i)| cands.items[i]).collect();
+        let mut kept = std::mem::take(&mut cands.spare);
+        kept.clear();
+        kept.extend(order[..keep].iter().map(|&(_, i)| cands.items[i]));
         kept.sort_unstable_by(|a, b| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id)));
-        cands.items = kept;
+        cands.scratch_order = order;
+        cands.spare = std::mem::replace(&mut cands.items, kept);
         cands.sorted = true;
     }
 }
@@ -572,6 +593,12 @@ impl SamplerChain {
             samplers.push(Box::new(Draw));
         }
         SamplerChain::new(samplers)
+    }
+
+    /// Size the chain's buffers for a vocabulary of `vocab` tokens and a history (prompt plus
+    /// generated tokens) of up to `history`: sampling then allocates nothing.
+    pub fn reserve(&mut self, vocab: usize, history: usize) {
+        self.cands.reserve(vocab, history);
     }
 
     pub fn names(&self) -> Vec<&'static str> {

@@ -53,13 +53,31 @@ impl StopStrings {
         }
     }
 
-    pub fn push(&mut self, piece: &str) -> StopStep {
-        self.held.push_str(piece);
-        if self.stops.is_empty() {
-            return StopStep::Continue {
-                emit: std::mem::take(&mut self.held),
-            };
+    /// Reserve room so that pushing pieces of at most `piece_bytes` bytes never allocates:
+    /// what is held back is shorter than the longest stop string.
+    pub fn reserve_for_pieces(&mut self, piece_bytes: usize) {
+        if let Some(longest) = self.stops.iter().map(String::len).max() {
+            self.held.reserve(longest.saturating_add(piece_bytes));
         }
+    }
+
+    pub fn push(&mut self, piece: &str) -> StopStep {
+        let mut emit = String::new();
+        if self.push_to(piece, &mut emit) {
+            StopStep::Stop { emit }
+        } else {
+            StopStep::Continue { emit }
+        }
+    }
+
+    /// [`push`](Self::push) appending the text that is safe to show to `out`; true when a stop
+    /// string matched (nothing after it may be shown).
+    pub fn push_to(&mut self, piece: &str, out: &mut String) -> bool {
+        if self.stops.is_empty() {
+            out.push_str(piece);
+            return false;
+        }
+        self.held.push_str(piece);
         // Earliest match wins; among matches at the same place, the longest.
         let earliest = self
             .stops
@@ -67,9 +85,9 @@ impl StopStrings {
             .filter_map(|s| self.held.find(s.as_str()))
             .min();
         if let Some(at) = earliest {
-            let emit = self.held[..at].to_string();
+            out.push_str(&self.held[..at]);
             self.held.clear();
-            return StopStep::Stop { emit };
+            return true;
         }
         // Hold back the longest suffix that is a proper prefix of some stop string.
         let keep_from = self
@@ -83,14 +101,20 @@ impl StopStrings {
                     .any(|s| s.len() > tail.len() && s.starts_with(tail))
             })
             .unwrap_or(self.held.len());
-        let rest = self.held.split_off(keep_from);
-        let emit = std::mem::replace(&mut self.held, rest);
-        StopStep::Continue { emit }
+        out.push_str(&self.held[..keep_from]);
+        self.held.drain(..keep_from);
+        false
     }
 
     /// Text held back when generation ends for another reason: it was not a stop string.
     pub fn flush(&mut self) -> String {
         std::mem::take(&mut self.held)
+    }
+
+    /// [`flush`](Self::flush) appending to `out`.
+    pub fn flush_to(&mut self, out: &mut String) {
+        out.push_str(&self.held);
+        self.held.clear();
     }
 }
 

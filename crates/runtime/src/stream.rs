@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::error::{Result, RuntimeError};
-use crate::llm::{Completion, Flow, GenerationConfig, Llm, SessionOptions};
+use crate::llm::{session_for, Completion, Flow, GenerationConfig, Llm};
 
 /// Pieces buffered between the generating thread and the consumer.
 const STREAM_BOUND: usize = 16;
@@ -78,11 +78,7 @@ impl Llm {
     /// the pieces as an iterator. Request errors (context overflow, bad parameters) are returned
     /// here, before the thread starts.
     pub fn stream(&self, prompt: Vec<u32>, config: GenerationConfig) -> Result<TextStream> {
-        let n_ctx = prompt.len().saturating_add(config.max_new_tokens).max(1);
-        let mut session = self.session(SessionOptions {
-            n_ctx: Some(n_ctx),
-            ..Default::default()
-        })?;
+        let mut session = self.session(session_for(&config, prompt.len())?)?;
         config.sampling.validate(self.config().vocab_size)?;
         let (tx, rx) = sync_channel::<String>(STREAM_BOUND);
         let cancel = Arc::new(AtomicBool::new(false));

@@ -15,6 +15,12 @@ The request names a command:
   {"cmd": "greedy", "model": ..., "out_dir": DIR, "prompts": [[ids...], ...], "max_new_tokens": N}
       transformers' own `generate(do_sample=False)` continuation of each prompt (f32), written to
       result.json as {"continuations": [[ids...], ...]} (stops early only at the model's EOS).
+  {"cmd": "model_defaults", "out_dir": DIR, "cases": [{"dir": PATH, "prompt_ids": [...], "generate": bool}]}
+      For each model directory (with its generation_config.json): the generation config and
+      mode `generate()` resolves when the caller passes nothing, and, when `generate` is true,
+      its continuation of the prompt (f32, ids after the prompt). result.json:
+      {"cases": [{"mode": "greedy_search"|"sample"|..., "do_sample", "temperature", "top_k",
+      "top_p", "min_p", "repetition_penalty", "eos_token_id", "continuation": [ids...]?}]}
   {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3", "seed": S, "out_dir": DIR}
@@ -103,6 +109,26 @@ def cmd_greedy(req):
         json.dump({"continuations": outs}, f)
 
 
+def cmd_model_defaults(req):
+    results = []
+    for case in req["cases"]:
+        m = load({"dir": case["dir"]}, torch.float32)
+        # What generate() resolves from the model's generation_config with no caller arguments.
+        resolved, _ = m._prepare_generation_config(None)
+        out = {"mode": str(resolved.get_generation_mode().value)}
+        for k in ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "eos_token_id"):
+            out[k] = getattr(resolved, k)
+        if case.get("generate"):
+            ids = case["prompt_ids"]
+            inp = torch.tensor([ids], dtype=torch.long)
+            with torch.no_grad():
+                seq = m.generate(input_ids=inp, attention_mask=torch.ones_like(inp))
+            out["continuation"] = [int(t) for t in seq[0, len(ids):]]
+        results.append(out)
+    with open(os.path.join(req["out_dir"], "result.json"), "w") as f:
+        json.dump({"cases": results}, f)
+
+
 def cmd_save_safetensors(req):
     from transformers import AutoTokenizer
 
@@ -147,7 +173,13 @@ def cmd_tiny(req):
 def main():
     with open(sys.argv[1]) as f:
         req = json.load(f)
-    {"logits": cmd_logits, "greedy": cmd_greedy, "save_safetensors": cmd_save_safetensors, "tiny": cmd_tiny}[req["cmd"]](req)
+    {
+        "logits": cmd_logits,
+        "greedy": cmd_greedy,
+        "model_defaults": cmd_model_defaults,
+        "save_safetensors": cmd_save_safetensors,
+        "tiny": cmd_tiny,
+    }[req["cmd"]](req)
 
 
 if __name__ == "__main__":
