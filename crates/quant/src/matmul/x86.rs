@@ -35,20 +35,20 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
     use GgmlType::*;
     match (path, ty) {
         (KernelPath::Avx512Vnni, Q4_0) => Some(Kernels {
-            one: q4_1_vnni512::<1, true>,
-            many: q4_1_vnni512::<PREFILL_ROWS, true>,
+            one: q4_1_vnni512::<1, 1>,
+            many: q4_1_vnni512::<PREFILL_ROWS, 1>,
         }),
         (KernelPath::Avx512Vnni, Q4_1) => Some(Kernels {
-            one: q4_1_vnni512::<1, false>,
-            many: q4_1_vnni512::<PREFILL_ROWS, false>,
+            one: q4_1_vnni512::<1, 0>,
+            many: q4_1_vnni512::<PREFILL_ROWS, 0>,
         }),
         (KernelPath::Avx512Vnni, Q8_0) => Some(Kernels {
-            one: signed_vnni512::<1, false>,
-            many: signed_vnni512::<PREFILL_ROWS, false>,
+            one: q4_1_vnni512::<1, 2>,
+            many: q4_1_vnni512::<PREFILL_ROWS, 2>,
         }),
         (KernelPath::Avx512, Q4_1) => Some(Kernels {
-            one: q4_1_avx512::<1, false>,
-            many: q4_1_avx512::<PREFILL_ROWS, false>,
+            one: q4_1_avx512::<1, 0>,
+            many: q4_1_avx512::<PREFILL_ROWS, 0>,
         }),
         (KernelPath::Avx512, Q8_0) => Some(Kernels {
             one: signed_avx512::<1, false>,
@@ -656,19 +656,27 @@ macro_rules! q4_1_512 {
     ($features:literal, $idot512:ident, $idot256:ident, $name:ident) => {
         /// Q4_1 weights (`Q4_0 = false`), two blocks per zmm: nibbles of blocks b, b+1 become
         /// `[lo_b, hi_b, lo_b+1, hi_b+1]` (the activations' natural order), one `vpdpbusd` for both.
-        /// Q4_0 weights (`Q4_0 = true`) as Q4_1 with `m = -8 d`: the unsigned nibbles go
+        /// Q4_0 weights (`KIND = 1`) as Q4_1 with `m = -8 d`: the unsigned nibbles go
         /// straight into `vpdpbusd` and the offset comes from the activations' block sums.
+        /// Q8_0 weights (`KIND = 2`, VNNI only: `vpmaddubsw` would saturate) likewise as
+        /// `w + 128` with `m = -128 d`. `KIND = 0` is Q4_1.
         #[target_feature(enable = $features)]
-        unsafe fn $name<const N: usize, const Q4_0: bool>(
+        unsafe fn $name<const N: usize, const KIND: u8>(
             w: &[u8],
             a: &QActs,
             r0: usize,
         ) -> [f32; N] {
             let nb = a.cols / 32;
-            let (size, qs_at) = if Q4_0 { (18, 2) } else { (20, 4) };
+            let (size, qs_at) = match KIND {
+                1 => (18, 2),
+                2 => (34, 2),
+                _ => (20, 4),
+            };
             debug_assert_eq!(w.len(), nb * size);
-            // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1].
-            let minus8 = _mm_setr_ps(1.0, -8.0, 1.0, -8.0);
+            // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1] (-128 for Q8_0).
+            let off = if KIND == 2 { -128.0 } else { -8.0 };
+            let minus8 = _mm_setr_ps(1.0, off, 1.0, off);
+            let flip = _mm512_set1_epi8(-128);
             let wp = w.as_ptr();
             let m4 = _mm512_set1_epi8(0x0f);
             let nibble_shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
@@ -681,7 +689,7 @@ macro_rules! q4_1_512 {
                     let blk1 = blk0.add(size);
                     // [d0, m0, d1, m1] widened; the two 32-bit pairs joined in a general
                     // register (vector shuffle ports are the scarce resource here).
-                    let dm = if Q4_0 {
+                    let dm = if KIND != 0 {
                         let lo = blk0.cast::<u16>().read_unaligned() as u64;
                         let hi = blk1.cast::<u16>().read_unaligned() as u64;
                         let d = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
@@ -699,7 +707,16 @@ macro_rules! q4_1_512 {
                         0xff00,
                         _mm_loadu_si128(blk1.add(qs_at).cast()),
                     );
-                    let wq = _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4);
+                    let wq = if KIND == 2 {
+                        let both = _mm512_mask_broadcast_i64x4(
+                            _mm512_castsi256_si512(_mm256_loadu_si256(blk0.add(2).cast())),
+                            0xf0,
+                            _mm256_loadu_si256(blk1.add(2).cast()),
+                        );
+                        _mm512_xor_si512(both, flip)
+                    } else {
+                        _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4)
+                    };
                     for i in 0..N {
                         let row = r0 + i;
                         let xq =
@@ -731,14 +748,21 @@ macro_rules! q4_1_512 {
             if b < nb {
                 // Odd block count: the last block alone, 256 bits wide.
                 let blk = wp.add(b * size);
-                let dm = if Q4_0 {
+                let dm = if KIND != 0 {
                     let d =
                         _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<u16>().read_unaligned() as i32));
                     _mm_mul_ps(_mm_moveldup_ps(d), minus8)
                 } else {
                     _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()))
                 };
-                let wq = nibbles(blk.add(qs_at));
+                let wq = if KIND == 2 {
+                    _mm256_xor_si256(
+                        _mm256_loadu_si256(blk.add(2).cast()),
+                        _mm256_set1_epi8(-128),
+                    )
+                } else {
+                    nibbles(blk.add(qs_at))
+                };
                 for (i, o) in out.iter_mut().enumerate() {
                     let row = r0 + i;
                     let xq = _mm256_loadu_si256(a.qs.as_ptr().add(row * a.cols + b * 32).cast());
@@ -851,12 +875,6 @@ q4_1_512!(
     idot512_vnni,
     idot_vnni,
     q4_1_vnni512
-);
-signed_512!(
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-    idot512_vnni,
-    idot_vnni,
-    signed_vnni512
 );
 q4_1_512!(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl",
