@@ -72,8 +72,9 @@ def llama_bench(llama_bin, path, threads, reps):
     return out, None
 
 
-def ours_bench(torchnative, path, threads, reps):
-    rows, err = run_json([torchnative, "bench", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps, "--json"])
+def ours_bench(torchnative, path, threads, reps, dtype="native"):
+    rows, err = run_json([torchnative, "bench", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps,
+                          "--dtype", dtype, "--json"])
     if rows is None:
         return {}, err
     return {r["test"]: {"tokens_per_second": r["tokens_per_second"], "stddev": r["stddev"]} for r in rows}, None
@@ -100,6 +101,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--transformers", action="store_true", help="add transformers f32 (Q4_1 dequantized)")
+    ap.add_argument("--runtime", action="store_true",
+                    help="add ours with f32 and bf16 weights (Q4_1 dequantized at load) at 1 and --threads "
+                         "threads beside transformers f32 at the same thread counts (needs the oracle)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
 
@@ -119,6 +123,19 @@ def main():
             "torchnative": ours,
             "torchnative_error": ours_err,
         }
+    runtime = {}
+    if a.runtime and a.oracle_python:
+        # One row per (threads, engine): the dense-weight runtime against transformers f32 on the
+        # same Q4_1-dequantized weights.
+        for threads in sorted({1, a.threads}):
+            reps = max(1, a.reps // 2)
+            row = {}
+            for dtype in ("f32", "bf16"):
+                r, err = ours_bench(a.torchnative, source, threads, reps, dtype)
+                row["torchnative_" + dtype] = r if r else {"error": err}
+            h, err = transformers_bench(a.oracle_python, a.home, threads, reps)
+            row["transformers_f32"] = h if h else {"error": err}
+            runtime[threads] = row
     hf = None
     if a.transformers and a.oracle_python:
         hf, hf_err = transformers_bench(a.oracle_python, a.home, a.threads, max(1, a.reps // 2))
@@ -143,6 +160,19 @@ def main():
             if r[who + "_error"]:
                 print("  %s on %s failed: %s" % (who, qtype, r[who + "_error"]))
         print("  %s weights: %s" % (qtype, r["weight_types"]))
+    if runtime:
+        print()
+        print("%-8s %-6s %14s %14s %14s %9s %9s" % (
+            "threads", "test", "ours f32 t/s", "ours bf16 t/s", "hf f32 t/s", "f32/hf", "bf16/hf"))
+        for threads, row in runtime.items():
+            for test in ("pp512", "tg128"):
+                f, b, h = (row[k].get(test) for k in ("torchnative_f32", "torchnative_bf16", "transformers_f32"))
+                rel = lambda o: "%.2f" % (o["tokens_per_second"] / h["tokens_per_second"]) if o and h else "-"
+                print("%-8d %-6s %14s %14s %14s %9s %9s" % (threads, test, fmt_rate(f), fmt_rate(b), fmt_rate(h),
+                                                            rel(f), rel(b)))
+            for k, v in row.items():
+                if "error" in v:
+                    print("  %s at %d threads failed: %s" % (k, threads, v["error"]))
     print("threads %d, reps %d, load average before %.1f after %.1f (%d CPUs)" % (
         a.threads, a.reps, load_before[0], load_after[0], os.cpu_count()))
     if max(load_before[0], load_after[0]) > os.cpu_count():
@@ -160,6 +190,7 @@ def main():
         "load_average": [load_before, load_after],
         "results": results,
         "transformers_f32_q4_1": hf,
+        "runtime_dense_weights": runtime,
     }, indent=2))
     print("results: %s" % out)
 

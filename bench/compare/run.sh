@@ -2,7 +2,8 @@
 # Speed of torchnative against llama.cpp (and optionally transformers) on the default model in
 # four GGUF types: the original Q4_1 and Q8_0 / Q4_K_M / Q4_0 made by llama-quantize from an F16
 # copy (cached under $TORCHNATIVE_HOME/models/derived/).
-#   bench/compare/run.sh [--threads N] [--out FILE.json] [--transformers] [--reps N]
+#   bench/compare/run.sh [--threads N] [--out FILE.json] [--transformers] [--runtime] [--reps N]
+# --runtime adds ours with f32 / bf16 weights at 1 and N threads beside transformers f32.
 # Prints one table of tokens/s and ratios (ours / llama.cpp) and writes the raw results as JSON.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
