@@ -77,7 +77,16 @@ def ours_bench(torchnative, path, threads, reps, dtype="native"):
                           "--dtype", dtype, "--json"])
     if rows is None:
         return {}, err
-    return {r["test"]: {"tokens_per_second": r["tokens_per_second"], "stddev": r["stddev"]} for r in rows}, None
+    return {r["test"]: {"tokens_per_second": r["tokens_per_second"], "stddev": r["stddev"],
+                        "peak_rss_bytes": r.get("peak_rss_bytes")} for r in rows}, None
+
+
+def rss_budget(torchnative, path):
+    """The issue's memory target for `bench -p 512 -n 128`: file + KV cache (641 positions) + 64 MiB."""
+    info, _ = run_json([torchnative, "info", path, "--json"])
+    if info is None:
+        return None
+    return info["file_bytes"] + (512 + 128 + 1) * info["kv_cache_bytes_per_token"] + 64 * 2**20
 
 
 def transformers_bench(oracle_python, home, threads, reps):
@@ -118,6 +127,7 @@ def main():
         results[qtype] = {
             "file": str(path),
             "weight_types": weight_types(a.torchnative, path),
+            "rss_budget_bytes": rss_budget(a.torchnative, path),
             "llama_cpp": peer,
             "llama_cpp_error": peer_err,
             "torchnative": ours,
@@ -160,6 +170,11 @@ def main():
             if r[who + "_error"]:
                 print("  %s on %s failed: %s" % (who, qtype, r[who + "_error"]))
         print("  %s weights: %s" % (qtype, r["weight_types"]))
+        rss = max((t.get("peak_rss_bytes") or 0 for t in r["torchnative"].values()), default=0)
+        if rss and r["rss_budget_bytes"]:
+            print("  %s peak RSS %.1f MiB, budget (file + KV + 64 MiB) %.1f MiB: %s" % (
+                qtype, rss / 2**20, r["rss_budget_bytes"] / 2**20,
+                "within" if rss <= r["rss_budget_bytes"] else "OVER"))
     if runtime:
         print()
         print("%-8s %-6s %14s %14s %14s %9s %9s" % (
