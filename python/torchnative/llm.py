@@ -198,6 +198,11 @@ class Result:
     finish_reason: str
     usage: Usage
     timings: Timings = field(repr=False)
+    #: Heap allocations the process made during the token loop (sampling, detokenizing, stop
+    #: strings, each token's forward pass); ``None`` if not measured. The extension counts
+    #: them with a counting allocator. Process-wide: other threads' allocations in that time
+    #: count too, and a :meth:`LLM.stream` adds one per text piece it hands over.
+    allocations_in_decode_loop: int | None = field(default=None, repr=False)
 
     @classmethod
     def _from_native(cls, d: dict[str, Any]) -> Result:
@@ -212,6 +217,7 @@ class Result:
                 d["time_to_first_token_ms"],
                 d["decode_tokens_per_second"],
             ),
+            allocations_in_decode_loop=d.get("allocations_in_decode_loop"),
         )
 
     def __str__(self) -> str:
@@ -270,9 +276,13 @@ class LLM:
     use :meth:`session` for a multi-turn conversation that reuses its cache. Decoding runs
     without the GIL, and Ctrl-C (``KeyboardInterrupt``) cancels a running generation.
 
-    Generation keyword arguments (transformers' names; defaults decode greedily):
+    Generation keyword arguments (transformers' names). An argument not given takes the
+    model's default from its ``generation_config.json`` (see :attr:`generation_config`), as in
+    transformers' ``generate``; where the model gives none, the built-in default in brackets
+    applies (greedy decoding). GGUF files carry no generation defaults (only EOS ids).
 
-    - ``max_new_tokens`` (256): most tokens to generate.
+    - ``max_new_tokens`` (256): most tokens to generate. When neither the caller nor the model
+      gives it but the model gives ``max_length``, that bounds prompt plus new tokens.
     - ``min_new_tokens`` (0): end-of-sequence is suppressed until this many were generated.
     - ``do_sample`` (False): sample instead of taking the most likely token. As in
       transformers, ``temperature``/``top_k``/``top_p``/... only matter when it is True.
@@ -308,6 +318,15 @@ class LLM:
     def load_seconds(self) -> float:
         """How long loading took."""
         return self._native.load_seconds
+
+    @property
+    def generation_config(self) -> dict[str, Any]:
+        """What a request does when no keyword argument is given: the built-in defaults with
+        the model's ``generation_config.json`` applied as transformers applies it
+        (``do_sample`` false means greedy whatever the sampling values say; ``max_new_tokens``
+        takes precedence over ``max_length``). Keys: the keyword arguments' names, plus
+        ``max_length`` (``None`` or the bound on prompt plus new tokens) and ``eos_token_ids``."""
+        return self._native.generation_config()
 
     def _prompt_ids(self, prompt_or_messages: PromptOrMessages) -> list[int]:
         if isinstance(prompt_or_messages, str):

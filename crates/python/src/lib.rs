@@ -13,9 +13,14 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use torchnative_runtime::{
-    load_llm, ChatMessage, Completion, Flow, GenerationConfig, Llm, LoadOptions, RuntimeError,
-    SamplingParams, Session, SessionOptions, WeightFormat,
+    load_llm, ChatMessage, Completion, CountingAllocator, Flow, GenerationConfig, Llm, LoadOptions,
+    RuntimeError, SamplingParams, Session, SessionOptions, WeightFormat,
 };
+
+/// Counts heap allocations (one relaxed atomic add each) so that results report
+/// `allocations_in_decode_loop`.
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
 
 /// Pieces a stream may hold before the decoding thread waits for the consumer: small, so that
 /// closing a stream stops generation within a few tokens.
@@ -57,8 +62,10 @@ fn to_py_err(py: Python<'_>, err: RuntimeError) -> PyErr {
 }
 
 /// A generation config from the dict the Python layer built (keys as in transformers; every key
-/// optional; types already checked there, ranges checked by the runtime).
-fn config_from_dict(d: &Bound<'_, PyDict>) -> PyResult<GenerationConfig> {
+/// optional; types already checked there, ranges checked by the runtime). Keys not given keep
+/// `base`, the model's generation config, as transformers' `generate` keeps the model's
+/// generation_config values the caller does not override.
+fn config_from_dict(d: &Bound<'_, PyDict>, base: GenerationConfig) -> PyResult<GenerationConfig> {
     fn get<'py, T: FromPyObjectOwned<'py>>(
         d: &Bound<'py, PyDict>,
         key: &str,
@@ -68,10 +75,17 @@ fn config_from_dict(d: &Bound<'_, PyDict>) -> PyResult<GenerationConfig> {
             _ => Ok(None),
         }
     }
-    let base = GenerationConfig::default();
-    let s = SamplingParams::default();
+    let s = base.sampling.clone();
+    let max_new_tokens: Option<usize> = get(d, "max_new_tokens")?;
     Ok(GenerationConfig {
-        max_new_tokens: get(d, "max_new_tokens")?.unwrap_or(base.max_new_tokens),
+        // As in transformers, a caller's max_new_tokens takes precedence over the model's
+        // max_length.
+        max_length: if max_new_tokens.is_some() {
+            None
+        } else {
+            base.max_length
+        },
+        max_new_tokens: max_new_tokens.unwrap_or(base.max_new_tokens),
         min_new_tokens: get(d, "min_new_tokens")?.unwrap_or(base.min_new_tokens),
         sampling: SamplingParams {
             do_sample: get(d, "do_sample")?.unwrap_or(s.do_sample),
@@ -87,8 +101,28 @@ fn config_from_dict(d: &Bound<'_, PyDict>) -> PyResult<GenerationConfig> {
         },
         seed: get(d, "seed")?,
         stop: get(d, "stop")?.unwrap_or_default(),
-        eos_token_ids: None,
+        eos_token_ids: base.eos_token_ids,
     })
+}
+
+/// A generation config as the dict `NativeLlm.generation_config` returns.
+fn config_dict<'py>(py: Python<'py>, c: &GenerationConfig) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let s = &c.sampling;
+    d.set_item("max_new_tokens", c.max_new_tokens)?;
+    d.set_item("max_length", c.max_length)?;
+    d.set_item("min_new_tokens", c.min_new_tokens)?;
+    d.set_item("do_sample", s.do_sample)?;
+    d.set_item("temperature", s.temperature)?;
+    d.set_item("top_k", s.top_k)?;
+    d.set_item("top_p", s.top_p)?;
+    d.set_item("min_p", s.min_p)?;
+    d.set_item("typical_p", s.typical_p)?;
+    d.set_item("repetition_penalty", s.repetition_penalty)?;
+    d.set_item("presence_penalty", s.presence_penalty)?;
+    d.set_item("frequency_penalty", s.frequency_penalty)?;
+    d.set_item("eos_token_ids", c.eos_token_ids.clone())?;
+    Ok(d)
 }
 
 /// A completion as a plain dict; the Python layer wraps it in `torchnative.Result`.
@@ -108,6 +142,10 @@ fn completion_dict<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound<'py, 
         c.timings.decode_tokens_per_second(),
     )?;
     d.set_item("reused_prompt_tokens", c.counters.reused_prompt_tokens)?;
+    d.set_item(
+        "allocations_in_decode_loop",
+        c.counters.allocations_in_decode_loop,
+    )?;
     Ok(d)
 }
 
@@ -149,11 +187,35 @@ impl NativeLlm {
         limit: Option<usize>,
     ) -> Result<Session, RuntimeError> {
         let limit = limit.unwrap_or(self.llm.config().context_length);
-        let wanted = prompt_len.saturating_add(config.max_new_tokens).max(1);
+        let wanted = prompt_len
+            .saturating_add(config.max_new_tokens_for(prompt_len)?)
+            .max(1);
         self.llm.session(SessionOptions {
             n_ctx: Some(wanted.min(limit)),
             ..Default::default()
         })
+    }
+
+    /// Start a one-shot generation in a worker thread; `send_pieces` false keeps the text out
+    /// of the channel (`generate` reads it from the completion), so the worker's token loop
+    /// makes no allocation for it.
+    fn start(
+        &self,
+        ids: Vec<u32>,
+        config: &Bound<'_, PyDict>,
+        n_ctx: Option<usize>,
+        send_pieces: bool,
+    ) -> PyResult<NativeStream> {
+        let cfg = config_from_dict(config, self.llm.generation_config())?;
+        // An `Llm` is a cheap handle of the same model; the cache is allocated in the
+        // worker thread, not under the GIL.
+        let llm = NativeLlm {
+            llm: self.llm.clone(),
+        };
+        Ok(NativeStream::spawn(send_pieces, move |on_text| {
+            let mut session = llm.one_shot_session(ids.len(), &cfg, n_ctx)?;
+            session.generate(&ids, &cfg, on_text)
+        }))
     }
 }
 
@@ -175,6 +237,12 @@ impl NativeLlm {
     #[getter]
     fn load_seconds(&self) -> f64 {
         self.llm.load_time().as_secs_f64()
+    }
+
+    /// What a request does when the caller sets nothing: the built-in defaults with the
+    /// model's generation_config.json applied (as transformers' `generate` applies it).
+    fn generation_config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        config_dict(py, &self.llm.generation_config())
     }
 
     /// Token ids of a plain prompt (special tokens added as the tokenizer does).
@@ -221,7 +289,7 @@ impl NativeLlm {
         config: &Bound<'py, PyDict>,
         n_ctx: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        self.stream(ids, config, n_ctx)?.finish(py)
+        self.start(ids, config, n_ctx, false)?.finish(py)
     }
 
     /// Like `generate`, but decoding runs in a background thread feeding the returned stream.
@@ -232,16 +300,7 @@ impl NativeLlm {
         config: &Bound<'_, PyDict>,
         n_ctx: Option<usize>,
     ) -> PyResult<NativeStream> {
-        let cfg = config_from_dict(config)?;
-        // An `Llm` is a cheap handle of the same model; the cache is allocated in the
-        // worker thread, not under the GIL.
-        let llm = NativeLlm {
-            llm: self.llm.clone(),
-        };
-        Ok(NativeStream::spawn(move |on_text| {
-            let mut session = llm.one_shot_session(ids.len(), &cfg, n_ctx)?;
-            session.generate(&ids, &cfg, on_text)
-        }))
+        self.start(ids, config, n_ctx, true)
     }
 
     /// A new session (its own KV cache of `n_ctx` tokens).
@@ -296,6 +355,31 @@ impl NativeSession {
         let session = guard.as_mut().ok_or_else(|| busy_error(py))?;
         Ok(f(session))
     }
+
+    /// One chat turn in a worker thread (`send_pieces` as in `NativeLlm::start`).
+    fn start_send(
+        &self,
+        py: Python<'_>,
+        role: String,
+        content: String,
+        config: &Bound<'_, PyDict>,
+        send_pieces: bool,
+    ) -> PyResult<NativeStream> {
+        let mut session = self.take(py)?;
+        let cfg = match config_from_dict(config, session.llm().generation_config()) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                *lock(&self.slot) = Some(session);
+                return Err(e);
+            }
+        };
+        let slot = Arc::clone(&self.slot);
+        Ok(NativeStream::spawn(send_pieces, move |on_text| {
+            let done = session.send(ChatMessage::new(role, content), &cfg, on_text);
+            *lock(&slot) = Some(session);
+            done
+        }))
+    }
 }
 
 #[pymethods]
@@ -309,7 +393,8 @@ impl NativeSession {
         content: String,
         config: &Bound<'py, PyDict>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        self.stream_send(py, role, content, config)?.finish(py)
+        self.start_send(py, role, content, config, false)?
+            .finish(py)
     }
 
     /// Like `send`, streaming the answer.
@@ -320,14 +405,7 @@ impl NativeSession {
         content: String,
         config: &Bound<'_, PyDict>,
     ) -> PyResult<NativeStream> {
-        let cfg = config_from_dict(config)?;
-        let mut session = self.take(py)?;
-        let slot = Arc::clone(&self.slot);
-        Ok(NativeStream::spawn(move |on_text| {
-            let done = session.send(ChatMessage::new(role, content), &cfg, on_text);
-            *lock(&slot) = Some(session);
-            done
-        }))
+        self.start_send(py, role, content, config, true)
     }
 
     /// Forget the conversation (the cache stays allocated).
@@ -378,7 +456,9 @@ struct StreamState {
 }
 
 impl NativeStream {
-    fn spawn<F>(job: F) -> NativeStream
+    /// Run `job` in a worker thread; its text pieces go through the channel when `send_pieces`
+    /// (otherwise only cancellation is checked per piece).
+    fn spawn<F>(send_pieces: bool, job: F) -> NativeStream
     where
         F: FnOnce(&mut dyn FnMut(&str) -> Flow) -> Result<Completion, RuntimeError>
             + Send
@@ -387,7 +467,7 @@ impl NativeStream {
         let (tx, rx) = sync_channel(STREAM_BUFFER);
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&cancel);
-        let worker = std::thread::spawn(move || run_stream(job, tx, stop));
+        let worker = std::thread::spawn(move || run_stream(job, tx, stop, send_pieces));
         NativeStream {
             state: Mutex::new(StreamState {
                 events: Some(rx),
@@ -422,13 +502,15 @@ impl NativeStream {
     }
 }
 
-fn run_stream<F>(job: F, tx: SyncSender<Event>, cancel: Arc<AtomicBool>)
+fn run_stream<F>(job: F, tx: SyncSender<Event>, cancel: Arc<AtomicBool>, send_pieces: bool)
 where
     F: FnOnce(&mut dyn FnMut(&str) -> Flow) -> Result<Completion, RuntimeError>,
 {
     let mut on_text = |piece: &str| {
         // A failed send means the consumer dropped the stream.
-        if cancel.load(Ordering::SeqCst) || tx.send(Event::Piece(piece.to_string())).is_err() {
+        if cancel.load(Ordering::SeqCst)
+            || (send_pieces && tx.send(Event::Piece(piece.to_string())).is_err())
+        {
             Flow::Cancel
         } else {
             Flow::Continue
