@@ -8,8 +8,13 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
     default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Flow,
-    GenerationConfig, Llm, LoadOptions, SamplingParams, SessionOptions, WeightFormat,
+    GenerationConfig, Llm, LoadOptions, SessionOptions, WeightFormat,
 };
+
+/// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
+/// increment per allocation).
+#[global_allocator]
+static ALLOCATOR: torchnative_runtime::CountingAllocator = torchnative_runtime::CountingAllocator;
 
 #[derive(Parser)]
 #[command(
@@ -57,20 +62,26 @@ struct ModelArgs {
 
 #[derive(Args, Clone)]
 struct SamplingArgs {
-    /// Most tokens to generate.
-    #[arg(long, default_value_t = 256)]
-    max_tokens: usize,
-    /// 0 (the default) decodes greedily.
-    #[arg(long, default_value_t = 0.0)]
-    temperature: f32,
-    #[arg(long, default_value_t = 0)]
-    top_k: usize,
-    #[arg(long, default_value_t = 1.0)]
-    top_p: f32,
-    #[arg(long, default_value_t = 0.0)]
-    min_p: f32,
-    #[arg(long, default_value_t = 1.0)]
-    repeat_penalty: f32,
+    // Unset options take the model's generation_config.json values (transformers' rules: its
+    // do_sample decides greedy vs sampling), else greedy decoding of at most 256 tokens.
+    /// Most tokens to generate [model's max_new_tokens, else 256].
+    #[arg(long)]
+    max_tokens: Option<usize>,
+    /// Sampling temperature; 0 decodes greedily [model's, else greedy].
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Keep the k most likely tokens (0: off) [model's, else off].
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Nucleus sampling mass [model's, else 1.0].
+    #[arg(long)]
+    top_p: Option<f32>,
+    /// Drop tokens below this fraction of the top probability [model's, else 0].
+    #[arg(long)]
+    min_p: Option<f32>,
+    /// Repetition penalty [model's, else 1.0].
+    #[arg(long)]
+    repeat_penalty: Option<f32>,
     #[arg(long)]
     seed: Option<u64>,
     /// Stop when this text appears (repeatable; not printed).
@@ -248,32 +259,40 @@ fn load(spec: &str, m: &ModelArgs) -> CliResult<Llm> {
     Ok(llm)
 }
 
-fn generation_config(s: &SamplingArgs) -> GenerationConfig {
-    GenerationConfig {
-        max_new_tokens: s.max_tokens,
-        sampling: SamplingParams {
-            do_sample: s.temperature > 0.0,
-            temperature: if s.temperature > 0.0 {
-                s.temperature
-            } else {
-                1.0
-            },
-            top_k: s.top_k,
-            top_p: s.top_p,
-            min_p: s.min_p,
-            repetition_penalty: s.repeat_penalty,
-            ..Default::default()
-        },
-        seed: s.seed,
-        stop: s.stop.clone(),
-        ..Default::default()
+/// The model's generation defaults with the options the user gave on top.
+fn generation_config(llm: &Llm, s: &SamplingArgs) -> GenerationConfig {
+    let mut cfg = llm.generation_config();
+    if let Some(n) = s.max_tokens {
+        cfg.max_new_tokens = n;
+        cfg.max_length = None;
     }
+    if let Some(t) = s.temperature {
+        cfg.sampling.do_sample = t > 0.0;
+        if t > 0.0 {
+            cfg.sampling.temperature = t;
+        }
+    }
+    if let Some(k) = s.top_k {
+        cfg.sampling.top_k = k;
+    }
+    if let Some(p) = s.top_p {
+        cfg.sampling.top_p = p;
+    }
+    if let Some(p) = s.min_p {
+        cfg.sampling.min_p = p;
+    }
+    if let Some(p) = s.repeat_penalty {
+        cfg.sampling.repetition_penalty = p;
+    }
+    cfg.seed = s.seed;
+    cfg.stop = s.stop.clone();
+    cfg
 }
 
 fn run(a: RunArgs) -> CliResult<()> {
     let (model, prompt) = split_model_and_text(&a.args);
     let llm = load(&model_spec(model)?, &a.model)?;
-    let cfg = generation_config(&a.sampling);
+    let cfg = generation_config(&llm, &a.sampling);
     let ids = if a.raw {
         llm.tokenize(prompt)?
     } else {
@@ -327,6 +346,7 @@ fn completion_json(d: &Completion) -> serde_json::Value {
             "bytes_dequantized_at_load": d.counters.bytes_dequantized_at_load,
             "cache_bytes": d.counters.cache_bytes,
             "reused_prompt_tokens": d.counters.reused_prompt_tokens,
+            "allocations_in_decode_loop": d.counters.allocations_in_decode_loop,
         },
     })
 }
@@ -361,7 +381,7 @@ fn install_ctrl_c() -> CliResult<()> {
 fn chat(a: ChatArgs) -> CliResult<()> {
     let llm = load(&model_spec(a.model.as_deref())?, &a.model_args)?;
     install_ctrl_c()?;
-    let cfg = generation_config(&a.sampling);
+    let cfg = generation_config(&llm, &a.sampling);
     let mut session = llm.session(SessionOptions {
         n_ctx: a.model_args.ctx,
         ..Default::default()

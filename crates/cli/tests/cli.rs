@@ -56,6 +56,12 @@ fn run_answers_and_json_parses() {
     );
     assert!(["stop", "length"].contains(&json["finish_reason"].as_str().unwrap()));
     assert!(json["timings"]["time_to_first_token_ms"].as_f64().unwrap() > 0.0);
+    // The binary installs the counting allocator; greedy decoding of a byte-level BPE model
+    // allocates nothing per token (rayon's injector queue may add one block per 63 passes).
+    let allocations = json["counters"]["allocations_in_decode_loop"]
+        .as_u64()
+        .expect("allocations_in_decode_loop is reported");
+    assert!(allocations <= 1, "decode loop allocated {allocations} times");
 }
 
 #[test]
