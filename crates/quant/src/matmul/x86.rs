@@ -95,11 +95,28 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: q6_k_avx2::<1>,
             many: q6_k_avx2::<PREFILL_ROWS>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
+        (KernelPath::Avx512Vnni, Q5_0) => Some(Kernels {
+            one: q4_1_vnni512::<1, 3>,
+            many: q4_1_vnni512::<PREFILL_ROWS, 3>,
+        }),
+        (KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
+            one: q4_1_vnni512::<1, 4>,
+            many: q4_1_vnni512::<PREFILL_ROWS, 4>,
+        }),
+        // `vpmaddubsw` pairs stay below 2 * 31 * 127: no saturation for 5-bit codes.
+        (KernelPath::Avx512, Q5_0) => Some(Kernels {
+            one: q4_1_avx512::<1, 3>,
+            many: q4_1_avx512::<PREFILL_ROWS, 3>,
+        }),
+        (KernelPath::Avx512, Q5_1) => Some(Kernels {
+            one: q4_1_avx512::<1, 4>,
+            many: q4_1_avx512::<PREFILL_ROWS, 4>,
+        }),
+        (KernelPath::Avx2, Q5_0) => Some(Kernels {
             one: q5_avx2::<1, false>,
             many: q5_avx2::<PREFILL_ROWS, false>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, Q5_1) => Some(Kernels {
+        (KernelPath::Avx2, Q5_1) => Some(Kernels {
             one: q5_avx2::<1, true>,
             many: q5_avx2::<PREFILL_ROWS, true>,
         }),
@@ -659,7 +676,9 @@ macro_rules! q4_1_512 {
         /// Q4_0 weights (`KIND = 1`) as Q4_1 with `m = -8 d`: the unsigned nibbles go
         /// straight into `vpdpbusd` and the offset comes from the activations' block sums.
         /// Q8_0 weights (`KIND = 2`, VNNI only: `vpmaddubsw` would saturate) likewise as
-        /// `w + 128` with `m = -128 d`. `KIND = 0` is Q4_1.
+        /// `w + 128` with `m = -128 d`. Q5_0 (`KIND = 3`) as Q4_0 with the fifth bit added to
+        /// the nibbles under a byte mask and `m = -16 d`; Q5_1 (`KIND = 4`) as Q4_1 with it.
+        /// `KIND = 0` is Q4_1.
         #[target_feature(enable = $features)]
         unsafe fn $name<const N: usize, const KIND: u8>(
             w: &[u8],
@@ -670,11 +689,22 @@ macro_rules! q4_1_512 {
             let (size, qs_at) = match KIND {
                 1 => (18, 2),
                 2 => (34, 2),
+                3 => (22, 6),
+                4 => (24, 8),
                 _ => (20, 4),
             };
+            // Where a Q5 block keeps the fifth bits (one u32, bit i for element i).
+            let qh_at = if KIND == 3 { 2 } else { 4 };
+            let five = KIND == 3 || KIND == 4;
+            // The only m stored in the block: Q4_1 and Q5_1.
+            let stored_m = KIND == 0 || KIND == 4;
             debug_assert_eq!(w.len(), nb * size);
             // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1] (-128 for Q8_0).
-            let off = if KIND == 2 { -128.0 } else { -8.0 };
+            let off = match KIND {
+                2 => -128.0,
+                3 => -16.0,
+                _ => -8.0,
+            };
             let minus8 = _mm_setr_ps(1.0, off, 1.0, off);
             let flip = _mm512_set1_epi8(-128);
             let wp = w.as_ptr();
@@ -689,7 +719,7 @@ macro_rules! q4_1_512 {
                     let blk1 = blk0.add(size);
                     // [d0, m0, d1, m1] widened; the two 32-bit pairs joined in a general
                     // register (vector shuffle ports are the scarce resource here).
-                    let dm = if KIND != 0 {
+                    let dm = if !stored_m {
                         let lo = blk0.cast::<u16>().read_unaligned() as u64;
                         let hi = blk1.cast::<u16>().read_unaligned() as u64;
                         let d = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
@@ -716,6 +746,15 @@ macro_rules! q4_1_512 {
                         _mm512_xor_si512(both, flip)
                     } else {
                         _mm512_and_si512(_mm512_srlv_epi64(q, nibble_shift), m4)
+                    };
+                    let wq = if five {
+                        // Lanes are elements 0..32 of block b, then of b + 1: the two u32s
+                        // of fifth bits joined are exactly the byte mask.
+                        let h0 = blk0.add(qh_at).cast::<u32>().read_unaligned() as u64;
+                        let h1 = blk1.add(qh_at).cast::<u32>().read_unaligned() as u64;
+                        _mm512_mask_add_epi8(wq, h0 | (h1 << 32), wq, _mm512_set1_epi8(16))
+                    } else {
+                        wq
                     };
                     for i in 0..N {
                         let row = r0 + i;
@@ -748,7 +787,7 @@ macro_rules! q4_1_512 {
             if b < nb {
                 // Odd block count: the last block alone, 256 bits wide.
                 let blk = wp.add(b * size);
-                let dm = if KIND != 0 {
+                let dm = if !stored_m {
                     let d =
                         _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<u16>().read_unaligned() as i32));
                     _mm_mul_ps(_mm_moveldup_ps(d), minus8)
@@ -762,6 +801,12 @@ macro_rules! q4_1_512 {
                     )
                 } else {
                     nibbles(blk.add(qs_at))
+                };
+                let wq = if five {
+                    let h = blk.add(qh_at).cast::<u32>().read_unaligned();
+                    _mm256_mask_add_epi8(wq, h, wq, _mm256_set1_epi8(16))
+                } else {
+                    wq
                 };
                 for (i, o) in out.iter_mut().enumerate() {
                     let row = r0 + i;
