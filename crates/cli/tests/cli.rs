@@ -5,19 +5,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn model() -> Option<PathBuf> {
-    let path = std::env::var_os("TORCHNATIVE_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(torchnative_runtime::default_model_path);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() == Ok("1") {
-        panic!("default model missing at {}", path.display());
-    }
-    eprintln!("skipped: default model missing at {}", path.display());
-    None
-}
+use torchnative_testing::default_model as model;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_torchnative"))
@@ -61,7 +49,10 @@ fn run_answers_and_json_parses() {
     let allocations = json["counters"]["allocations_in_decode_loop"]
         .as_u64()
         .expect("allocations_in_decode_loop is reported");
-    assert!(allocations <= 1, "decode loop allocated {allocations} times");
+    assert!(
+        allocations <= 1,
+        "decode loop allocated {allocations} times"
+    );
 }
 
 #[test]

@@ -13,48 +13,12 @@ use std::process::Command;
 use torchnative_formats::gguf::GgufFile;
 use torchnative_runtime::{load_llm, GenerationConfig, LoadOptions, SessionOptions, WeightFormat};
 
-fn model() -> Option<PathBuf> {
-    let path = std::env::var_os("TORCHNATIVE_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(torchnative_runtime::default_model_path);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() == Ok("1") {
-        panic!("default model missing at {}", path.display());
-    }
-    eprintln!("skipped: default model missing at {}", path.display());
-    None
-}
+use torchnative_testing::{default_model as model, temp_dir};
 
 /// llama.cpp's bin dir (scripts/build-llama-cpp.sh), or `None` (skipped) unless required.
 fn llama_cpp_bin() -> Option<PathBuf> {
-    let root = std::env::var_os("TORCHNATIVE_LLAMA_CPP_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| torchnative_runtime::torchnative_home().join("llama.cpp-0.3.36"));
-    let bin = root.join("build/bin");
-    if bin.join("llama-bench").is_file() && bin.join("llama-quantize").is_file() {
-        return Some(bin);
-    }
-    let reason = format!(
-        "llama.cpp not built at {} (run scripts/build-llama-cpp.sh)",
-        root.display()
-    );
-    if std::env::var("TORCHNATIVE_REQUIRE_LLAMA_CPP").as_deref() == Ok("1") {
-        panic!("required test input missing: {reason}");
-    }
-    eprintln!("skipped: {reason}");
-    None
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "torchnative-cli-quantize-{test}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    let needs = ["build/bin/llama-bench", "build/bin/llama-quantize"];
+    Some(torchnative_testing::llama_cpp_root(&needs)?.join("build/bin"))
 }
 
 fn torchnative(args: &[&std::ffi::OsStr]) -> std::process::Output {

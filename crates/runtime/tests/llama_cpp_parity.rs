@@ -14,21 +14,7 @@ const THREADS: usize = 2;
 
 /// The llama.cpp build made by scripts/build-llama-cpp.sh, or `None` (skipped).
 fn llama_cpp_root() -> Option<PathBuf> {
-    let root = std::env::var_os("TORCHNATIVE_LLAMA_CPP_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| torchnative_runtime::torchnative_home().join("llama.cpp-0.3.36"));
-    if root.join("build/bin/libllama.so").is_file() {
-        return Some(root);
-    }
-    let reason = format!(
-        "llama.cpp not built at {} (run scripts/build-llama-cpp.sh)",
-        root.display()
-    );
-    if std::env::var("TORCHNATIVE_REQUIRE_LLAMA_CPP").as_deref() == Ok("1") {
-        panic!("required test input missing: {reason}");
-    }
-    eprintln!("skipped: {reason}");
-    None
+    torchnative_testing::llama_cpp_root(&["build/bin/libllama.so"])
 }
 
 /// Compile the C logit oracle against that build's libllama.

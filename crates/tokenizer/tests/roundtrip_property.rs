@@ -86,8 +86,8 @@ fn random_bytes(rng: &mut Rng) -> String {
 
 #[test]
 fn byte_level_decode_inverts_encode() {
-    let Some(model) = common::model_path() else {
-        return common::skip("the default model GGUF is missing");
+    let Some(model) = common::default_model() else {
+        return;
     };
     let tokenizer = Tokenizer::from_gguf(&GgufFile::open(&model).unwrap()).unwrap();
     let byte_tokens = byte_token_ids(&tokenizer);
@@ -146,8 +146,8 @@ fn byte_level_decode_inverts_encode() {
 /// the full decode exactly, replacement characters included.
 #[test]
 fn streaming_random_ids_equals_full_decode() {
-    let Some(model) = common::model_path() else {
-        return common::skip("the default model GGUF is missing");
+    let Some(model) = common::default_model() else {
+        return;
     };
     let tokenizer = Tokenizer::from_gguf(&GgufFile::open(&model).unwrap()).unwrap();
     let mut rng = Rng(42);
@@ -208,8 +208,8 @@ fn byte_level_spelling(byte: u8) -> String {
 /// One tokenizer shared by several threads gives every thread the same ids as a single thread.
 #[test]
 fn shared_tokenizer_across_threads() {
-    let Some(model) = common::model_path() else {
-        return common::skip("the default model GGUF is missing");
+    let Some(model) = common::default_model() else {
+        return;
     };
     let tokenizer = Tokenizer::from_gguf(&GgufFile::open(&model).unwrap()).unwrap();
     let texts = common::corpus();

@@ -1,54 +1,17 @@
-//! Test helpers: locating the default model and the oracle venv per the project convention
-//! (skip with a message when absent, fail when TORCHNATIVE_REQUIRE_ORACLE=1).
+//! Test helpers: the shared inputs (`torchnative-testing`), the oracle scripts, and files
+//! derived from the default model by llama.cpp.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn required() -> bool {
-    std::env::var("TORCHNATIVE_REQUIRE_ORACLE").is_ok_and(|v| v == "1")
-}
-
-/// Returns `None` after printing `skipped: <reason>`, or panics when the oracle is required.
-fn skip<T>(reason: &str) -> Option<T> {
-    assert!(!required(), "TORCHNATIVE_REQUIRE_ORACLE=1 but {reason}");
-    println!("skipped: {reason}");
-    None
-}
+// Not every test binary uses every input.
+#[allow(unused_imports)]
+pub use torchnative_testing::{oracle_python, temp_dir, torchnative_home};
 
 /// The default model GGUF, if present.
 pub fn model_path() -> Option<PathBuf> {
-    let path = match std::env::var_os("TORCHNATIVE_MODEL") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let home = std::env::var_os("TORCHNATIVE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/torchnative"))
-                });
-            match home {
-                Some(h) => h.join("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-                None => return skip("neither TORCHNATIVE_MODEL nor HOME is set"),
-            }
-        }
-    };
-    if path.is_file() {
-        Some(path)
-    } else {
-        skip(&format!("model file {} not found", path.display()))
-    }
-}
-
-/// The oracle venv's python, if configured.
-pub fn oracle_python() -> Option<PathBuf> {
-    match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON") {
-        Some(p) if Path::new(&p).is_file() => Some(PathBuf::from(p)),
-        Some(p) => skip(&format!(
-            "TORCHNATIVE_ORACLE_PYTHON={} is not a file",
-            Path::new(&p).display()
-        )),
-        None => skip("TORCHNATIVE_ORACLE_PYTHON is not set"),
-    }
+    torchnative_testing::default_model()
 }
 
 /// Runs `tests/oracle/<script>` with `args` and returns its stdout, panicking with stderr on
@@ -71,44 +34,11 @@ pub fn run_oracle(python: &Path, script: &str, args: &[&Path]) -> String {
     String::from_utf8(out.stdout).expect("oracle output is UTF-8")
 }
 
-/// A fresh temporary directory under the system temp dir, unique per test.
-pub fn temp_dir(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("torchnative-formats-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
-}
-
-/// `$TORCHNATIVE_HOME`, else `~/.cache/torchnative`.
-pub fn torchnative_home() -> PathBuf {
-    std::env::var_os("TORCHNATIVE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/torchnative")
-        })
-}
-
 /// The bin dir of the llama.cpp build made by scripts/build-llama-cpp.sh (llama-quantize,
-/// llama-bench, ...), or `None` after printing `skipped:`; panics instead when
-/// `TORCHNATIVE_REQUIRE_LLAMA_CPP=1`.
+/// llama-bench, ...), or `None` (skipped, or a failure under `TORCHNATIVE_REQUIRE_LLAMA_CPP=1`).
 pub fn llama_cpp_bin() -> Option<PathBuf> {
-    let root = std::env::var_os("TORCHNATIVE_LLAMA_CPP_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| torchnative_home().join("llama.cpp-0.3.36"));
-    let bin = root.join("build/bin");
-    if bin.join("llama-quantize").is_file() {
-        return Some(bin);
-    }
-    let reason = format!(
-        "llama.cpp not built at {} (run scripts/build-llama-cpp.sh)",
-        root.display()
-    );
-    if std::env::var("TORCHNATIVE_REQUIRE_LLAMA_CPP").as_deref() == Ok("1") {
-        panic!("required test input missing: {reason}");
-    }
-    println!("skipped: {reason}");
-    None
+    let root = torchnative_testing::llama_cpp_root(&["build/bin/llama-quantize"])?;
+    Some(root.join("build/bin"))
 }
 
 /// Files derived from the default model, cached: `$TORCHNATIVE_HOME/models/derived`.

@@ -2,7 +2,7 @@
 //! discovery convention (skip unless `TORCHNATIVE_REQUIRE_ORACLE=1`).
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use torchnative_quant::GgmlType;
@@ -39,56 +39,9 @@ impl Rng {
     }
 }
 
-fn require_oracle() -> bool {
-    std::env::var("TORCHNATIVE_REQUIRE_ORACLE").is_ok_and(|v| v == "1")
-}
-
-/// Skip (print and return None) or fail, per the project convention.
-fn missing(reason: &str) -> Option<PathBuf> {
-    if require_oracle() {
-        panic!("TORCHNATIVE_REQUIRE_ORACLE=1 but {reason}");
-    }
-    println!("skipped: {reason}");
-    None
-}
-
-/// The oracle python interpreter from `TORCHNATIVE_ORACLE_PYTHON`.
-pub fn oracle_python() -> Option<PathBuf> {
-    match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON") {
-        Some(p) if Path::new(&p).exists() => Some(PathBuf::from(p)),
-        Some(p) => missing(&format!("oracle python {p:?} does not exist")),
-        None => missing("TORCHNATIVE_ORACLE_PYTHON is not set"),
-    }
-}
-
-/// The default model: `TORCHNATIVE_MODEL`, else under `TORCHNATIVE_HOME` (~/.cache/torchnative).
-pub fn default_model() -> Option<PathBuf> {
-    let path = match std::env::var_os("TORCHNATIVE_MODEL") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let home = std::env::var_os("TORCHNATIVE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/torchnative"))
-                })
-                .unwrap_or_default();
-            home.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        }
-    };
-    if path.exists() {
-        Some(path)
-    } else {
-        missing(&format!("model {} not found", path.display()))
-    }
-}
-
-/// A fresh, empty temp dir for one test.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("torchnative-quant-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
-}
+// Not every test binary uses every input.
+#[allow(unused_imports)]
+pub use torchnative_testing::{default_model, oracle_python, temp_dir};
 
 /// Run `tests/oracle/<script>` with `args`; panic with its stderr on failure.
 pub fn run_oracle(python: &Path, script: &str, args: &[&Path]) {

@@ -5,32 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The default model, or `None` (test skipped) unless the suite requires it.
-pub fn default_model() -> Option<PathBuf> {
-    let path = std::env::var_os("TORCHNATIVE_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(torchnative_runtime::default_model_path);
-    if path.is_file() {
-        return Some(path);
-    }
-    require_or_skip(&format!("default model not found at {}", path.display()))
-}
-
-/// The oracle venv's python, or `None` (test skipped) unless the suite requires it.
-pub fn oracle_python() -> Option<PathBuf> {
-    match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON").map(PathBuf::from) {
-        Some(p) if p.is_file() => Some(p),
-        _ => require_or_skip("TORCHNATIVE_ORACLE_PYTHON is not set (run scripts/test.sh)"),
-    }
-}
-
-fn require_or_skip<T>(reason: &str) -> Option<T> {
-    if std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() == Ok("1") {
-        panic!("required test input missing: {reason}");
-    }
-    eprintln!("skipped: {reason}");
-    None
-}
+// Not every test binary uses every input.
+#[allow(unused_imports)]
+pub use torchnative_testing::{default_model, oracle_python};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/hf_reference.py")

@@ -2,66 +2,14 @@
 //! oracle, and the project's skip convention.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-/// Whether a missing model/oracle must fail the test instead of skipping it.
-pub fn oracle_required() -> bool {
-    std::env::var("TORCHNATIVE_REQUIRE_ORACLE").is_ok_and(|v| v == "1")
-}
-
-/// Prints the skip line, or panics when the oracle is required.
-pub fn skip(reason: &str) {
-    if oracle_required() {
-        panic!("TORCHNATIVE_REQUIRE_ORACLE=1 but {reason}");
-    }
-    println!("skipped: {reason}");
-}
-
-/// The default model's GGUF: $TORCHNATIVE_MODEL, else
-/// $TORCHNATIVE_HOME/models/SmolLM2-135M-Instruct.Q4_1.gguf (TORCHNATIVE_HOME = ~/.cache/torchnative).
-pub fn model_path() -> Option<PathBuf> {
-    let path = match std::env::var_os("TORCHNATIVE_MODEL") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let home = match std::env::var_os("TORCHNATIVE_HOME") {
-                Some(h) => PathBuf::from(h),
-                None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/torchnative"),
-            };
-            home.join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        }
-    };
-    path.is_file().then_some(path)
-}
-
-/// The oracle python from $TORCHNATIVE_ORACLE_PYTHON.
-pub fn oracle_python() -> Option<PathBuf> {
-    let path = PathBuf::from(std::env::var_os("TORCHNATIVE_ORACLE_PYTHON")?);
-    path.is_file().then_some(path)
-}
-
-/// Model and oracle, or the reason the test cannot run.
-pub fn model_and_oracle() -> Result<(PathBuf, PathBuf), String> {
-    let model = model_path().ok_or("the default model GGUF is missing (set TORCHNATIVE_MODEL)")?;
-    let python = oracle_python().ok_or("TORCHNATIVE_ORACLE_PYTHON is not set or missing")?;
-    Ok((model, python))
-}
-
-/// A fresh scratch directory under the system temp dir.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "torchnative-tokenizer-{tag}-{}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
-}
+// Not every test binary uses every input.
+#[allow(unused_imports)]
+pub use torchnative_testing::{default_model, model_and_oracle, oracle_python, temp_dir};
 
 /// Runs tests/oracle/tokenizer_oracle.py on `jobs`; returns its per-job results.
 pub fn run_oracle(python: &Path, jobs: &Value, workdir: &Path) -> Vec<Value> {

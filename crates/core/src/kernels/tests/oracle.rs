@@ -17,26 +17,12 @@ const SCRIPT: &str = concat!(
 );
 
 fn oracle_python() -> Option<String> {
-    match std::env::var("TORCHNATIVE_ORACLE_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() != Ok("1"),
-                "TORCHNATIVE_REQUIRE_ORACLE=1 but TORCHNATIVE_ORACLE_PYTHON is unset"
-            );
-            println!("skipped: TORCHNATIVE_ORACLE_PYTHON is unset");
-            None
-        }
-    }
+    torchnative_testing::oracle_python().map(|p| p.to_string_lossy().into_owned())
 }
 
 /// A fresh temp dir for one oracle exchange.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("torchnative-kernels-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    torchnative_testing::temp_dir(&format!("kernels-{name}"))
 }
 
 fn write_f32(path: PathBuf, v: &[f32]) {
