@@ -184,6 +184,10 @@ pub struct GenerationDefaults {
     pub min_p: Option<f32>,
     /// Penalty for repeating earlier tokens.
     pub repetition_penalty: Option<f32>,
+    /// Locally typical sampling mass.
+    pub typical_p: Option<f32>,
+    /// Tokens to generate at least (EOS is suppressed before).
+    pub min_new_tokens: Option<usize>,
     /// Tokens to generate at most.
     pub max_new_tokens: Option<usize>,
     /// Prompt plus generated tokens at most.
@@ -922,6 +926,8 @@ impl GenerationDefaults {
             top_p: f.f32("top_p")?,
             min_p: f.f32("min_p")?,
             repetition_penalty: f.f32("repetition_penalty")?,
+            typical_p: f.f32("typical_p")?,
+            min_new_tokens: f.usize("min_new_tokens")?,
             max_new_tokens: f.usize("max_new_tokens")?,
             max_length: f.usize("max_length")?,
         })

@@ -338,6 +338,8 @@ impl GenerationConfig {
         s.top_p = defaults.top_p.unwrap_or(s.top_p);
         s.min_p = defaults.min_p.unwrap_or(s.min_p);
         s.repetition_penalty = defaults.repetition_penalty.unwrap_or(s.repetition_penalty);
+        s.typical_p = defaults.typical_p.unwrap_or(s.typical_p);
+        config.min_new_tokens = defaults.min_new_tokens.unwrap_or(config.min_new_tokens);
         match (defaults.max_new_tokens, defaults.max_length) {
             (Some(n), _) => config.max_new_tokens = n,
             (None, Some(total)) => {
@@ -870,8 +872,9 @@ mod tests {
         let c = GenerationConfig::from_model_defaults(
             &defaults(
                 r#"{"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.9,
-                    "min_p": 0.05, "repetition_penalty": 1.1, "max_new_tokens": 64,
-                    "max_length": 10, "eos_token_id": [2, 7]}"#,
+                    "min_p": 0.05, "repetition_penalty": 1.1, "typical_p": 0.95,
+                    "min_new_tokens": 3, "max_new_tokens": 64, "max_length": 10,
+                    "eos_token_id": [2, 7]}"#,
             ),
             &[2, 7],
         );
@@ -883,10 +886,12 @@ mod tests {
                 s.top_k,
                 s.top_p,
                 s.min_p,
-                s.repetition_penalty
+                s.repetition_penalty,
+                s.typical_p
             ),
-            (0.6, 20, 0.9, 0.05, 1.1)
+            (0.6, 20, 0.9, 0.05, 1.1, 0.95)
         );
+        assert_eq!(c.min_new_tokens, 3);
         // max_new_tokens takes precedence over max_length.
         assert_eq!((c.max_new_tokens, c.max_length), (64, None));
         assert_eq!(c.max_new_tokens_for(100).unwrap(), 64);

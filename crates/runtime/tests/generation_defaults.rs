@@ -72,7 +72,8 @@ fn model_generation_config_resolves_and_decodes_like_transformers() {
         &work,
         "sampling",
         r#"{"bos_token_id": 1, "eos_token_id": 2, "do_sample": true, "temperature": 0.7,
-            "top_k": 20, "top_p": 0.95, "min_p": 0.05, "repetition_penalty": 1.1}"#,
+            "top_k": 20, "top_p": 0.95, "min_p": 0.05, "repetition_penalty": 1.1,
+            "typical_p": 0.9, "min_new_tokens": 2}"#,
     );
     let cases = [(&greedy, true), (&bounded, true), (&sampling, false)];
     let request = serde_json::json!({
@@ -108,7 +109,11 @@ fn model_generation_config_resolves_and_decodes_like_transformers() {
             assert_eq!(s.top_k as u64, theirs["top_k"].as_u64().unwrap(), "{name}");
             assert!(close(s.top_p, &theirs["top_p"]), "{name}");
             assert!(close(s.min_p, &theirs["min_p"]), "{name}");
+            assert!(close(s.typical_p, &theirs["typical_p"]), "{name}");
         }
+        // transformers leaves min_new_tokens None when the file does not set it.
+        let min_new = theirs["min_new_tokens"].as_u64().unwrap_or(0);
+        assert_eq!(ours.min_new_tokens as u64, min_new, "{name}");
         assert!(
             close(s.repetition_penalty, &theirs["repetition_penalty"]),
             "{name}"

@@ -20,7 +20,8 @@ The request names a command:
       mode `generate()` resolves when the caller passes nothing, and, when `generate` is true,
       its continuation of the prompt (f32, ids after the prompt). result.json:
       {"cases": [{"mode": "greedy_search"|"sample"|..., "do_sample", "temperature", "top_k",
-      "top_p", "min_p", "repetition_penalty", "eos_token_id", "continuation": [ids...]?}]}
+      "top_p", "min_p", "repetition_penalty", "typical_p", "min_new_tokens", "eos_token_id",
+      "continuation": [ids...]?}]}
   {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3", "seed": S, "out_dir": DIR}
@@ -116,7 +117,8 @@ def cmd_model_defaults(req):
         # What generate() resolves from the model's generation_config with no caller arguments.
         resolved, _ = m._prepare_generation_config(None)
         out = {"mode": str(resolved.get_generation_mode().value)}
-        for k in ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "eos_token_id"):
+        for k in ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "typical_p",
+                  "min_new_tokens", "eos_token_id"):
             out[k] = getattr(resolved, k)
         if case.get("generate"):
             ids = case["prompt_ids"]
