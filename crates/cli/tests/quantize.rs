@@ -13,7 +13,7 @@ use std::process::Command;
 use torchnative_formats::gguf::GgufFile;
 use torchnative_runtime::{load_llm, GenerationConfig, LoadOptions, SessionOptions, WeightFormat};
 
-use torchnative_testing::{default_model as model, temp_dir};
+use torchnative_testing::{default_model as model, oracle_python, safetensors_copy, temp_dir};
 
 /// llama.cpp's bin dir (scripts/build-llama-cpp.sh), or `None` (skipped) unless required.
 fn llama_cpp_bin() -> Option<PathBuf> {
@@ -415,69 +415,17 @@ fn bad_inputs_are_one_line_errors_and_leave_no_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The safetensors copy transformers saves of the default model (f32, dequantized from the
-/// GGUF), shared with the runtime tests: `$TORCHNATIVE_HOME/derived/<stem>.safetensors-f32`,
-/// made once by the runtime tests' oracle script. `None` (skipped) without the oracle.
-fn safetensors_copy(gguf: &Path) -> Option<PathBuf> {
-    let stem = gguf.file_stem().unwrap().to_string_lossy().to_string();
-    let derived = torchnative_runtime::torchnative_home().join("derived");
-    let dir = derived.join(format!("{stem}.safetensors-f32"));
-    if dir.join("done").is_file() {
-        return Some(dir);
-    }
-    let python = match std::env::var_os("TORCHNATIVE_ORACLE_PYTHON").map(PathBuf::from) {
-        Some(p) if p.is_file() => p,
-        _ => {
-            if std::env::var("TORCHNATIVE_REQUIRE_ORACLE").as_deref() == Ok("1") {
-                panic!("TORCHNATIVE_ORACLE_PYTHON is not set (run scripts/test.sh)");
-            }
-            eprintln!("skipped: no safetensors copy and TORCHNATIVE_ORACLE_PYTHON is not set");
-            return None;
-        }
-    };
-    let tmp = derived.join(format!("{stem}.tmp-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let request = tmp.join("request.json");
-    std::fs::write(
-        &request,
-        serde_json::to_vec(&serde_json::json!({
-            "cmd": "save_safetensors", "model": {"gguf": gguf}, "out_dir": tmp
-        }))
-        .unwrap(),
-    )
-    .unwrap();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/oracle/hf_reference.py");
-    let out = Command::new(python)
-        .arg("-W")
-        .arg("ignore")
-        .arg(script)
-        .arg(&request)
-        .env("TQDM_DISABLE", "1")
-        .output()
-        .expect("cannot start the oracle python");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(tmp.join("done"), b"").unwrap();
-    // Another test process may have won the race; either copy is the same.
-    if std::fs::rename(&tmp, &dir).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    Some(dir)
-}
-
 /// A safetensors directory converts to the GGUF llama.cpp's converter would make of it: the
 /// default model's copy comes back as the original file's tensors (f32: bit-identical to the
 /// dequantized Q4_1 values, q/k rows permuted back) and vocabulary; both engines run the result.
 #[test]
 fn safetensors_directory_converts_to_the_original_gguf() {
     let Some(model) = model() else { return };
-    let Some(hf_dir) = safetensors_copy(&model) else {
+    let Some(python) = oracle_python() else {
         return;
     };
+    // Shared with the runtime tests, made once.
+    let hf_dir = safetensors_copy(&python, &model);
     let dir = temp_dir("hf");
     let source = GgufFile::open(&model).unwrap();
 

@@ -7,7 +7,8 @@
 //! `TORCHNATIVE_REQUIRE_ORACLE=1` (model and oracle) and `TORCHNATIVE_REQUIRE_LLAMA_CPP=1`, and
 //! then a missing input fails the test instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Which `TORCHNATIVE_REQUIRE_*` switch turns a missing input into a failure.
@@ -118,5 +119,61 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("creating temp dir {}: {e}", dir.display()));
+    dir
+}
+
+/// Runs the transformers reference script (`crates/runtime/tests/oracle/hf_reference.py`, its
+/// commands documented there) on `request`, written into `work`; panics with its stderr on
+/// failure.
+pub fn hf_reference(python: &Path, request: &serde_json::Value, work: &Path) {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/oracle/hf_reference.py");
+    let req = work.join(format!("request-{}.json", std::process::id()));
+    std::fs::write(
+        &req,
+        serde_json::to_vec(request).expect("request serializes"),
+    )
+    .unwrap_or_else(|e| panic!("writing {}: {e}", req.display()));
+    let out = Command::new(python)
+        .arg("-W")
+        .arg("ignore")
+        .arg(&script)
+        .arg(&req)
+        .env("TQDM_DISABLE", "1")
+        .output()
+        .expect("cannot start the oracle python");
+    assert!(
+        out.status.success(),
+        "oracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The safetensors copy transformers saves of a GGUF model (dequantized f32), made once and
+/// cached as `$TORCHNATIVE_HOME/derived/<gguf stem>.safetensors-f32`.
+pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
+    let stem = gguf
+        .file_stem()
+        .expect("a GGUF file name")
+        .to_string_lossy()
+        .to_string();
+    let derived = torchnative_home().join("derived");
+    let dir = derived.join(format!("{stem}.safetensors-f32"));
+    if dir.join("done").is_file() {
+        return dir;
+    }
+    let tmp = derived.join(format!("{stem}.tmp-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("creating {}: {e}", tmp.display()));
+    hf_reference(
+        python,
+        &serde_json::json!({"cmd": "save_safetensors", "model": {"gguf": gguf}, "out_dir": tmp}),
+        &tmp,
+    );
+    std::fs::write(tmp.join("done"), b"").expect("marking the copy done");
+    let _ = std::fs::remove_dir_all(&dir);
+    // Another test process may have won the race; either copy is the same.
+    if std::fs::rename(&tmp, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
     dir
 }

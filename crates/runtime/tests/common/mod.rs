@@ -3,62 +3,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 // Not every test binary uses every input.
 #[allow(unused_imports)]
-pub use torchnative_testing::{default_model, oracle_python};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/hf_reference.py")
-}
-
-/// Run the reference script on a request (a JSON value); panics with its stderr on failure.
-pub fn run_oracle(python: &Path, request: &serde_json::Value, work: &Path) {
-    let req = work.join(format!("request-{}.json", std::process::id()));
-    std::fs::write(&req, serde_json::to_vec(request).unwrap()).unwrap();
-    let out = Command::new(python)
-        .arg("-W")
-        .arg("ignore")
-        .arg(script())
-        .arg(&req)
-        .env("TQDM_DISABLE", "1")
-        .output()
-        .expect("cannot start the oracle python");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The safetensors copy of the default model that transformers saves (dequantized f32), made
-/// once and cached under $TORCHNATIVE_HOME keyed by the GGUF's file name.
-pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
-    let stem = gguf.file_stem().unwrap().to_string_lossy().to_string();
-    let dir = torchnative_runtime::torchnative_home()
-        .join("derived")
-        .join(format!("{stem}.safetensors-f32"));
-    if dir.join("done").is_file() {
-        return dir;
-    }
-    let tmp = torchnative_runtime::torchnative_home()
-        .join("derived")
-        .join(format!("{stem}.tmp-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    run_oracle(
-        python,
-        &serde_json::json!({"cmd": "save_safetensors", "model": {"gguf": gguf}, "out_dir": tmp}),
-        &tmp,
-    );
-    std::fs::write(tmp.join("done"), b"").unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    // Another test process may have won the race; either copy is the same.
-    if std::fs::rename(&tmp, &dir).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    dir
-}
+pub use torchnative_testing::{
+    default_model, hf_reference as run_oracle, oracle_python, safetensors_copy,
+};
 
 pub fn read_f32(path: &Path) -> Vec<f32> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
