@@ -634,9 +634,7 @@ fn prepare_acts(
     } else {
         0
     };
-    if gemm {
-        grow(&mut s.tiles, n_tiles * tile_lines, Line::default());
-    }
+    // `reserve` sized the tiles too (gemm implies m >= GEMM_MIN_ROWS).
     let (qs, ds) = (&mut s.qs[..m * cols], &mut s.ds[..m * nb]);
     let sums16 = &mut s.sums16[..m * cols / 16];
     let tiles = &mut s.tiles[..n_tiles * tile_lines];

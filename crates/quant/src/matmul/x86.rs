@@ -699,13 +699,14 @@ macro_rules! q4_1_512 {
             // The only m stored in the block: Q4_1 and Q5_1.
             let stored_m = KIND == 0 || KIND == 4;
             debug_assert_eq!(w.len(), nb * size);
-            // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1] (-128 for Q8_0).
+            // Q4_0: [d0, d0, d1, d1] * [1, -8, 1, -8] = [d0, m0, d1, m1] (-128 for Q8_0, -16
+            // for Q5_0).
             let off = match KIND {
                 2 => -128.0,
                 3 => -16.0,
                 _ => -8.0,
             };
-            let minus8 = _mm_setr_ps(1.0, off, 1.0, off);
+            let d_to_dm = _mm_setr_ps(1.0, off, 1.0, off);
             let flip = _mm512_set1_epi8(-128);
             let wp = w.as_ptr();
             let m4 = _mm512_set1_epi8(0x0f);
@@ -723,7 +724,7 @@ macro_rules! q4_1_512 {
                         let lo = blk0.cast::<u16>().read_unaligned() as u64;
                         let hi = blk1.cast::<u16>().read_unaligned() as u64;
                         let d = _mm_cvtph_ps(_mm_cvtsi64_si128((lo | (hi << 32)) as i64));
-                        _mm_mul_ps(_mm_moveldup_ps(d), minus8)
+                        _mm_mul_ps(_mm_moveldup_ps(d), d_to_dm)
                     } else {
                         let lo = blk0.cast::<u32>().read_unaligned() as u64;
                         let hi = blk1.cast::<u32>().read_unaligned() as u64;
@@ -790,7 +791,7 @@ macro_rules! q4_1_512 {
                 let dm = if !stored_m {
                     let d =
                         _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<u16>().read_unaligned() as i32));
-                    _mm_mul_ps(_mm_moveldup_ps(d), minus8)
+                    _mm_mul_ps(_mm_moveldup_ps(d), d_to_dm)
                 } else {
                     _mm_cvtph_ps(_mm_cvtsi32_si128(blk.cast::<i32>().read_unaligned()))
                 };
