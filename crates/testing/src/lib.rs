@@ -177,3 +177,25 @@ pub fn safetensors_copy(python: &Path, gguf: &Path) -> PathBuf {
     }
     dir
 }
+
+/// Upstream's `native_functions.yaml`, from the oracle venv's torchgen (the same file the torch
+/// face's registry reads from the pinned wheel).
+pub fn upstream_native_functions_yaml() -> Option<String> {
+    let python = oracle_python()?;
+    let lib = python.parent()?.parent()?.join("lib");
+    let found = std::fs::read_dir(&lib).ok().and_then(|entries| {
+        entries.flatten().find_map(|e| {
+            let p = e
+                .path()
+                .join("site-packages/torchgen/packaged/ATen/native/native_functions.yaml");
+            p.is_file().then_some(p)
+        })
+    });
+    match found.and_then(|p| std::fs::read_to_string(p).ok()) {
+        Some(text) => Some(text),
+        None => missing(
+            Input::Oracle,
+            &format!("torchgen's native_functions.yaml not found under {}", lib.display()),
+        ),
+    }
+}
