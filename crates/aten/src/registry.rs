@@ -190,7 +190,87 @@ impl Registry {
         if let Some(f) = current.take() {
             reg.push(f);
         }
+        reg.add_autogen_out_variants();
         Ok(reg)
+    }
+
+    /// torchgen's `autogen:` out= variants (`empty_like.out`): the source's arguments plus
+    /// keyword-only `out` tensors that the overload writes and returns. Only out= forms are
+    /// derived; other autogen kinds (functional forms of in-place ops) are left absent.
+    fn add_autogen_out_variants(&mut self) {
+        let mut derived = Vec::new();
+        for f in &self.functions {
+            for name in &f.autogen {
+                let (base, overload) = name.split_once('.').unwrap_or((name, ""));
+                if self.by_full_name.contains_key(&format!("aten::{name}")) {
+                    continue;
+                }
+                if !overload.ends_with("out") {
+                    // The functional form of an in-place op (`_resize_output_` -> `_resize_output`):
+                    // same arguments, nothing written, fresh results.
+                    let mut s = f.schema.clone();
+                    s.name = format!("aten::{base}");
+                    s.overload = overload.to_string();
+                    for a in s.arguments.iter_mut().chain(s.returns.iter_mut()) {
+                        a.alias = None;
+                    }
+                    let mut g = f.clone();
+                    g.schema = s;
+                    g.autogen = Vec::new();
+                    g.tags.push("generated".into());
+                    derived.push(g);
+                    continue;
+                }
+                let mut s = f.schema.clone();
+                s.name = format!("aten::{base}");
+                s.overload = overload.to_string();
+                for a in &mut s.arguments {
+                    if a.is_write() {
+                        // The out= form leaves the source's mutated input alone.
+                        a.alias = None;
+                    }
+                }
+                let tensor_returns: Vec<_> = s
+                    .returns
+                    .iter()
+                    .filter(|r| r.ty.base == crate::schema::BaseType::Tensor)
+                    .cloned()
+                    .collect();
+                let n = tensor_returns.len();
+                let mut returns = Vec::new();
+                for (i, r) in tensor_returns.into_iter().enumerate() {
+                    let set = ((b'a' + i as u8) as char).to_string();
+                    let alias = Some(crate::schema::AliasInfo {
+                        before: vec![set],
+                        after: Vec::new(),
+                        is_write: true,
+                    });
+                    let out_name = if n == 1 { "out".to_string() } else { format!("out{i}") };
+                    s.arguments.push(crate::schema::Argument {
+                        name: out_name,
+                        ty: r.ty.clone(),
+                        alias: alias.clone(),
+                        default: None,
+                        kwarg_only: true,
+                        is_out: true,
+                    });
+                    if r.ty.list.is_none() {
+                        returns.push(crate::schema::Argument { alias, ..r });
+                    }
+                }
+                s.returns = returns;
+                let mut g = f.clone();
+                g.schema = s;
+                g.function = true;
+                g.method = false;
+                g.autogen = Vec::new();
+                g.tags.push("generated".into());
+                derived.push(g);
+            }
+        }
+        for g in derived {
+            self.push(g);
+        }
     }
 
     fn push(&mut self, f: NativeFunction) {

@@ -201,6 +201,12 @@ impl Tensor {
 
     // ----- accessors -----
 
+    /// The shared storage (`None` for meta tensors): for bindings that expose memory
+    /// (`data_ptr`, numpy views) or compare storages.
+    pub fn storage(&self) -> Option<&Storage> {
+        self.storage.as_ref()
+    }
+
     /// Sizes of each dimension.
     pub fn shape(&self) -> &[usize] {
         &self.layout.sizes

@@ -1,0 +1,274 @@
+//! The door: the one function every operator call passes through.
+//!
+//! `torch.add`, `Tensor.add`, `Tensor.__add__`, `torch.ops.aten.add.Tensor` and
+//! `torch.nn.functional.*` all end in [`call`]: `__torch_function__` handling, overload
+//! resolution against the schemas read from native_functions.yaml, argument binding, then the
+//! kernel registered for the chosen overload (kernels.rs) or a Python kernel registered
+//! through `torch.library`. An overload with neither raises `NotImplementedError` naming the
+//! operator and the overload; nothing falls back silently.
+
+use crate::kernels;
+use crate::tensor::{TensorBase, TENSOR_CLASS};
+use crate::value::{bind, to_python, Value};
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+use torchnative_aten::{FunctionSchema, Registry};
+
+/// upstream's registry, read once at import.
+pub static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// Schemas defined at run time (`torch.library.define`), by full name.
+pub static USER_SCHEMAS: RwLock<Vec<FunctionSchema>> = RwLock::new(Vec::new());
+
+/// Python kernels registered through `torch.library` (`impl`), by (full name, dispatch key).
+/// (full overload name, dispatch key) -> Python function.
+pub type PyKernels = HashMap<(String, String), Py<PyAny>>;
+
+pub static PY_KERNELS: Mutex<Option<PyKernels>> = Mutex::new(None);
+
+/// Depth of the `__torch_function__` mode stack, and the disable switches
+/// (`DisableTorchFunction` = 2, `DisableTorchFunctionSubclass` = 1).
+pub static TF_MODES: AtomicUsize = AtomicUsize::new(0);
+pub static TF_DISABLED: AtomicUsize = AtomicUsize::new(0);
+
+pub fn registry() -> &'static Registry {
+    REGISTRY.get_or_init(Registry::default)
+}
+
+/// Where a call came from: which overloads it may take.
+#[derive(Clone)]
+pub enum Target {
+    /// Every overload of a name (`torch.add`, `Tensor.add`).
+    Name(String),
+    /// Exactly one overload (`torch.ops.aten.add.Tensor`).
+    Overload(FunctionSchema),
+}
+
+/// A callable operator (`torch.add`, `torch._C._nn.linear`, an `OpOverload`'s function).
+#[pyclass(module = "torch._C", name = "_TnOp", frozen, dict)]
+pub struct OpFunction {
+    pub target: Target,
+    #[pyo3(get)]
+    pub __name__: String,
+}
+
+#[pymethods]
+impl OpFunction {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        call(slf.as_any(), &slf.get().target, None, args, kwargs)
+    }
+    fn __repr__(&self) -> String {
+        format!("<built-in function {}>", self.__name__)
+    }
+    /// Methods become bound on attribute access from an instance (like a built-in method).
+    fn __get__(
+        slf: &Bound<'_, Self>,
+        obj: Option<&Bound<'_, PyAny>>,
+        _cls: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        match obj {
+            Some(o) if !o.is_none() => Ok(Py::new(
+                slf.py(),
+                BoundOp {
+                    op: slf.clone().unbind(),
+                    receiver: o.clone().unbind(),
+                },
+            )?
+            .into_any()),
+            _ => Ok(slf.clone().into_any().unbind()),
+        }
+    }
+}
+
+/// `tensor.add` (an `OpFunction` bound to its receiver).
+#[pyclass(module = "torch._C", name = "_TnBoundOp", frozen)]
+pub struct BoundOp {
+    op: Py<OpFunction>,
+    receiver: Py<PyAny>,
+}
+
+#[pymethods]
+impl BoundOp {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let op = self.op.bind(py);
+        call(op.as_any(), &op.get().target, Some(self.receiver.bind(py)), args, kwargs)
+    }
+    #[getter]
+    fn __self__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.receiver.clone_ref(py)
+    }
+    #[getter]
+    fn __name__(&self, py: Python<'_>) -> String {
+        self.op.bind(py).get().__name__.clone()
+    }
+}
+
+/// Tensor arguments that ask for `__torch_function__`: instances of a subclass of
+/// `torch.Tensor` whose `__torch_function__` is not `_disabled_torch_function_impl`.
+fn overriding_args<'py>(
+    py: Python<'py>,
+    self_obj: Option<&Bound<'py, PyAny>>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let Some(tensor_cls) = TENSOR_CLASS.get(py) else {
+        return Ok(Vec::new());
+    };
+    let tensor_cls = tensor_cls.bind(py);
+    let disabled = crate::disabled_torch_function_impl(py)?;
+    let mut found: Vec<Bound<'py, PyAny>> = Vec::new();
+    let mut consider = |v: &Bound<'py, PyAny>| -> PyResult<()> {
+        if v.cast::<TensorBase>().is_err() || v.get_type().is(tensor_cls) {
+            return Ok(());
+        }
+        let tf = v.get_type().getattr("__torch_function__")?;
+        let func = tf.getattr("__func__").unwrap_or(tf);
+        if !func.is(&disabled) && !found.iter().any(|f| f.get_type().is(v.get_type())) {
+            found.push(v.clone());
+        }
+        Ok(())
+    };
+    let mut visit = |v: &Bound<'py, PyAny>| -> PyResult<()> {
+        if v.is_instance_of::<pyo3::types::PyList>() || v.is_instance_of::<PyTuple>() {
+            for item in v.try_iter()? {
+                consider(&item?)?;
+            }
+            Ok(())
+        } else {
+            consider(v)
+        }
+    };
+    if let Some(s) = self_obj {
+        visit(s)?;
+    }
+    for a in args.iter() {
+        visit(&a)?;
+    }
+    if let Some(kw) = kwargs {
+        for (_, v) in kw.iter() {
+            visit(&v)?;
+        }
+    }
+    Ok(found)
+}
+
+/// The door.
+pub fn call(
+    public_api: &Bound<'_, PyAny>,
+    target: &Target,
+    self_obj: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let py = public_api.py();
+    // __torch_function__: modes first, then subclasses (upstream's order), unless disabled.
+    let disabled = TF_DISABLED.load(Ordering::Relaxed);
+    if disabled < 2 {
+        let modes = TF_MODES.load(Ordering::Relaxed) > 0;
+        let overriding = if disabled == 0 {
+            overriding_args(py, self_obj, args, kwargs)?
+        } else {
+            Vec::new()
+        };
+        if modes || !overriding.is_empty() {
+            let all_args = match self_obj {
+                Some(s) => {
+                    let mut v = vec![s.clone()];
+                    v.extend(args.iter());
+                    PyTuple::new(py, v)?
+                }
+                None => args.clone(),
+            };
+            let relevant = PyTuple::new(py, &overriding)?;
+            let handle = py
+                .import("torch.overrides")?
+                .getattr("handle_torch_function")?;
+            let mut call_args = vec![public_api.clone(), relevant.into_any()];
+            call_args.extend(all_args.iter());
+            return Ok(handle.call(PyTuple::new(py, call_args)?, kwargs)?.unbind());
+        }
+    }
+
+    let wants_out = kwargs.is_some_and(|k| k.contains("out").unwrap_or(false));
+    let user_schemas;
+    let candidates: Vec<&FunctionSchema> = match target {
+        Target::Overload(s) => vec![s],
+        Target::Name(name) => {
+            let mut c: Vec<&FunctionSchema> = registry()
+                .overloads(name)
+                .filter(|f| if self_obj.is_some() { f.method } else { f.function || f.python_module.is_some() })
+                .map(|f| &f.schema)
+                .filter(|s| s.arguments.iter().any(|a| a.is_out) == wants_out)
+                .collect();
+            if c.is_empty() {
+                user_schemas = USER_SCHEMAS.read().unwrap_or_else(|e| e.into_inner()).clone();
+                c = user_schemas.iter().filter(|s| s.base_name() == name).collect();
+            }
+            c
+        }
+    };
+    let mut reasons = Vec::new();
+    for schema in &candidates {
+        match bind(py, schema, self_obj, args, kwargs) {
+            Ok(values) => return run(py, schema, values),
+            Err(m) => reasons.push(format!("  ({schema})\n      {}", m.0)),
+        }
+    }
+    let name = match target {
+        Target::Name(n) => n.clone(),
+        Target::Overload(s) => s.full_name(),
+    };
+    if candidates.is_empty() {
+        return Err(PyNotImplementedError::new_err(format!(
+            "{name}: no overload of this operator takes these arguments{} in torchnative",
+            if wants_out { " with out=" } else { "" }
+        )));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name}() received an invalid combination of arguments; the overloads are:\n{}",
+        reasons.join("\n")
+    )))
+}
+
+/// Runs the kernel of one bound overload.
+pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
+    let full = schema.full_name();
+    if let Some(kernel) = kernels::get(&full) {
+        let out = kernel(&kernels::Ctx { py, values: &values })?;
+        return to_python(py, out, &values);
+    }
+    let py_kernel = PY_KERNELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| {
+            ["CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Meta"]
+                .iter()
+                .find_map(|k| m.get(&(full.clone(), k.to_string())).map(|f| f.clone_ref(py)))
+        });
+    if let Some(f) = py_kernel {
+        let args = values
+            .iter()
+            .map(|v| crate::value_to_py(py, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(f.bind(py).call1(PyTuple::new(py, args)?)?.unbind());
+    }
+    Err(PyNotImplementedError::new_err(format!(
+        "operator {full} has no kernel in torchnative (schema: {schema})"
+    )))
+}

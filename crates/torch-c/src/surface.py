@@ -1,0 +1,1612 @@
+# The long tail of torch._C that `import torch` and transformers read: flags, enums, registries
+# and guards that carry no computation. Ours, not upstream's: it runs once, in the namespace of
+# the compiled torch._C module (lib.rs), after the Rust classes and `_tn_*` functions are in it.
+# Everything that computes (tensors, dtypes, the operator registry, the door, kernels) is Rust.
+#
+# Names upstream exposes but we do not implement are either absent (CUDA/XPU/MPS/MTIA/
+# distributed back ends: upstream's own CPU-only builds lack them too, so `hasattr` probes take
+# the CPU path) or present as callables that raise NotImplementedError naming themselves.
+
+import builtins as _builtins
+import enum as _enum
+import sys as _sys
+import types as _types
+
+_this = _sys.modules[__name__]
+
+
+def _refuse(qualname):
+    def refused(*args, **kwargs):
+        raise NotImplementedError(f"torch._C.{qualname} is not implemented in torchnative")
+
+    refused.__name__ = qualname.rsplit(".", 1)[-1]
+    refused.__qualname__ = qualname
+    return refused
+
+
+def _returns(value, name="f"):
+    def f(*args, **kwargs):
+        return value
+
+    f.__name__ = name
+    return f
+
+
+def _submodule(name, stubs=False, **attrs):
+    """A `torch._C.<name>` module. With `stubs`, names it lacks are refusing stand-ins (classes
+    for CamelCase names, functions otherwise): upstream's Python imports many of them from
+    TorchScript, dynamo and profiler modules that torchnative does not implement."""
+    mod = _types.ModuleType(f"torch._C.{name}")
+    mod.__dict__.update(attrs)
+    if stubs:
+        def __getattr__(attr, _name=name):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            qual = f"{_name}.{attr}"
+            value = _stub_class(qual) if attr.lstrip("_")[:1].isupper() else _refuse(qual)
+            setattr(mod, attr, value)
+            return value
+
+        mod.__getattr__ = __getattr__
+    _sys.modules[f"torch._C.{name}"] = mod
+    setattr(_this, name, mod)
+    return mod
+
+
+# ----- dtypes, layouts, memory formats, devices -----------------------------------------------
+
+_dtype_names = _tn_dtype_names()  # noqa: F821  (defined in Rust)
+
+
+class layout:
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+class memory_format:
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+class qscheme:
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+_layouts = {n: layout(n) for n in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn", "jagged")}
+_memory_formats = {n: memory_format(n) for n in ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")}
+_qschemes = {n: qscheme(n) for n in ("per_tensor_affine", "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric", "per_channel_affine_float_qparams")}
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+class device:
+    """torch.device: any upstream device type can be named; only cpu and meta hold tensors."""
+
+    __module__ = "torch"
+    __slots__ = ("_type", "_index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            self._type, self._index = type._type, type._index
+            return
+        if isinstance(type, int) and not isinstance(type, bool):
+            self._type, self._index = "cuda", type
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got ({_builtins.type(type).__name__})")
+        kind, _, idx = type.partition(":")
+        if kind not in _DEVICE_TYPES:
+            raise RuntimeError(
+                "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, "
+                f"maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: {type}"
+            )
+        if idx:
+            if index is not None:
+                raise RuntimeError("type (string) must not include an index because index was passed explicitly: " + type)
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative")
+        self._type, self._index = kind, index
+
+    type = property(lambda self: self._type)
+    index = property(lambda self: self._index)
+
+    def __repr__(self):
+        if self._index is None:
+            return f"device(type='{self._type}')"
+        return f"device(type='{self._type}', index={self._index})"
+
+    def __str__(self):
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __eq__(self, other):
+        return isinstance(other, device) and (self._type, self._index) == (other._type, other._index)
+
+    def __hash__(self):
+        return hash((self._type, self._index))
+
+    def __reduce__(self):
+        return (device, (self._type, self._index) if self._index is not None else (self._type,))
+
+    def __enter__(self):
+        raise NotImplementedError("torch.device as a context manager is not implemented in torchnative")
+
+    def __exit__(self, *a):
+        return False
+
+
+_cpu_device = device("cpu")
+_meta_device = device("meta")
+
+
+def _device_factory(name):
+    return _cpu_device if name == "cpu" else _meta_device
+
+
+class Size(tuple):
+    __module__ = "torch"
+
+    def __new__(cls, sizes=()):
+        return super().__new__(cls, (s.__index__() for s in sizes))
+
+    def __repr__(self):
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        r = super().__getitem__(key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple(self) * n)
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+class finfo:
+    __module__ = "torch"
+    _table = {
+        "float32": (3.4028234663852886e38, 1.1920928955078125e-07, 1.1754943508222875e-38, 1.401298464324817e-45, 1e-06, 6, 32),
+        "float64": (1.7976931348623157e308, 2.220446049250313e-16, 2.2250738585072014e-308, 5e-324, 1e-15, 15, 64),
+        "float16": (65504.0, 0.0009765625, 6.103515625e-05, 5.960464477539063e-08, 0.001, 3, 16),
+        "bfloat16": (3.3895313892515355e38, 0.0078125, 1.1754943508222875e-38, 9.183549615799121e-41, 0.01, 2, 16),
+    }
+
+    def __init__(self, type=None):
+        import torch
+
+        type = type or torch.get_default_dtype()
+        name = repr(type).split(".")[-1]
+        if name not in self._table:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{type}'")
+        self.max, self.eps, self.tiny, self.smallest_subnormal, self.resolution, self.precision, self.bits = self._table[name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, eps={self.eps:e}, "
+                f"smallest_normal={self.tiny:e}, tiny={self.tiny:e}, dtype={self.dtype})")
+
+
+class iinfo:
+    __module__ = "torch"
+    _table = {
+        "uint8": (0, 255, 8), "int8": (-128, 127, 8), "int16": (-32768, 32767, 16),
+        "int32": (-2**31, 2**31 - 1, 32), "int64": (-2**63, 2**63 - 1, 64), "bool": (0, 1, 8),
+        "uint16": (0, 2**16 - 1, 16), "uint32": (0, 2**32 - 1, 32), "uint64": (0, 2**64 - 1, 64),
+    }
+
+    def __init__(self, type):
+        name = repr(type).split(".")[-1]
+        if name not in self._table:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{type}'")
+        self.min, self.max, self.bits = self._table[name]
+        self.dtype = name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# ----- operators: namespaces and Tensor methods from upstream's registry ------------------------
+
+class _VariableFunctionsClass:
+    pass
+
+
+_VariableFunctions = _VariableFunctionsClass()
+_nn = _submodule("_nn")
+_linalg = _submodule("_linalg")
+_special = _submodule("_special")
+_fft = _submodule("_fft")
+_nested = _submodule("_nested")
+_sparse = _submodule("_sparse")
+_modules_by_python_module = {"nn": _nn, "linalg": _linalg, "special": _special, "fft": _fft, "nested": _nested, "sparse": _sparse}
+
+_tensor_methods = set(dir(TensorBase))  # noqa: F821  (hand-bound in Rust)
+for _name, _is_function, _is_method, _module in _tn_registry_names():  # noqa: F821
+    _op = _tn_op(_name)  # noqa: F821
+    if _module:
+        setattr(_modules_by_python_module[_module], _name, _op)
+    elif _is_function:
+        setattr(_VariableFunctions, _name, _op)
+    if _is_method and _name not in _tensor_methods:
+        setattr(TensorBase, _name, _op)  # noqa: F821
+
+# Python operators bound to ATen ops as upstream's C++ binds them.
+for _dunder, _opname in {
+    "__add__": "add", "__iadd__": "add_", "__sub__": "sub", "__isub__": "sub_", "__mul__": "mul",
+    "__imul__": "mul_", "__truediv__": "div", "__itruediv__": "div_", "__idiv__": "div_", "__div__": "div",
+    "__matmul__": "matmul", "__mod__": "remainder", "__imod__": "remainder_",
+    "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor",
+    "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+    "__lshift__": "__lshift__", "__rshift__": "__rshift__", "__ilshift__": "__ilshift__", "__irshift__": "__irshift__",
+    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+    "__neg__": "neg", "__invert__": "bitwise_not", "__abs__": "abs",
+}.items():
+    setattr(TensorBase, _dunder, _tn_op(_opname))  # noqa: F821
+TensorBase.__hash__ = object.__hash__  # noqa: F821
+TensorBase.__pos__ = lambda self: self  # noqa: F821
+
+
+def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if device is not None:
+        _check_device(device)
+    t = _tn_tensor(data, dtype)  # noqa: F821
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _check_device(d):
+    kind = d if isinstance(d, str) else getattr(d, "type", d)
+    kind = str(kind).split(":")[0]
+    if kind not in ("cpu", "meta"):
+        raise RuntimeError(
+            f"device '{kind}' is not available in torchnative: tensors live on the CPU (or 'meta', "
+            f"shapes only); torchnative has no {kind} backend"
+        )
+
+
+def _as_tensor(data, dtype=None, device=None):
+    if isinstance(data, TensorBase):  # noqa: F821
+        return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    return _tensor(data, dtype=dtype, device=device)
+
+
+_VariableFunctions.tensor = _tensor
+_VariableFunctions.as_tensor = _as_tensor
+_VariableFunctions.from_numpy = _refuse("from_numpy")
+_VariableFunctions.frombuffer = _refuse("frombuffer")
+_VariableFunctions.asarray = _as_tensor
+_VariableFunctions.numel = lambda input: input.numel()
+
+
+def _get_operation_overload(qualified, overload):
+    if not _tn_overload_names(qualified) and qualified.split("::")[0] in _UPSTREAM_NAMESPACES:  # noqa: F821
+        op = _refuse(f"ops.{qualified.replace('::', '.')}")
+        return op, op, []
+    op = _tn_op_overload(qualified, overload)  # noqa: F821
+    return op, op, list(_tags_of(qualified, overload))
+
+
+def _tags_of(qualified, overload):
+    return ()
+
+
+# ----- schemas ----------------------------------------------------------------------------------
+
+class _AliasInfo:
+    def __init__(self, d):
+        self.is_write = d["is_write"]
+        self.before_set = set(d["before"])
+        self.after_set = set(d["after"])
+
+
+class JitType:
+    _kinds = {}
+
+    def __init__(self, text):
+        self._text = text
+
+    def __repr__(self):
+        return self._text
+
+    def __str__(self):
+        return self._text
+
+    def __eq__(self, other):
+        return isinstance(other, JitType) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(self._text)
+
+    def kind(self):
+        return _type_kind(self._text)
+
+    def annotation_str(self):
+        return self._text
+
+    def isSubtypeOf(self, other):
+        return self == other or str(other) in ("Any", "AnyType")
+
+    def getElementType(self):
+        return JitType(self._text[:-2] if self._text.endswith("[]") else self._text)
+
+    def getContainedTypes(self):
+        return [self.getElementType()]
+
+    def dim(self):
+        return None
+
+    def sizes(self):
+        return None
+
+
+def _type_kind(text):
+    if text.endswith("?"):
+        return "OptionalType"
+    if text.endswith("]"):
+        return "ListType"
+    return {"Tensor": "TensorType", "int": "IntType", "SymInt": "SymIntType", "float": "FloatType", "bool": "BoolType",
+            "str": "StringType", "Scalar": "NumberType", "ScalarType": "IntType", "Device": "DeviceObjType",
+            "Generator": "_GeneratorType", "Layout": "IntType", "MemoryFormat": "IntType"}.get(text, "AnyType")
+
+
+def _jit_type_class(name):
+    cls = _builtins.type(name, (JitType,), {"get": classmethod(lambda c: c(name.replace("Type", "")))})
+    cls.__module__ = "torch._C"
+    return cls
+
+
+for _n in ("TensorType", "IntType", "SymIntType", "SymBoolType", "FloatType", "BoolType", "StringType", "NumberType",
+           "NoneType", "DeviceObjType", "StreamObjType", "_GeneratorType", "AnyType", "ComplexType", "ListType",
+           "OptionalType", "TupleType", "DictType", "UnionType", "ClassType", "InterfaceType", "FutureType",
+           "AwaitType", "RRefType", "EnumType", "Type", "InferredType"):
+    setattr(_this, _n, _jit_type_class(_n))
+TensorType.get = classmethod(lambda c: c("Tensor"))  # noqa: F821
+ListType.ofTensors = staticmethod(lambda: ListType("Tensor[]"))  # noqa: F821
+ListType.ofInts = staticmethod(lambda: ListType("int[]"))  # noqa: F821
+OptionalType.ofTensor = staticmethod(lambda: OptionalType("Tensor?"))  # noqa: F821
+
+
+def _typed(text):
+    cls = getattr(_this, _type_kind(text), JitType)
+    return cls(text)
+
+
+class Argument:
+    def __init__(self, d):
+        self.name = d["name"]
+        self.type = _typed(d["type"])
+        self.real_type = self.type
+        self._default_text = d["default"]
+        self.kwarg_only = d["kwarg_only"]
+        self.is_out = d["is_out"]
+        self.alias_info = _AliasInfo(d["alias"]) if d["alias"] else None
+        self.N = d["list_size"]
+
+    @property
+    def default_value(self):
+        t = self._default_text
+        if t is None:
+            return None
+        if t in ("True", "False"):
+            return t == "True"
+        if t == "None":
+            return None
+        try:
+            return int(t)
+        except ValueError:
+            pass
+        try:
+            return float(t)
+        except ValueError:
+            pass
+        if t.startswith("[") and t.endswith("]"):
+            inner = t[1:-1].strip()
+            return [int(x) if x.strip().lstrip("-").isdigit() else x.strip() for x in inner.split(",")] if inner else []
+        return t.strip("'\"")
+
+    def has_default_value(self):
+        return self._default_text is not None
+
+    def __repr__(self):
+        return f"{self.type} {self.name}"
+
+
+class FunctionSchema:
+    def __init__(self, d):
+        self._d = d
+        self.name = d["name"]
+        self.overload_name = d["overload_name"]
+        self.arguments = [Argument(a) for a in d["arguments"]]
+        self.returns = [Argument(r) for r in d["returns"]]
+        self.is_vararg = d["is_vararg"]
+        self.is_varret = d["is_varret"]
+
+    @property
+    def is_mutable(self):
+        return any(a.alias_info is not None and a.alias_info.is_write for a in self.arguments)
+
+    def __str__(self):
+        return self._d["text"]
+
+    def __repr__(self):
+        return self._d["text"]
+
+    def __eq__(self, other):
+        return isinstance(other, FunctionSchema) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+    def check_forward_compatible_with(self, other):
+        return self == other, ""
+
+
+def parse_schema(text, allow_typevars=False):
+    return FunctionSchema(_tn_parse_schema(text))  # noqa: F821
+
+
+def _get_schema(qualified, overload):
+    d = _tn_schema(qualified, overload)  # noqa: F821
+    if d is None and qualified.split("::")[0] in _UPSTREAM_NAMESPACES and not overload:
+        # An operator of upstream's C++ namespaces without a schema here: its kernel refuses.
+        d = _tn_parse_schema(f"{qualified}(...) -> ...")  # noqa: F821
+    if d is None:
+        raise RuntimeError(f"Unknown operator {qualified}.{overload}")
+    return FunctionSchema(d)
+
+
+def _jit_get_schemas_for_operator(qualified):
+    return [_get_schema(qualified, o) for o in _tn_overload_names(qualified)]  # noqa: F821
+
+
+# Namespaces upstream's C++ fills with operators we do not carry schemas for; upstream's Python
+# names some of them at import (quantization mappings), so they resolve to packets whose use
+# refuses by name.
+_UPSTREAM_NAMESPACES = ("quantized", "_quantized", "prim", "prims", "onednn", "mkldnn", "mkl", "sparse",
+                        "quantization", "c10d", "_c10d_functional", "_c10d_functional_autograd", "symm_mem",
+                        "static_runtime", "cuda", "onnx", "_dtensor", "mkldnn_prepacked", "_native", "_native_aot",
+                        "flex_gemm", "coor", "_test")
+
+
+def _jit_get_operation(qualified):
+    overloads = _tn_overload_names(qualified)  # noqa: F821
+    if not overloads and qualified.split("::")[0] in _UPSTREAM_NAMESPACES:
+        return _refuse(f"ops.{qualified.replace('::', '.')}"), [""]
+    if not overloads:
+        raise RuntimeError(f"No such operator {qualified}")
+    name = qualified.split("::")[-1]
+    return _tn_op(name), overloads  # noqa: F821
+
+
+def _dispatch_find_schema_or_throw(qualified, overload):
+    _get_schema(qualified, overload)
+    return _DispatchOperatorHandle(qualified, overload)
+
+
+class _DispatchOperatorHandle:
+    def __init__(self, qualified="", overload=""):
+        self.qualified, self.overload = qualified, overload
+
+    def schema(self):
+        return _get_schema(self.qualified, self.overload)
+
+    def debug(self, *a):
+        return ""
+
+
+# ----- dispatch keys ----------------------------------------------------------------------------
+
+_DISPATCH_KEYS = [
+    "Undefined", "CatchAll", "Dense", "FPGA", "MAIA", "Vulkan", "Metal", "Quantized", "CustomRNGKeyId", "MkldnnCPU",
+    "Sparse", "SparseCsr", "NestedTensor", "BackendSelect", "Python", "Fake", "FuncTorchDynamicLayerBackMode",
+    "Functionalize", "Named", "Conjugate", "Negative", "ZeroTensor", "ADInplaceOrView", "AutogradOther",
+    "AutogradFunctionality", "AutogradNestedTensor", "Tracer", "AutocastCPU", "AutocastMTIA", "AutocastMAIA",
+    "AutocastXPU", "AutocastIPU", "AutocastHPU", "AutocastXLA", "AutocastCUDA", "AutocastPrivateUse1", "AutocastMPS",
+    "FuncTorchBatched", "BatchedNestedTensor", "FuncTorchVmapMode", "FuncTorchGradWrapper", "DeferredInit",
+    "PythonTLSSnapshot", "FuncTorchDynamicLayerFrontMode", "TESTING_ONLY_GenericWrapper", "TESTING_ONLY_GenericMode",
+    "PreDispatch", "PythonDispatcher", "EndOfFunctionalityKeys",
+    "CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA", "PrivateUse1",
+    "PrivateUse2", "PrivateUse3", "Meta",
+    "QuantizedCPU", "QuantizedCUDA", "QuantizedMeta", "SparseCPU", "SparseCUDA", "SparseMeta", "SparseCsrCPU",
+    "SparseCsrCUDA", "SparseCsrMeta", "NestedTensorCPU", "NestedTensorCUDA", "NestedTensorMeta",
+    "AutogradCPU", "AutogradCUDA", "AutogradXLA", "AutogradMPS", "AutogradIPU", "AutogradXPU", "AutogradHPU",
+    "AutogradLazy", "AutogradMTIA", "AutogradMAIA", "AutogradMeta", "AutogradPrivateUse1",
+    "Autograd", "CompositeImplicitAutograd", "FuncTorchBatchedDecomposition", "CompositeImplicitAutogradNestedTensor",
+    "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
+]
+DispatchKey = _enum.Enum("DispatchKey", {k: i for i, k in enumerate(dict.fromkeys(_DISPATCH_KEYS))}, module="torch._C")
+
+
+class DispatchKeySet:
+    def __init__(self, *keys):
+        self._keys = frozenset(k for k in keys if isinstance(k, DispatchKey))
+
+    def __or__(self, other):
+        return DispatchKeySet(*(self._keys | other._keys))
+
+    def __sub__(self, other):
+        return DispatchKeySet(*(self._keys - other._keys))
+
+    def __and__(self, other):
+        return DispatchKeySet(*(self._keys & other._keys))
+
+    def has(self, key):
+        return key in self._keys
+
+    def add(self, key):
+        return DispatchKeySet(*(self._keys | {key}))
+
+    def remove(self, key):
+        return DispatchKeySet(*(self._keys - {key}))
+
+    def highestPriorityTypeId(self):
+        return max(self._keys, key=lambda k: k.value) if self._keys else DispatchKey.Undefined
+
+    def raw_repr(self):
+        return sum(1 << k.value for k in self._keys)
+
+    def empty(self):
+        return not self._keys
+
+    def __repr__(self):
+        return f"DispatchKeySet({', '.join(k.name for k in sorted(self._keys, key=lambda k: k.value))})"
+
+    def __eq__(self, other):
+        return isinstance(other, DispatchKeySet) and self._keys == other._keys
+
+    def __hash__(self):
+        return hash(self._keys)
+
+
+_dispatch_keyset_full = _returns(DispatchKeySet(*DispatchKey), "_dispatch_keyset_full")
+_dispatch_keyset_full_after = _returns(DispatchKeySet(), "_dispatch_keyset_full_after")
+_after_autograd_keyset = DispatchKeySet()
+_after_ADInplaceOrView_keyset = DispatchKeySet()
+_dispatch_keys = lambda tensor: DispatchKeySet(DispatchKey.CPU, DispatchKey.AutogradCPU, DispatchKey.ADInplaceOrView)
+_dispatch_tls_local_include_set = _returns(DispatchKeySet(), "_dispatch_tls_local_include_set")
+_dispatch_tls_local_exclude_set = _returns(DispatchKeySet(), "_dispatch_tls_local_exclude_set")
+_dispatch_tls_is_dispatch_key_excluded = _returns(False, "_dispatch_tls_is_dispatch_key_excluded")
+_dispatch_tls_is_dispatch_key_included = _returns(False, "_dispatch_tls_is_dispatch_key_included")
+_dispatch_tls_set_dispatch_key_excluded = _returns(None, "_dispatch_tls_set_dispatch_key_excluded")
+_dispatch_tls_set_dispatch_key_included = _returns(None, "_dispatch_tls_set_dispatch_key_included")
+_dispatch_is_alias_key = lambda k: k.name in ("Autograd", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "FuncTorchBatchedDecomposition", "CompositeImplicitAutogradNestedTensor")
+_dispatch_has_backend_fallback = _returns(False, "_dispatch_has_backend_fallback")
+_dispatch_kernel_for_dispatch_key_is_fallthrough = _returns(False, "_dispatch_kernel_for_dispatch_key_is_fallthrough")
+_dispatch_autogradother_backends = DispatchKeySet()
+_dispatch_get_backend_keyset_from_autograd = lambda k: DispatchKeySet()
+_functionality_to_backend_keys = lambda k: []
+_to_functionality_key = lambda k: k
+_dispatch_key_for_device = lambda d: "CPU" if str(d) == "cpu" else "Meta" if str(d) == "meta" else str(d).upper()
+_parse_dispatch_key = lambda name: getattr(DispatchKey, name, None)
+_dispatch_key_name = lambda k: k.name
+_dispatch_key_parse = lambda name: getattr(DispatchKey, name)
+
+
+def _full_name(name, overload):
+    base = name if "::" in name else f"aten::{name}"
+    return f"{base}.{overload}" if overload else base
+
+
+def _dispatch_has_kernel_for_dispatch_key(name, key):
+    key = key.name if isinstance(key, DispatchKey) else str(key)
+    full = name if "." in name.split("::")[-1] else name
+    return _tn_upstream_has_kernel(full, key) or (key in ("CPU", "CompositeExplicitAutograd") and _tn_has_kernel(full))  # noqa: F821
+
+
+def _dispatch_has_kernel_for_any_dispatch_key(name, keyset):
+    return any(_dispatch_has_kernel_for_dispatch_key(name, k) for k in keyset._keys)
+
+
+def _dispatch_has_kernel(name):
+    return _tn_has_kernel(name)  # noqa: F821
+
+
+_dispatch_get_computed_kernel_for_dispatch_key = _returns(None, "_dispatch_get_computed_kernel_for_dispatch_key")
+_dispatch_dump = _returns("", "_dispatch_dump")
+_dispatch_dump_table = _returns("", "_dispatch_dump_table")
+_dispatch_check_invariants = _returns(None, "_dispatch_check_invariants")
+_dispatch_check_all_invariants = _returns(None, "_dispatch_check_all_invariants")
+_dispatch_get_registrations_for_dispatch_key = lambda key="": []
+_dispatch_get_all_op_names = lambda: []
+_dispatch_pystub = _returns(None, "_dispatch_pystub")
+_dispatch_set_report_error_callback = _returns(None, "_dispatch_set_report_error_callback")
+_dispatch_print_registrations_for_dispatch_key = _returns(None, "_dispatch_print_registrations_for_dispatch_key")
+
+
+class _DispatchModule:
+    """torch.library's back end: `define` adds a schema, `impl` a Python kernel."""
+
+    def __init__(self, kind, ns, key=""):
+        self.kind, self.ns, self.key = kind, ns, key
+
+    def define(self, schema, alias_analysis="", tags=()):
+        text = schema if "::" in schema.split("(")[0] else f"{self.ns}::{schema}"
+        full = _tn_define(text)  # noqa: F821
+        return full.split("::", 1)[1].split(".")[0]
+
+    def impl(self, name, key, fn, *args, **kwargs):
+        base = name if "::" in name else f"{self.ns}::{name}"
+        key = key or self.key or "CompositeImplicitAutograd"
+        key = key.name if isinstance(key, DispatchKey) else str(key)
+        if callable(fn):
+            _tn_register_py_kernel(base, key, fn)  # noqa: F821
+
+    def fallback(self, key, fn, *args, **kwargs):
+        pass
+
+    def reset(self):
+        pass
+
+    def _unregister_fallback(self, *a):
+        pass
+
+
+def _dispatch_library(kind, ns, key="", file="", line=0):
+    return _DispatchModule(kind, ns, key)
+
+
+_dispatch_make_pyobj_dispatch_fns = _returns(None, "_dispatch_make_pyobj_dispatch_fns")
+
+
+class _SafeKernelFunction:
+    pass
+
+
+class _ScalingType(_enum.Enum):
+    TensorWise = 0
+    RowWise = 1
+    BlockWise1x16 = 2
+    BlockWise1x32 = 3
+    BlockWise1x128 = 4
+    BlockWise128x128 = 5
+
+
+class _SwizzleType(_enum.Enum):
+    NO_SWIZZLE = 0
+    SWIZZLE_32_4_4 = 1
+    SWIZZLE_32_8 = 2
+
+
+class Tag(_enum.Enum):
+    core = 0
+    data_dependent_output = 1
+    dynamic_output_shape = 2
+    flexible_layout = 3
+    generated = 4
+    inplace_view = 5
+    maybe_aliasing_or_mutating = 6
+    needs_contiguous_strides = 7
+    needs_exact_strides = 8
+    needs_fixed_stride_order = 9
+    nondeterministic_bitwise = 10
+    nondeterministic_seeded = 11
+    pointwise = 12
+    pt2_compliant_tag = 13
+    view_copy = 14
+    cudagraph_unsafe = 15
+    reduction = 16
+    out_variant = 17
+
+
+Tag.__module__ = "torch._C"
+
+
+# ----- grad mode, inference mode, torch function and dispatch modes -----------------------------
+
+_grad_enabled = [True]
+_inference_mode = [False]
+
+
+def _set_grad_enabled(mode):
+    _grad_enabled[0] = bool(mode)
+
+
+def is_grad_enabled():
+    return _grad_enabled[0]
+
+
+_is_grad_enabled = is_grad_enabled
+
+
+def is_inference_mode_enabled():
+    return _inference_mode[0]
+
+
+class _InferenceMode:
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = (_inference_mode[0], _grad_enabled[0])
+        _inference_mode[0] = self.mode
+        if self.mode:
+            _grad_enabled[0] = False
+        return self
+
+    def __exit__(self, *a):
+        _inference_mode[0], _grad_enabled[0] = self.prev
+
+
+def _set_inference_mode(mode):
+    _inference_mode[0] = bool(mode)
+
+
+class _DisableTorchDispatch:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    return func(*args, **(kwargs or {}))
+
+
+def _disabled_torch_dispatch_impl(func, types, args=(), kwargs=None):
+    return func(*args, **(kwargs or {}))
+
+
+_torch_function_stack = []
+
+
+def _push_on_torch_function_stack(mode):
+    _torch_function_stack.append(mode)
+    _tn_tf_modes(1)  # noqa: F821
+
+
+def _pop_torch_function_stack():
+    mode = _torch_function_stack.pop()
+    _tn_tf_modes(-1)  # noqa: F821
+    return mode
+
+
+def _len_torch_function_stack():
+    return len(_torch_function_stack)
+
+
+def _get_function_stack_at(i):
+    return _torch_function_stack[i]
+
+
+class _DisableTorchFunctionSubclass:
+    def __enter__(self):
+        self.prev = _tn_tf_disabled(max(1, _tn_tf_disabled(None)))  # noqa: F821
+        return self
+
+    def __exit__(self, *a):
+        _tn_tf_disabled(self.prev)  # noqa: F821
+
+
+class DisableTorchFunction:
+    def __enter__(self):
+        self.prev = _tn_tf_disabled(2)  # noqa: F821
+        return self
+
+    def __exit__(self, *a):
+        _tn_tf_disabled(self.prev)  # noqa: F821
+
+
+class _EnableTorchFunction:
+    def __enter__(self):
+        self.prev = _tn_tf_disabled(0)  # noqa: F821
+        return self
+
+    def __exit__(self, *a):
+        _tn_tf_disabled(self.prev)  # noqa: F821
+
+
+DisableTorchFunctionSubclass = _DisableTorchFunctionSubclass
+
+
+class _TorchFunctionState(_enum.Enum):
+    ENABLED = 0
+    SUBCLASSES_DISABLED = 1
+    ALL_DISABLED = 2
+
+
+def _get_torch_function_state():
+    return _TorchFunctionState(_tn_tf_disabled(None))  # noqa: F821
+
+
+def _set_torch_function_state(state):
+    _tn_tf_disabled(state.value)  # noqa: F821
+
+
+def _is_torch_function_enabled():
+    return _tn_tf_disabled(None) == 0  # noqa: F821
+
+
+def _is_torch_function_all_disabled():
+    return _tn_tf_disabled(None) == 2  # noqa: F821
+
+
+def _is_torch_function_mode_enabled():
+    return _tn_tf_disabled(None) < 2 and bool(_torch_function_stack)  # noqa: F821
+
+
+def _has_torch_function(args):
+    return any(type(a) is not _this._tensor_class and hasattr(type(a), "__torch_function__") and
+               getattr(type(a).__torch_function__, "__func__", type(a).__torch_function__) is not _disabled_torch_function_impl
+               for a in args) if _is_torch_function_enabled() else False
+
+
+def _has_torch_function_unary(a):
+    return _has_torch_function((a,))
+
+
+def _has_torch_function_variadic(*args):
+    return _has_torch_function(args)
+
+
+def _skip_one_hop_torch_function():
+    return False
+
+
+_peek_should_skip_torch_function = _returns(False, "_peek_should_skip_torch_function")
+_maybe_call_torch_function_for_op_packet = _returns((False, None), "_maybe_call_torch_function_for_op_packet")
+
+_torch_dispatch_stack = []
+
+
+def _len_torch_dispatch_stack():
+    return len(_torch_dispatch_stack)
+
+
+def _push_on_torch_dispatch_stack(mode):
+    raise NotImplementedError("__torch_dispatch__ modes are not implemented in torchnative")
+
+
+def _pop_torch_dispatch_stack(key=None):
+    return _torch_dispatch_stack.pop()
+
+
+def _get_dispatch_stack_at(i):
+    return _torch_dispatch_stack[i]
+
+
+_get_dispatch_mode = _returns(None, "_get_dispatch_mode")
+_set_dispatch_mode = _returns(None, "_set_dispatch_mode")
+_unset_dispatch_mode = _returns(None, "_unset_dispatch_mode")
+
+
+class _TorchDispatchModeKey(_enum.Enum):
+    FAKE = 0
+    PROXY = 1
+    FUNCTIONAL = 2
+
+
+class _ExcludeDispatchKeyGuard:
+    def __init__(self, *a):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+_IncludeDispatchKeyGuard = _ForceDispatchKeyGuard = _PreserveDispatchKeyGuard = _ExcludeDispatchKeyGuard
+_AutoDispatchBelowAutograd = _AutoDispatchBelowADInplaceOrView = _ExcludeDispatchKeyGuard
+_RestorePythonTLSSnapshot = _EnablePythonDispatcher = _DisablePythonDispatcher = _ExcludeDispatchKeyGuard
+_EnablePreDispatch = _DisableFuncTorch = _DisableAutocast = _SetExcludeDispatchKeyGuard = _ExcludeDispatchKeyGuard
+_DisableTorchDispatch = _ExcludeDispatchKeyGuard
+_set_meta_in_tls_dispatch_include = _returns(None, "_set_meta_in_tls_dispatch_include")
+_meta_in_tls_dispatch_include = _returns(False, "_meta_in_tls_dispatch_include")
+
+
+# ----- autograd stand-ins (part 3 of the face implements autograd) ------------------------------
+
+class _FunctionBase:
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        raise NotImplementedError("torch.autograd.Function.apply is not implemented in torchnative yet")
+
+
+class _LegacyVariableBase:
+    pass
+
+
+class _ImperativeEngine:
+    def queue_callback(self, cb):
+        raise NotImplementedError("the autograd engine is not implemented in torchnative yet")
+
+    def run_backward(self, *a, **k):
+        raise NotImplementedError("backward() is not implemented in torchnative yet")
+
+    def is_checkpoint_valid(self):
+        return True
+
+
+class _TensorMeta(type):
+    pass
+
+
+# ----- global switches --------------------------------------------------------------------------
+
+_flags = {}
+
+
+def _flag(name, default):
+    _flags[name] = default
+
+    def get(*a):
+        return _flags[name]
+
+    def set_(value, *a, **k):
+        _flags[name] = value
+
+    return get, set_
+
+
+(_get_deterministic_algorithms, _set_deterministic_algorithms) = _flag("deterministic", False)
+(_get_deterministic_algorithms_warn_only, _set_deterministic_algorithms_warn_only) = _flag("det_warn", False)
+(_get_warnAlways, _set_warnAlways) = _flag("warn_always", False)
+(_get_float32_matmul_precision, _set_float32_matmul_precision) = _flag("matmul_precision", "highest")
+(_get_cudnn_enabled, _set_cudnn_enabled) = _flag("cudnn", False)
+(_get_mkldnn_enabled, _set_mkldnn_enabled) = _flag("mkldnn", False)
+(_is_multithreading_enabled, _set_multithreading_enabled) = _flag("multithreading", True)
+(_is_view_replay_enabled, _set_view_replay_enabled) = _flag("view_replay", False)
+(_is_grad_layout_enforcement_enabled, _set_grad_layout_enforcement_enabled) = _flag("grad_layout", False)
+(_get_fp32_precision_getter, _set_fp32_precision_setter) = _flag("fp32_precision", "none")
+(_jit_get_emit_hooks, _jit_set_emit_hooks) = _flag("emit_hooks", (None, None))
+(_get_deterministic_fill_uninitialized_memory, _set_deterministic_fill_uninitialized_memory) = _flag("det_fill", True)
+(_get_default_device, _set_default_device) = _flag("default_device", "cpu")
+(_get_sm_carveout_experimental, _set_sm_carveout_experimental) = _flag("sm_carveout", None)
+
+
+def _set_default_dtype(d):
+    _tn_set_default_dtype(d)  # noqa: F821
+
+
+def get_default_dtype():
+    return _tn_get_default_dtype()  # noqa: F821
+
+
+_get_default_dtype = get_default_dtype
+
+
+def _set_default_tensor_type(t):
+    raise NotImplementedError("torch.set_default_tensor_type is not implemented in torchnative")
+
+
+def _get_tracing_state():
+    return None
+
+
+def _is_tracing():
+    return False
+
+
+def _log_api_usage_once(*a):
+    pass
+
+
+def _log_api_usage_metadata(*a, **k):
+    pass
+
+
+def _add_docstr(obj, doc):
+    try:
+        obj.__doc__ = doc
+    except (AttributeError, TypeError):
+        pass
+    return obj
+
+
+def _get_privateuse1_backend_name():
+    return "privateuseone"
+
+
+_is_autocast_available = _returns(False, "_is_autocast_available")
+is_autocast_available = _is_autocast_available
+_any_requires_grad = lambda *args: False
+_has_storage = lambda t: t.device.type == "cpu"
+_getenv = lambda name: __import__("os").environ.get(name)
+_setenv = lambda name, value: __import__("os").environ.__setitem__(name, value)
+_unsetenv = lambda name: __import__("os").environ.pop(name, None)
+_get_tensor_metadata = lambda t: {}
+_set_tensor_metadata = lambda t, m: None
+_storage_throw_on_mutable_data_ptr = _returns(None, "_storage_throw_on_mutable_data_ptr")
+_storage_throw_on_immutable_data_ptr = _returns(None, "_storage_throw_on_immutable_data_ptr")
+_is_opaque_type_registered = _returns(False, "_is_opaque_type_registered")
+_register_opaque_type = _returns(None, "_register_opaque_type")
+_unregister_opaque_type = _returns(None, "_unregister_opaque_type")
+_get_custom_class_python_wrapper = _returns(None, "_get_custom_class_python_wrapper")
+_check_schema_allow_fake_script_object = _returns(None, "_check_schema_allow_fake_script_object")
+_any_output_is_alias_to_input_or_output = _returns(False, "_any_output_is_alias_to_input_or_output")
+_accelerator_getAccelerator = _returns(None, "_accelerator_getAccelerator")
+_accelerator_hooks_device_count = _returns(0, "_accelerator_hooks_device_count")
+_get_accelerator = _accelerator_getAccelerator
+has_openmp = False
+has_mkl = False
+has_lapack = False
+_has_mps = False
+_has_cuda = False
+_has_xpu = False
+_has_mtia = False
+_has_kineto = False
+_has_cudnn = False
+has_cuda = False
+has_cudnn = False
+has_mps = False
+has_spectral = True
+_has_magma = False
+_GLIBCXX_USE_CXX11_ABI = True
+_PYBIND11_COMPILER_TYPE = ""
+_PYBIND11_STDLIB = ""
+_PYBIND11_BUILD_ABI = ""
+
+
+def _show_config():
+    return "torchnative torch face (torch._C in Rust); no CUDA, no MKL, no OpenMP"
+
+
+def _cxx_flags():
+    return ""
+
+
+def _parallel_info():
+    return "torchnative: one rayon pool"
+
+
+def get_num_threads():
+    return __import__("os").cpu_count() or 1
+
+
+def set_num_threads(n):
+    pass
+
+
+def set_flush_denormal(mode):
+    return False
+
+
+def get_num_interop_threads():
+    return 1
+
+
+def set_num_interop_threads(n):
+    pass
+
+
+def _get_cpu_capability():
+    return "AVX512"
+
+
+def _initExtension(manager_path):
+    import torch
+    from torch._tensor import Tensor
+
+    _this._tensor_class = Tensor
+    _tn_set_classes(Tensor, Size, _device_factory, _disabled_torch_function_impl)  # noqa: F821
+    for d, names in _dtype_names:
+        for n in names:
+            setattr(torch, n, d)
+    for table in (_layouts, _memory_formats, _qschemes):
+        for n, v in table.items():
+            setattr(torch, n, v)
+    return True
+
+
+def _init_names(names):
+    pass
+
+
+for _name in ("_autograd_init", "_add_docstr", "_c10d_init", "_rpc_init", "_dist_autograd_init",
+              "_faulthandler_enabled"):
+    pass
+
+_tensor_class = None
+
+_submodule("_autograd", stubs=True)
+_submodule("_functorch", stubs=True)
+_submodule("_dynamo", stubs=True)
+_submodule("_dynamo.eval_frame", stubs=True)
+_submodule("_dynamo.guards", stubs=True)
+_submodule("_export", stubs=True)
+_submodule("_jit_tree_views", stubs=True)
+_submodule("_distributed_rpc", stubs=True)
+_submodule("_cpu", stubs=True)
+_submodule("_onnx", stubs=True)
+_submodule("_profiler", stubs=True)
+_monitor = _submodule("_monitor", stubs=True)
+_monitor.__all__ = ["Aggregation", "Stat", "Event", "EventHandlerHandle", "log_event", "register_event_handler",
+                    "unregister_event_handler"]
+_submodule("_lazy", stubs=True)
+_submodule("_verbose", stubs=True)
+_submodule("_acc", stubs=True)
+_submodule("_return_types")
+
+del _name, _is_function, _is_method, _module, _op, _n, _dunder, _opname
+
+
+_dlpack_exchange_api = _returns(None, "_dlpack_exchange_api")
+_to_dlpack = _refuse("_to_dlpack")
+_to_dlpack_versioned = _refuse("_to_dlpack_versioned")
+_from_dlpack = _refuse("_from_dlpack")
+
+# PyO3 records the Rust-added names in __all__; upstream's _C has none, so `from torch._C
+# import *` takes every public name.
+
+
+
+class StorageBase:
+    """Untyped storages are not exposed yet: tensors share memory through torchnative-core."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("torch.UntypedStorage is not implemented in torchnative yet")
+
+
+for _n in ("DoubleStorageBase", "FloatStorageBase", "LongStorageBase", "IntStorageBase", "ShortStorageBase",
+           "CharStorageBase", "ByteStorageBase", "BoolStorageBase", "HalfStorageBase", "BFloat16StorageBase"):
+    setattr(_this, _n, _builtins.type(_n, (StorageBase,), {}))
+
+
+
+class Generator:
+    __module__ = "torch"
+
+    def __init__(self, device="cpu"):
+        _check_device(device)
+        self._device = device if isinstance(device, _this.device) else _this.device(device)
+        self._seed = 67280421310721
+
+    def manual_seed(self, seed):
+        self._seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        import random as _r
+
+        self._seed = _r.getrandbits(64)
+        return self._seed
+
+    def get_state(self):
+        raise NotImplementedError("Generator.get_state is not implemented in torchnative yet")
+
+    def set_state(self, state):
+        raise NotImplementedError("Generator.set_state is not implemented in torchnative yet")
+
+
+Generator.device = property(lambda self: self._device)
+Generator.graphsafe_set_state = _refuse("Generator.graphsafe_set_state")
+Generator.graphsafe_get_state = _refuse("Generator.graphsafe_get_state")
+Generator.clone_state = _refuse("Generator.clone_state")
+Generator.philox_state = _refuse("Generator.philox_state")
+default_generator = Generator()
+
+
+def _stub_class(qualname):
+    """A stand-in class: it can be made (upstream makes some at import, e.g. a
+    CompilationUnit), and every method of it refuses by name when called."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _refuse(f"{qualname}.{name}")
+
+    return _StubMeta(qualname, (), {"__init__": __init__, "__getattr__": __getattr__, "__module__": "torch._C"})
+
+
+class _StubMeta(type):
+    """Upstream mixes the metaclass of pybind11 classes with others (`type(torch._C._Await)`),
+    so stand-in classes need a metaclass of their own, not `type` itself. Their methods are
+    refusing stand-ins too (upstream attaches docstrings to them at import)."""
+
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        qual = f"{cls.__name__}.{name}"
+        value = _stub_class(qual) if name.lstrip("_")[:1].isupper() else _refuse(qual)
+        setattr(cls, name, value)
+        return value
+
+
+# Classes upstream's Python names at import (TorchScript, profiling, benchmarking): they exist
+# so that modules import, and refuse by name when instantiated.
+for _n in ("IODescriptor", "JITException", "Future", "_Await", "_MobileOptimizerType", "GraphExecutorState",
+           "AliasDb", "_InsertPoint", "Use", "Value", "Block", "Node", "Graph", "_UpgraderEntry", "_UpgraderRange",
+           "ScriptModuleSerializer", "SerializationStorageContext", "DeserializationStorageContext",
+           "ConcreteModuleTypeBuilder", "ConcreteModuleType", "CallStack", "ErrorReport", "CompilationUnit",
+           "ScriptObject", "ScriptModule", "LiteScriptModule", "ScriptFunction", "ScriptMethod", "ScriptDict",
+           "ScriptList", "ModuleDict", "ParameterDict", "BufferDict", "Module", "_LinalgBackend",
+           "BatchNormBackend", "_BlasBackend", "_ROCmFABackend", "ConvBackend", "LoggerBase", "NoopLogger",
+           "LockingLogger", "AggregationType", "FileCheck", "PyTorchFileReader", "PyTorchFileWriter",
+           "_SchemaArgType", "_SchemaArgument", "_SchemaInfo", "BenchmarkConfig", "BenchmarkExecutionStats",
+           "ThroughputBenchmark", "_SDPAParams", "_SDPBackend", "_TensorIteratorSpec", "_TensorIterator",
+           "TracingState", "IValue", "SourceRange", "TreeView", "Ident", "ClassDef", "Def", "Decl",
+           "CapturedTraceback", "_NodeBase", "_NodeIter", "Stream", "Event", "_acceleratorGraph",
+           "_StaticCudaLauncher", "_StaticXpuLauncher", "AnyType"):
+    if _n not in globals():
+        setattr(_this, _n, _stub_class(_n))
+
+
+class ErrorReport(metaclass=_StubMeta):
+    """TorchScript's error context: only its (empty) call stack is read outside TorchScript."""
+
+    def __init__(self, *args):
+        pass
+
+    @staticmethod
+    def call_stack():
+        return ""
+
+
+class _SourceRangeFactory:
+    """TorchScript source ranges; upstream builds them while checking `@_overload` bodies."""
+
+    def __init__(self, text, filename, file_lineno, leading_whitespace_len):
+        self.source = text
+        self.filename = filename
+        self.file_lineno = file_lineno
+        self.leading_whitespace_len = leading_whitespace_len
+
+    def make_range(self, line, start_col, end_col):
+        return (line, start_col, end_col)
+
+    def make_raw_range(self, start, end):
+        return (start, end)
+
+
+_jit_tree_views.SourceRangeFactory = _SourceRangeFactory  # noqa: F821
+for _n in _monitor.__all__:
+    getattr(_monitor, _n)
+
+
+class AcceleratorError(RuntimeError):
+    pass
+
+
+class OutOfMemoryError(RuntimeError):
+    pass
+
+
+class _DistError(RuntimeError):
+    pass
+
+
+class _DistBackendError(_DistError):
+    pass
+
+
+class _DistStoreError(_DistError):
+    pass
+
+
+class _DistNetworkError(_DistError):
+    pass
+
+
+class _DistQueueEmptyError(_DistStoreError):
+    pass
+
+
+
+
+# ----- Tensor methods upstream binds by hand in C++ (thin: each is one door call) -------------
+
+def _cast_method(dtype_name):
+    def cast(self, memory_format=None):
+        import torch
+
+        return self.to(getattr(torch, dtype_name))
+
+    cast.__name__ = dtype_name
+    return cast
+
+
+for _n, _d in (("half", "float16"), ("float", "float32"), ("double", "float64"), ("bfloat16", "bfloat16"),
+               ("long", "int64"), ("int", "int32"), ("short", "int16"), ("char", "int8"), ("byte", "uint8"),
+               ("bool", "bool")):
+    setattr(TensorBase, _n, _cast_method(_d))  # noqa: F821
+
+
+def _cpu(self, memory_format=None):
+    return self
+
+
+def _to_accelerator(kind):
+    def to(self, *args, **kwargs):
+        _check_device(kind)
+
+    to.__name__ = kind
+    return to
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return _tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    if dtype is None:
+        return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                "bool": "torch.BoolTensor"}[repr(self.dtype).split(".")[1]]
+    raise NotImplementedError("Tensor.type(dtype) is not implemented in torchnative")
+
+
+def _contains(self, element):
+    return bool((self == element).any())
+
+
+TensorBase.cpu = _cpu  # noqa: F821
+TensorBase.cuda = _to_accelerator("cuda")  # noqa: F821
+TensorBase.xpu = _to_accelerator("xpu")  # noqa: F821
+TensorBase.new_tensor = _new_tensor  # noqa: F821
+TensorBase.type = _type  # noqa: F821
+TensorBase.__contains__ = _contains  # noqa: F821
+TensorBase.__floordiv__ = lambda self, other: self.div(other, rounding_mode="floor")  # noqa: F821
+TensorBase.__ifloordiv__ = lambda self, other: self.div_(other, rounding_mode="floor")  # noqa: F821
+TensorBase.__rfloordiv__ = lambda self, other: _tensor(other, dtype=None).div(self, rounding_mode="floor")  # noqa: F821
+TensorBase.__pow__ = lambda self, other: self.pow(other)  # noqa: F821
+TensorBase.__radd__ = lambda self, other: self.add(other)  # noqa: F821
+TensorBase.__rmul__ = lambda self, other: self.mul(other)  # noqa: F821
+TensorBase.__rand__ = lambda self, other: self.bitwise_and(other)  # noqa: F821
+TensorBase.__ror__ = lambda self, other: self.bitwise_or(other)  # noqa: F821
+TensorBase.__rxor__ = lambda self, other: self.bitwise_xor(other)  # noqa: F821
+TensorBase.__long__ = TensorBase.__int__  # noqa: F821
+TensorBase.__nonzero__ = TensorBase.__bool__  # noqa: F821
+TensorBase.__complex__ = _refuse("TensorBase.__complex__")  # noqa: F821
+TensorBase._make_wrapper_subclass = staticmethod(_refuse("TensorBase._make_wrapper_subclass"))  # noqa: F821
+TensorBase.storage_type = _refuse("TensorBase.storage_type")  # noqa: F821
+TensorBase.apply_ = _refuse("TensorBase.apply_")  # noqa: F821
+TensorBase.map_ = _refuse("TensorBase.map_")  # noqa: F821
+TensorBase.map2_ = _refuse("TensorBase.map2_")  # noqa: F821
+TensorBase.new = _refuse("TensorBase.new")  # noqa: F821
+TensorBase._use_count = lambda self: 1  # noqa: F821
+TensorBase.T = property(lambda self: self.permute(*range(self.dim() - 1, -1, -1)))  # noqa: F821
+TensorBase.mT = property(lambda self: self.transpose(-2, -1))  # noqa: F821
+TensorBase.H = property(lambda self: self.T)  # noqa: F821
+TensorBase.mH = property(lambda self: self.mT)  # noqa: F821
+TensorBase.itemsize = property(lambda self: self.element_size())  # noqa: F821
+TensorBase.nbytes = property(lambda self: self.element_size() * self.numel())  # noqa: F821
+TensorBase.const_data_ptr = lambda self: self.data_ptr()  # noqa: F821
+TensorBase.mutable_data_ptr = lambda self: self.data_ptr()  # noqa: F821
+TensorBase.is_ipu = TensorBase.is_xla = TensorBase.is_mtia = TensorBase.is_maia = property(lambda self: False)  # noqa: F821
+TensorBase.grad_dtype = property(lambda self: None)  # noqa: F821
+for _n in ("ipu", "mtia", "mps", "hpu"):
+    setattr(TensorBase, _n, _to_accelerator(_n))  # noqa: F821
+TensorBase.cdouble = TensorBase.cfloat = _refuse("TensorBase.cfloat")  # noqa: F821
+(_get_backcompat_broadcast_warn, _set_backcompat_broadcast_warn) = _flag("bc_broadcast", False)
+(_get_backcompat_keepdim_warn, _set_backcompat_keepdim_warn) = _flag("bc_keepdim", False)
+_error_if_any_worker_fails = _returns(None, "_error_if_any_worker_fails")
+_remove_worker_pids = _returns(None, "_remove_worker_pids")
+_set_worker_pids = _returns(None, "_set_worker_pids")
+_set_worker_signal_handlers = _returns(None, "_set_worker_signal_handlers")
+
+# Names upstream's modules import from torch._C at module level (found by scanning the
+# vendored tree's `from torch._C import ...` statements). Those not defined above are refusing
+# stand-ins, so every module imports and a call says what is missing.
+_IMPORTED_BY_UPSTREAM = """
+AnyType AwaitType BoolType ComplexType DeviceObjType DictType DispatchKey DispatchKeySet
+EnumType ErrorReport FileCheck FloatType FunctionSchema Future FutureType Graph
+IntType InterfaceType ListType NoneType NumberType OptionalType RRefType ScriptDict
+ScriptList ScriptMethod ScriptObject StreamObjType StringType TensorType TupleType UnionType
+_Await _CUDAGraph _DTensor_OpSchema_post_init _DTensor_OpSchema_recompute_comparison_key _DistStoreError _GeneratorType _ImperativeEngine _LinAlgError
+_MemPool _MobileOptimizerType _NodeBase _NodeIter _SDPAParams _SDPBackend _ScalingType _SwizzleType
+_TensorIterator _TensorIteratorSpec _XPUGraph _acceleratorGraph _add_docstr _compile_graph_to_code_table _cuda_CUDAAllocator _cuda_CUDAAllocator_AllocatorState
+_cuda_beginAllocateCurrentThreadToPool _cuda_beginAllocateToPool _cuda_endAllocateToPool _cuda_getCurrentRawStream _cuda_isCurrentStreamCapturing _cuda_releasePool _cudart _cudnn
+_cusparselt _disabled_torch_function_impl _dispatch_is_included_in_alias _dispatch_keys _enter_dual_level _error_if_any_worker_fails _exit_dual_level _fft
+_functionalization _functionalization_reapply_views_tls _functions _fx_map_aggregate _fx_map_arg _generate_upgraders_graph _get_backcompat_broadcast_warn _get_backcompat_keepdim_warn
+_get_cpp_backtrace _get_default_device _get_dispatch_stack_at _get_function_stack_at _get_privateuse1_backend_name _graph_pool_handle _has_torch_function _has_torch_function_unary
+_has_torch_function_variadic _initExtension _instruction_counter _is_torch_function_mode_enabled _itt _len_torch_dispatch_stack _len_torch_function_stack _linalg
+_mtia_getCurrentRawStream _nested _nvtx _onnx _pop_torch_dispatch_stack _pop_torch_function_stack _push_on_torch_dispatch_stack _push_on_torch_function_stack
+_remove_worker_pids _rename_privateuse1_backend _set_backcompat_broadcast_warn _set_backcompat_keepdim_warn _set_cached_tensors_enabled _set_worker_pids _set_worker_signal_handlers _sparse
+_special _to_dlpack _xpu_getCurrentRawStream _xpu_graph_pool_handle _xpu_isCurrentStreamCapturing default_generator dtype
+""".split()
+# Accelerator names stay absent, as in upstream's CPU-only builds: upstream probes them with
+# hasattr and installs its own dummies.
+_ACCELERATOR_WORDS = ("cuda", "xpu", "mtia", "mps", "cudnn", "nccl", "rocm", "mempool", "gds")
+for _n in _IMPORTED_BY_UPSTREAM:
+    if _n not in globals() and not any(w in _n.lower() for w in _ACCELERATOR_WORDS):
+        setattr(_this, _n, _stub_class(_n) if _n.lstrip("_")[:1].isupper() else _refuse(_n))
+
+for _n in ['_aoti', '_autograd', '_distributed', '_distributed_autograd', '_distributed_c10d', '_distributed_rpc', '_distributed_rpc_testing', '_dynamo', '_dynamo.eval_frame', '_dynamo.guards', '_dynamo.utils', '_export', '_functorch', '_jit_tree_views', '_monitor', '_onnx', '_profiler']:
+    if f"torch._C.{_n}" not in _sys.modules:
+        _parent, _, _leaf = _n.rpartition(".")
+        _mod = _submodule(_n, stubs=True)
+        if _parent:
+            setattr(_sys.modules[f"torch._C.{_parent}"], _leaf, _mod)
+
+
+# Initialisers upstream calls once at import; each reports success as upstream's do.
+for _n in ("_jit_init", "_autograd_init", "_multiprocessing_init", "_c10d_init", "_rpc_init", "_dist_autograd_init",
+           "_faulty_agent_init", "_functorch_init"):
+    setattr(_this, _n, _returns(True, _n))
+
+(_is_fwd_grad_enabled, _set_fwd_grad_enabled) = _flag("fwd_grad", False)
+(_get_cudnn_enabled, _set_cudnn_enabled) = _flag("cudnn_enabled", False)
+(_get_cudnn_benchmark, _set_cudnn_benchmark) = _flag("cudnn_benchmark", False)
+(_get_cudnn_deterministic, _set_cudnn_deterministic) = _flag("cudnn_deterministic", False)
+(_get_cudnn_allow_tf32, _set_cudnn_allow_tf32) = _flag("cudnn_tf32", True)
+(_get_cudnn_depthwise_kernel, _set_cudnn_depthwise_kernel) = _flag("cudnn_depthwise", False)
+(_get_cublas_allow_tf32, _set_cublas_allow_tf32) = _flag("cublas_tf32", False)
+(_get_mkldnn_deterministic, _set_mkldnn_deterministic) = _flag("mkldnn_deterministic", False)
+(_get_onednn_allow_tf32, _set_onednn_allow_tf32) = _flag("onednn_tf32", False)
+(_get_miopen_immediate, _set_miopen_immediate) = _flag("miopen_immediate", False)
+(_is_any_autocast_enabled, _set_any_autocast_enabled) = _flag("any_autocast", False)
+(_tracer_warn_use_python, _set_tracer_warn_use_python) = _flag("tracer_warn", None)
+_has_mkldnn = False
+_set_generator_metaclass = _returns(None, "_set_generator_metaclass")
+_logging_set_logger = _returns(None, "_logging_set_logger")
+_additional_keys_to_prop_for_wrapper_tensors = DispatchKeySet()
+_last_executed_optimized_graph = _refuse("_last_executed_optimized_graph")
+_jit_flatten = _refuse("_jit_flatten")
+_jit_unflatten = _refuse("_jit_unflatten")
+_const_dlpack_exchange_api = _returns(None, "_const_dlpack_exchange_api")
+_DTensor_compute_global_tensor_info = _refuse("_DTensor_compute_global_tensor_info")
+
+
+def _infer_size(a, b):
+    import torch
+
+    return torch.broadcast_shapes(a, b)
+
+
+
+
+class _ReduceOp(metaclass=_StubMeta):
+    """torch.distributed's reduction kinds (collectives themselves are part 3 of the face)."""
+
+    RedOpType = _enum.Enum("RedOpType", "SUM AVG PRODUCT MIN MAX BAND BOR BXOR PREMUL_SUM UNUSED", start=0)
+
+    def __init__(self, op):
+        self.op = op
+
+
+for _m in _ReduceOp.RedOpType:
+    setattr(_ReduceOp, _m.name, _m)
+_ReduceOp.__name__ = _ReduceOp.__qualname__ = "ReduceOp"
+_sys.modules["torch._C._distributed_c10d"].ReduceOp = _ReduceOp
+_c10d = _sys.modules["torch._C._distributed_c10d"]
+_c10d.set_debug_level_from_env = _returns(None, "set_debug_level_from_env")
+_c10d.set_debug_level = _returns(None, "set_debug_level")
+_functorch.TransformType = _enum.Enum("TransformType", "Torch Vmap Grad Jvp Functionalize", module="torch._C._functorch")  # noqa: F821
+_functorch.RandomnessType = _enum.Enum("RandomnessType", "Error Same Different", module="torch._C._functorch")  # noqa: F821
+_has_gds = False
+# Upstream's CPU builds bind these MTIA graph names too (torch/mtia subclasses them at import).
+_MTIAGraph = _stub_class("_MTIAGraph")
+
+
+def _multiprocessing_init():
+    """Adds torch.multiprocessing's prctl(PR_SET_PDEATHSIG) wrapper, as upstream's does."""
+
+    def _prctl_pr_set_pdeathsig(signal):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, int(signal), 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+    _sys.modules["torch.multiprocessing"]._prctl_pr_set_pdeathsig = _prctl_pr_set_pdeathsig
+    return True
+
+
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+TensorBase.real = property(lambda self: self)  # noqa: F821
+TensorBase.imag = property(_imag)  # noqa: F821
+
+
+def _process_group_class():
+    """c10d's ProcessGroup: upstream creates it with CustomClassBaseMeta so that it can be
+    registered as an opaque type at import."""
+    from torch._custom_class_base import CustomClassBaseMeta
+
+    meta = _builtins.type("_StubCustomClassMeta", (_StubMeta, CustomClassBaseMeta), {})
+    base = _stub_class("ProcessGroup")
+    cls = meta("ProcessGroup", (base,), {"__module__": "torch._C._distributed_c10d"})
+    cls.BackendType = _enum.Enum("BackendType", "UNDEFINED GLOO NCCL UCC MPI XCCL CUSTOM", start=0)
+    return cls
+
+
+_c10d_getattr = _c10d.__getattr__
+
+
+def _c10d_getattr_with_process_group(name):
+    if name == "ProcessGroup":
+        _c10d.ProcessGroup = _process_group_class()
+        return _c10d.ProcessGroup
+    return _c10d_getattr(name)
+
+
+_c10d.__getattr__ = _c10d_getattr_with_process_group
+
+# Operators upstream registers outside native_functions.yaml that its Python names at import.
+for _schema in (
+    "aten::quantized_lstm.input(Tensor input, Tensor[] hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
+    "aten::quantized_lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
+    "aten::quantized_lstm.input_legacy(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
+    "aten::quantized_lstm.data_legacy(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
+    "aten::quantized_gru.input(Tensor input, Tensor hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "aten::quantized_gru.data(Tensor data, Tensor batch_sizes, Tensor hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)",
+    "aten::quantized_gru.input_legacy(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
+    "aten::quantized_gru.data_legacy(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)",
+    "aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
+    "aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
+    "aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
+    "aten::size(Tensor self) -> int[]",
+    "aten::stride(Tensor self) -> int[]",
+    "aten::sym_size(Tensor self) -> SymInt[]",
+    "aten::sym_stride(Tensor self) -> SymInt[]",
+    "prim::device(Tensor a) -> Device",
+    "prim::dtype(Tensor a) -> int",
+    "prim::layout(Tensor a) -> Layout",
+    "profiler::_record_function_enter(str name, str? args=None) -> Tensor",
+    "profiler::_record_function_enter_new(str name, str? args=None) -> __torch__.torch.classes.profiler._RecordFunction",
+    "profiler::_record_function_exit(Tensor handle) -> ()",
+    "profiler::_record_function_exit._RecordFunction(__torch__.torch.classes.profiler._RecordFunction record) -> ()",
+    "profiler::_call_end_callbacks_on_jit_fut(Tensor x, Future(t) y) -> Future(t)",
+    "profiler::_call_end_callbacks_on_jit_fut._RecordFunction(__torch__.torch.classes.profiler._RecordFunction x, Future(t) y) -> Future(t)",
+    "export::access_subclass_inner_tensor(Tensor src_subclass_tensor, str attr) -> Tensor",
+    "inductor_prims::inductor_reserve_rng_state(Generator? generator, SymInt increment) -> (Tensor, Tensor, Tensor)",
+    "inductor::_alloc_from_pool(Tensor self, int offset_bytes, ScalarType dtype, int[] size, int[] stride) -> Tensor",
+    "inductor::_reinterpret_tensor(Tensor self, int[] size, int[] stride, int offset_increment=0) -> Tensor",
+    "inductor::accumulate_grad_(Tensor variable, Tensor? variable_grad, Tensor? new_grad) -> Tensor?",
+    "inductor::_mm_plus_mm(Tensor a, Tensor b, Tensor c, Tensor d, Tensor(t!) out) -> Tensor(t!)",
+    "inductor::resize_storage_bytes_(Tensor variable, SymInt new_size) -> ()",
+    "debug_mode_ops::annotate(str tag) -> ()",
+    "debugprims::load_tensor(str name, int[] size, int[] stride, *, ScalarType dtype, Device device) -> Tensor",
+    "fsdp::chunk_cat_mixed_dtype(Tensor[] tensors, int dim, int num_chunks, *, Tensor(a!) out) -> ()",
+    "rngprims::philox_rand(SymInt[] size, Tensor seed, Tensor offset, int[]? stride, Device? device=None, ScalarType? dtype=None) -> (Tensor, Tensor)",
+):
+    _tn_define(_schema)  # noqa: F821
+globals().pop("__all__", None)

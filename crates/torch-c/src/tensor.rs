@@ -1,0 +1,720 @@
+//! `torch._C.TensorBase`: the Python handle of a torchnative-core tensor.
+//!
+//! Upstream's `torch.Tensor` (torch/_tensor.py) subclasses this type; results are made as
+//! instances of that class (registered by `_initExtension`), so Python-level methods of
+//! `torch.Tensor` apply to every result. Operators are not methods here: they are attached
+//! from the registry as descriptors that call the door (door.rs). What lives here is what
+//! upstream's C++ binds by hand outside native_functions.yaml: sizes, strides, dtype, device,
+//! autograd flags, indexing, Python number conversions and memory sharing.
+
+use crate::dtype;
+use crate::error::core_err;
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PySlice, PyTuple, PyType};
+use torchnative_core::{DType, Device, Scalar, Tensor};
+
+/// The Python classes the results are made of (set once by `_initExtension` / the surface).
+pub static TENSOR_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+pub static SIZE_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+pub static DEVICE_FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+#[pyclass(subclass, module = "torch._C", name = "TensorBase")]
+pub struct TensorBase {
+    pub inner: Tensor,
+    pub requires_grad: bool,
+    pub grad: Option<Py<PyAny>>,
+    /// Bumped by in-place writes through this handle (upstream's version counter).
+    pub version: u64,
+}
+
+impl TensorBase {
+    pub fn new(inner: Tensor) -> TensorBase {
+        TensorBase {
+            inner,
+            requires_grad: false,
+            grad: None,
+            version: 0,
+        }
+    }
+}
+
+/// Makes a `torch.Tensor` (or `TensorBase` before torch/_tensor.py ran) holding `t`.
+pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    match TENSOR_CLASS.get(py) {
+        Some(cls) => wrap_as(cls.bind(py), t),
+        None => Ok(Py::new(py, TensorBase::new(t))?.into_any()),
+    }
+}
+
+/// Makes an instance of `cls` (a subclass of TensorBase) holding `t`.
+pub fn wrap_as(cls: &Bound<'_, PyType>, t: Tensor) -> PyResult<Py<PyAny>> {
+    let obj = TensorBase::type_object_new(cls)?;
+    obj.cast::<TensorBase>()?.borrow_mut().inner = t;
+    Ok(obj.unbind())
+}
+
+impl TensorBase {
+    /// `object.__new__`-style allocation of a (sub)class instance holding an empty tensor.
+    fn type_object_new<'py>(cls: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
+        let base = cls.py().get_type::<TensorBase>();
+        base.getattr("__new__")?.call1((cls,))
+    }
+}
+
+fn size_object(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {
+    let tuple = PyTuple::new(py, dims)?;
+    match SIZE_CLASS.get(py) {
+        Some(cls) => Ok(cls.bind(py).call1((tuple,))?.unbind()),
+        None => Ok(tuple.into_any().unbind()),
+    }
+}
+
+pub fn device_object(py: Python<'_>, device: Device) -> PyResult<Py<PyAny>> {
+    let name = match device {
+        Device::Cpu => "cpu",
+        Device::Meta => "meta",
+    };
+    match DEVICE_FACTORY.get(py) {
+        Some(f) => Ok(f.bind(py).call1((name,))?.unbind()),
+        None => Ok(name.into_pyobject(py)?.into_any().unbind()),
+    }
+}
+
+fn wrap_dim(dim: i64, ndim: usize) -> PyResult<usize> {
+    let n = ndim.max(1) as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    if d < 0 || d >= n {
+        return Err(PyIndexError::new_err(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -n,
+            n - 1
+        )));
+    }
+    Ok(d as usize)
+}
+
+fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
+    Ok(match s {
+        Scalar::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
+        Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+/// Nested lists of Python numbers (`tolist`).
+fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    if t.dim() == 0 {
+        return scalar_to_py(py, t.item().map_err(core_err)?);
+    }
+    let mut items = Vec::with_capacity(t.shape()[0]);
+    for i in 0..t.shape()[0] {
+        let row = t.select(0, i as i64).map_err(core_err)?;
+        items.push(to_list(py, &row)?);
+    }
+    Ok(PyList::new(py, items)?.into_any().unbind())
+}
+
+/// `torch.tensor(data)`: nested sequences of numbers, bools or 0-dim tensors.
+pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    #[derive(PartialEq, PartialOrd, Clone, Copy)]
+    enum Kind {
+        Bool,
+        Int,
+        Float,
+    }
+    fn walk(
+        v: &Bound<'_, PyAny>,
+        depth: usize,
+        shape: &mut Vec<usize>,
+        flat: &mut Vec<f64>,
+        ints: &mut Vec<i64>,
+        kind: &mut Option<Kind>,
+        tensor_dtype: &mut Option<DType>,
+    ) -> PyResult<()> {
+        let is_seq = v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>();
+        if is_seq {
+            let n = v.len()?;
+            if shape.len() == depth {
+                shape.push(n);
+            } else if shape.len() < depth || shape[depth] != n {
+                return Err(PyValueError::new_err(format!(
+                    "expected sequence of length {} at dim {depth} (got {n})",
+                    shape.get(depth).copied().unwrap_or(0)
+                )));
+            }
+            for item in v.try_iter()? {
+                walk(&item?, depth + 1, shape, flat, ints, kind, tensor_dtype)?;
+            }
+            return Ok(());
+        }
+        if shape.len() > depth {
+            return Err(PyTypeError::new_err(format!(
+                "expected a sequence at dim {depth}, got {}",
+                v.get_type().name()?
+            )));
+        }
+        let (k, f, i) = if v.is_instance_of::<PyBool>() {
+            let b: bool = v.extract()?;
+            (Kind::Bool, b as u8 as f64, b as i64)
+        } else if v.is_instance_of::<PyInt>() {
+            let i: i64 = v.extract()?;
+            (Kind::Int, i as f64, i)
+        } else if v.is_instance_of::<PyFloat>() {
+            let f: f64 = v.extract()?;
+            (Kind::Float, f, f as i64)
+        } else if let Ok(t) = v.cast::<TensorBase>() {
+            let t = t.borrow();
+            if t.inner.numel() != 1 {
+                return Err(PyValueError::new_err(
+                    "only one element tensors can be converted to Python scalars",
+                ));
+            }
+            *tensor_dtype = Some(match *tensor_dtype {
+                Some(d) => torchnative_core::promote_types(d, t.inner.dtype()),
+                None => t.inner.dtype(),
+            });
+            match t.inner.reshape(&[]).and_then(|x| x.item()).map_err(core_err)? {
+                Scalar::Bool(b) => (Kind::Bool, b as u8 as f64, b as i64),
+                Scalar::Int(i) => (Kind::Int, i as f64, i),
+                Scalar::Float(f) => (Kind::Float, f, f as i64),
+            }
+        } else if let Ok(f) = v.call_method0("__float__").and_then(|x| x.extract::<f64>()) {
+            let is_int = v.call_method0("__index__").is_ok();
+            if is_int {
+                let i: i64 = v.call_method0("__index__")?.extract()?;
+                (Kind::Int, f, i)
+            } else {
+                (Kind::Float, f, f as i64)
+            }
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "Could not infer dtype of {}",
+                v.get_type().name()?
+            )));
+        };
+        *kind = Some(kind.map_or(k, |old| if k > old { k } else { old }));
+        flat.push(f);
+        ints.push(i);
+        Ok(())
+    }
+    let mut shape = Vec::new();
+    let mut flat = Vec::new();
+    let mut ints = Vec::new();
+    let mut kind = None;
+    let mut tensor_dtype = None;
+    walk(data, 0, &mut shape, &mut flat, &mut ints, &mut kind, &mut tensor_dtype)?;
+    let inferred = match (kind, tensor_dtype) {
+        (_, Some(d)) if shape.is_empty() => d,
+        (Some(Kind::Float), _) => crate::default_float(),
+        (Some(Kind::Int), _) => DType::I64,
+        (Some(Kind::Bool), _) => DType::Bool,
+        (None, _) => crate::default_float(),
+    };
+    let dtype = dtype.unwrap_or(inferred);
+    let t = if kind == Some(Kind::Float) || dtype.is_float() {
+        if kind == Some(Kind::Float) {
+            Tensor::from_f64s(&flat, &shape, dtype)
+        } else {
+            Tensor::from_i64s(&ints, &shape, dtype)
+        }
+    } else {
+        Tensor::from_i64s(&ints, &shape, dtype)
+    };
+    t.map_err(core_err)
+}
+
+/// One step of `tensor[index]`.
+enum IndexItem {
+    Int(i64),
+    Slice(Option<i64>, Option<i64>, i64),
+    NewAxis,
+    Ellipsis,
+    Advanced(Tensor),
+}
+
+fn parse_index(py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    let items: Vec<Bound<'_, PyAny>> = if index.is_exact_instance_of::<PyTuple>() {
+        index.try_iter()?.collect::<PyResult<_>>()?
+    } else {
+        vec![index.clone()]
+    };
+    items
+        .iter()
+        .map(|it| {
+            if it.is_none() {
+                Ok(IndexItem::NewAxis)
+            } else if it.is(py.Ellipsis()) {
+                Ok(IndexItem::Ellipsis)
+            } else if it.is_instance_of::<PyBool>() {
+                let b: bool = it.extract()?;
+                Ok(IndexItem::Advanced(
+                    Tensor::from_i64s(&[b as i64], &[], DType::Bool).map_err(core_err)?,
+                ))
+            } else if it.is_instance_of::<PyInt>() {
+                Ok(IndexItem::Int(it.extract()?))
+            } else if let Ok(s) = it.cast::<PySlice>() {
+                let get = |name: &str| -> PyResult<Option<i64>> {
+                    let v = s.getattr(name)?;
+                    if v.is_none() {
+                        Ok(None)
+                    } else {
+                        Ok(Some(v.call_method0("__index__")?.extract()?))
+                    }
+                };
+                let step = get("step")?.unwrap_or(1);
+                if step <= 0 {
+                    return Err(PyValueError::new_err("step must be greater than zero"));
+                }
+                Ok(IndexItem::Slice(get("start")?, get("stop")?, step))
+            } else if let Ok(t) = it.cast::<TensorBase>() {
+                let t = t.borrow().inner.clone();
+                if t.dim() == 0 && !t.dtype().is_float() && t.dtype() != DType::Bool {
+                    if let Ok(Scalar::Int(i)) = t.item() {
+                        return Ok(IndexItem::Int(i));
+                    }
+                }
+                Ok(IndexItem::Advanced(t))
+            } else if it.is_instance_of::<PyList>() || it.is_instance_of::<PyTuple>() {
+                Ok(IndexItem::Advanced(tensor_from_data(it, None)?))
+            } else if let Ok(i) = it.call_method0("__index__") {
+                Ok(IndexItem::Int(i.extract()?))
+            } else {
+                Err(PyIndexError::new_err(
+                    "only integers, slices (`:`), ellipsis (`...`), None and long or byte \
+                     Variables are valid indices",
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Applies basic indexing as views and returns the advanced indices per result dim.
+fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usize, Tensor)>)> {
+    let consumes = |i: &IndexItem| match i {
+        IndexItem::Int(_) | IndexItem::Slice(..) => 1,
+        IndexItem::Advanced(a) if a.dtype() == DType::Bool => a.dim(),
+        IndexItem::Advanced(_) => 1,
+        IndexItem::NewAxis | IndexItem::Ellipsis => 0,
+    };
+    let consumed: usize = items.iter().map(consumes).sum();
+    if consumed > t.dim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices for tensor of dimension {}",
+            t.dim()
+        )));
+    }
+    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
+        return Err(PyIndexError::new_err(
+            "an index can only have a single ellipsis ('...')",
+        ));
+    }
+    // Dims consumed by the items after each position (for the ellipsis jump).
+    let mut after = vec![0usize; items.len()];
+    for k in (0..items.len().saturating_sub(1)).rev() {
+        after[k] = after[k + 1] + consumes(&items[k + 1]);
+    }
+    let mut out = t.clone();
+    let mut dim = 0usize;
+    let mut advanced = Vec::new();
+    for (k, item) in items.into_iter().enumerate() {
+        match item {
+            IndexItem::Int(i) => {
+                let size = out.shape()[dim] as i64;
+                if i < -size || i >= size {
+                    return Err(PyIndexError::new_err(format!(
+                        "index {i} is out of bounds for dimension {dim} with size {size}"
+                    )));
+                }
+                out = out.select(dim as i64, i).map_err(core_err)?;
+            }
+            IndexItem::Slice(start, stop, step) => {
+                let size = out.shape()[dim] as i64;
+                let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+                let s = start.map_or(0, clamp);
+                let e = stop.map_or(size, clamp).max(s);
+                let len = ((e - s) + step - 1) / step;
+                let strides = out.strides().to_vec();
+                let mut sizes = out.shape().to_vec();
+                let mut new_strides = strides.clone();
+                sizes[dim] = len as usize;
+                new_strides[dim] = strides[dim] * step as usize;
+                let offset = out.storage_offset() + if len > 0 { s as usize * strides[dim] } else { 0 };
+                out = out.as_strided(&sizes, &new_strides, offset).map_err(core_err)?;
+                dim += 1;
+            }
+            IndexItem::NewAxis => {
+                out = out.unsqueeze(dim as i64).map_err(core_err)?;
+                dim += 1;
+            }
+            IndexItem::Ellipsis => dim = out.dim() - after[k],
+            IndexItem::Advanced(a) => {
+                let n = if a.dtype() == DType::Bool { a.dim() } else { 1 };
+                advanced.push((dim, a));
+                dim += n;
+            }
+        }
+    }
+    Ok((out, advanced))
+}
+
+#[pymethods]
+impl TensorBase {
+    /// `torch.Tensor()` / `torch.Tensor(2, 3)` / `torch.Tensor([1., 2.])`: the legacy
+    /// constructor (float32).
+    #[new]
+    #[pyo3(signature = (*args, **_kwargs))]
+    fn py_new(args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let dtype = crate::default_float();
+        if args.is_empty() {
+            return Ok(TensorBase::new(Tensor::empty_on(&[0], dtype, Device::Cpu).map_err(core_err)?));
+        }
+        let first = args.get_item(0)?;
+        if first.is_instance_of::<PyInt>() {
+            let dims: Vec<usize> = args.extract()?;
+            return Ok(TensorBase::new(Tensor::empty_on(&dims, dtype, Device::Cpu).map_err(core_err)?));
+        }
+        if args.len() == 1 {
+            return Ok(TensorBase::new(tensor_from_data(&first, Some(dtype))?));
+        }
+        Err(PyTypeError::new_err("torch.Tensor(): unsupported arguments"))
+    }
+
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<dtype::PyDType>> {
+        dtype::to_py(py, self.inner.dtype())
+    }
+    #[getter]
+    fn shape(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        size_object(py, self.inner.shape())
+    }
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        device_object(py, self.inner.device())
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.dim()
+    }
+    #[getter]
+    fn is_meta(&self) -> bool {
+        self.inner.device() == Device::Meta
+    }
+    #[getter]
+    fn is_cpu(&self) -> bool {
+        self.inner.device() == Device::Cpu
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_xpu(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_mps(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_sparse_csr(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_quantized(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_mkldnn(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_nested(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        true
+    }
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> Py<PyAny> {
+        py.None()
+    }
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> Py<PyAny> {
+        py.None()
+    }
+    #[getter]
+    fn output_nr(&self) -> usize {
+        0
+    }
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.version
+    }
+    #[getter]
+    fn names(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let nones: Vec<Py<PyAny>> = (0..self.inner.dim()).map(|_| py.None()).collect();
+        Ok(PyTuple::new(py, nones)?.into_any().unbind())
+    }
+    #[getter]
+    fn layout(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(py.import("torch")?.getattr("strided")?.unbind())
+    }
+    #[getter]
+    fn _cdata(slf: &Bound<'_, Self>) -> usize {
+        slf.as_ptr() as usize
+    }
+    #[getter]
+    fn get_requires_grad(&self) -> bool {
+        self.requires_grad
+    }
+    #[setter(requires_grad)]
+    fn set_requires_grad(&mut self, value: bool) -> PyResult<()> {
+        if value && !self.inner.dtype().is_float() {
+            return Err(PyRuntimeError::new_err(
+                "only Tensors of floating point and complex dtype can require gradients",
+            ));
+        }
+        self.requires_grad = value;
+        Ok(())
+    }
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
+        slf.borrow_mut().set_requires_grad(requires_grad)?;
+        Ok(slf)
+    }
+    #[getter(grad)]
+    fn get_grad(&self, py: Python<'_>) -> Py<PyAny> {
+        self.grad.as_ref().map_or_else(|| py.None(), |g| g.clone_ref(py))
+    }
+    #[setter(grad)]
+    fn set_grad(&mut self, value: Option<Py<PyAny>>) {
+        self.grad = value;
+    }
+    /// `x.data`: another handle to the same storage, without autograd history.
+    #[getter(data)]
+    fn get_data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.clone())
+    }
+    #[setter(data)]
+    fn set_data(&mut self, value: PyRef<'_, TensorBase>) {
+        self.inner = value.inner.clone();
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn size(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
+        match dim {
+            None => size_object(py, self.inner.shape()),
+            Some(d) => {
+                let d = wrap_dim(d, self.inner.dim())?;
+                Ok(self.inner.shape().get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any().unbind())
+            }
+        }
+    }
+    #[pyo3(signature = (dim=None))]
+    fn stride(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
+        match dim {
+            None => Ok(PyTuple::new(py, self.inner.strides())?.into_any().unbind()),
+            Some(d) => {
+                let d = wrap_dim(d, self.inner.dim())?;
+                Ok(self.inner.strides().get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any().unbind())
+            }
+        }
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn ndimension(&self) -> usize {
+        self.inner.dim()
+    }
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+    fn nelement(&self) -> usize {
+        self.inner.numel()
+    }
+    fn storage_offset(&self) -> usize {
+        self.inner.storage_offset()
+    }
+    fn element_size(&self) -> usize {
+        self.inner.dtype().size_in_bytes()
+    }
+    #[pyo3(signature = (memory_format=None))]
+    fn is_contiguous(&self, memory_format: Option<Bound<'_, PyAny>>) -> bool {
+        let _ = memory_format;
+        self.inner.is_contiguous()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.inner.dtype().is_float()
+    }
+    fn is_complex(&self) -> bool {
+        false
+    }
+    fn is_signed(&self) -> bool {
+        !matches!(self.inner.dtype(), DType::U8 | DType::Bool)
+    }
+    /// Address of the first element (storage base + offset), stable while the storage lives.
+    fn data_ptr(&self) -> PyResult<usize> {
+        crate::memory::data_ptr(&self.inner)
+    }
+    fn _is_view(&self) -> bool {
+        false
+    }
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.inner.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.inner.numel()
+            )));
+        }
+        let one = self.inner.reshape(&[]).map_err(core_err)?;
+        scalar_to_py(py, one.item().map_err(core_err)?)
+    }
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_list(py, &self.inner)
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.inner.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if self.inner.numel() == 0 { "no".to_string() } else { "more than one".to_string() }
+            )));
+        }
+        Ok(self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)?.to_f64() != 0.0)
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        if self.inner.numel() != 1 {
+            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+        }
+        Ok(self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)?.to_f64())
+    }
+    fn __int__(&self) -> PyResult<i64> {
+        if self.inner.numel() != 1 {
+            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+        }
+        Ok(match self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)? {
+            Scalar::Int(i) => i,
+            Scalar::Bool(b) => b as i64,
+            Scalar::Float(f) => torchnative_core::storage::float_to_i64(f),
+        })
+    }
+    fn __index__(&self) -> PyResult<i64> {
+        if self.inner.numel() != 1 || self.inner.dtype().is_float() {
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
+        }
+        self.__int__()
+    }
+    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let items = parse_index(py, index)?;
+        let (view, advanced) = apply_index(&self.inner, items)?;
+        if advanced.is_empty() {
+            return wrap(py, view);
+        }
+        wrap(py, advanced_index(&view, advanced)?)
+    }
+    fn __setitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let items = parse_index(py, index)?;
+        let (view, advanced) = apply_index(&self.inner, items)?;
+        let src = if let Ok(t) = value.cast::<TensorBase>() {
+            t.borrow().inner.clone()
+        } else if let Some(s) = crate::value_scalar(value) {
+            Tensor::scalar_tensor(s, self.inner.dtype())
+        } else {
+            tensor_from_data(value, Some(self.inner.dtype()))?
+        };
+        if advanced.is_empty() {
+            return view.copy_(&src).map_err(core_err);
+        }
+        let (first, indices) = adjacent_indices(advanced)?;
+        let k = indexed_dims(&indices);
+        let src = src.to_dtype(view.dtype()).map_err(core_err)?;
+        if first == 0 {
+            return view.index_put_(&indices, &src, false).map_err(core_err);
+        }
+        to_front(&view, first, k)?.index_put_(&indices, &src, false).map_err(core_err)
+    }
+    /// `Tensor._make_subclass(cls, data, require_grad=False)`: a `cls` instance sharing `data`.
+    #[staticmethod]
+    #[pyo3(signature = (cls, data, require_grad=false, **_kwargs))]
+    fn _make_subclass(
+        cls: &Bound<'_, PyType>,
+        data: PyRef<'_, TensorBase>,
+        require_grad: bool,
+        _kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let obj = wrap_as(cls, data.inner.clone())?;
+        obj.bind(cls.py()).cast::<TensorBase>()?.borrow_mut().set_requires_grad(require_grad)?;
+        Ok(obj)
+    }
+    fn as_subclass(&self, cls: &Bound<'_, PyType>) -> PyResult<Py<PyAny>> {
+        wrap_as(cls, self.inner.clone())
+    }
+    /// `numpy()`: an array sharing this tensor's memory (through the buffer protocol).
+    #[pyo3(signature = (*, force=false))]
+    fn numpy(slf: &Bound<'_, Self>, force: bool) -> PyResult<Py<PyAny>> {
+        let _ = force;
+        crate::memory::to_numpy(slf)
+    }
+    fn untyped_storage(&self) -> PyResult<Py<PyAny>> {
+        Err(PyNotImplementedError::new_err(
+            "Tensor.untyped_storage is not implemented in torchnative yet",
+        ))
+    }
+}
+
+/// Advanced indices must be adjacent; returns the first indexed dim and the index tensors.
+fn adjacent_indices(advanced: Vec<(usize, Tensor)>) -> PyResult<(usize, Vec<Tensor>)> {
+    let first = advanced[0].0;
+    let mut expect = first;
+    let mut indices = Vec::new();
+    for (d, t) in advanced {
+        if d != expect {
+            return Err(PyNotImplementedError::new_err(
+                "indexing with non-adjacent advanced indices is not implemented in torchnative yet",
+            ));
+        }
+        expect += if t.dtype() == DType::Bool { t.dim() } else { 1 };
+        indices.push(t);
+    }
+    Ok((first, indices))
+}
+
+/// Moves dim block [first, first + k) to the front (core's `index` indexes leading dims).
+fn to_front(view: &Tensor, first: usize, k: usize) -> PyResult<Tensor> {
+    let n = view.dim();
+    let order: Vec<i64> = (first..first + k).chain(0..first).chain(first + k..n).map(|d| d as i64).collect();
+    view.permute(&order).map_err(core_err)
+}
+
+fn indexed_dims(indices: &[Tensor]) -> usize {
+    indices.iter().map(|t| if t.dtype() == DType::Bool { t.dim() } else { 1 }).sum()
+}
+
+fn advanced_index(view: &Tensor, advanced: Vec<(usize, Tensor)>) -> PyResult<Tensor> {
+    let (first, indices) = adjacent_indices(advanced)?;
+    let k = indexed_dims(&indices);
+    let result = to_front(view, first, k)?.index(&indices).map_err(core_err)?;
+    if first == 0 {
+        return Ok(result);
+    }
+    // The indexed block's result dims go back to where the first index stood.
+    let idx_dims = result.dim() + first + k - view.dim();
+    let n = result.dim();
+    let order: Vec<i64> = (idx_dims..idx_dims + first).chain(0..idx_dims).chain(idx_dims + first..n).map(|d| d as i64).collect();
+    result.permute(&order).map_err(core_err)
+}

@@ -1,0 +1,457 @@
+//! Python values bound to schema argument types, and kernel results turned back into Python.
+//!
+//! This is the face's `PythonArgParser`: [`bind`] matches a call's positional and keyword
+//! arguments against one overload's schema, checks each value against its declared type and
+//! fills defaults from the schema text. A mismatch is not an error yet (another overload may
+//! match); the door reports all candidates when none does.
+
+use crate::dtype::{dtype_from_py, PyDType};
+use crate::tensor::{wrap, TensorBase};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use torchnative_aten::{Argument, BaseType, FunctionSchema};
+use torchnative_core::{DType, Scalar, Tensor};
+
+/// One bound argument.
+#[derive(Debug)]
+pub enum Value {
+    None,
+    Tensor(Py<TensorBase>),
+    Tensors(Vec<Py<TensorBase>>),
+    OptTensors(Vec<Option<Py<TensorBase>>>),
+    Scalar(Scalar),
+    Int(i64),
+    Ints(Vec<i64>),
+    Float(f64),
+    Floats(Vec<f64>),
+    Bool(bool),
+    Bools(Vec<bool>),
+    Str(String),
+    DType(DType),
+    /// `torch.device`/`Layout`/`MemoryFormat`/`Generator`/`Dimname`...: kept as the object.
+    Object(Py<PyAny>),
+}
+
+impl Value {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Value::None)
+    }
+}
+
+/// Why a value does not fit a parameter (used in the door's no-overload message).
+pub struct Mismatch(pub String);
+
+fn python_type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if v.is_instance_of::<PyBool>() {
+        return v.extract::<bool>().ok().map(Scalar::Bool);
+    }
+    if v.is_instance_of::<PyInt>() {
+        return v.extract::<i64>().ok().map(Scalar::Int);
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return v.extract::<f64>().ok().map(Scalar::Float);
+    }
+    // A 0-dim tensor (or numpy scalar via __index__/__float__) stands for a number.
+    if let Ok(t) = v.cast::<TensorBase>() {
+        let t = t.borrow();
+        if t.inner.dim() == 0 && t.inner.storage().is_some() {
+            return t.inner.item().ok();
+        }
+        return None;
+    }
+    let np_like = python_type_name(v);
+    if np_like.starts_with("int") || np_like.starts_with("uint") {
+        return v.extract::<i64>().ok().map(Scalar::Int);
+    }
+    if np_like.starts_with("float") {
+        return v.extract::<f64>().ok().map(Scalar::Float);
+    }
+    if np_like == "bool_" {
+        return v.extract::<bool>().ok().map(Scalar::Bool);
+    }
+    None
+}
+
+fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
+    if v.is_instance_of::<PyInt>() {
+        return v.extract::<i64>().ok();
+    }
+    if let Ok(t) = v.cast::<TensorBase>() {
+        let t = t.borrow();
+        if t.inner.dim() == 0 && !t.inner.dtype().is_float() && t.inner.storage().is_some() {
+            return match t.inner.item().ok()? {
+                Scalar::Int(i) => Some(i),
+                Scalar::Bool(b) => Some(b as i64),
+                Scalar::Float(_) => None,
+            };
+        }
+        return None;
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return None;
+    }
+    // numpy integers and SymInt-likes implement __index__.
+    v.call_method0("__index__").ok()?.extract::<i64>().ok()
+}
+
+fn float_of(v: &Bound<'_, PyAny>) -> Option<f64> {
+    if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() {
+        return v.extract::<f64>().ok();
+    }
+    match scalar_of(v)? {
+        Scalar::Float(f) => Some(f),
+        Scalar::Int(i) => Some(i as f64),
+        Scalar::Bool(b) => Some(b as u8 as f64),
+    }
+}
+
+fn sequence_items<'py>(v: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        return v.try_iter().ok()?.map(|x| x.ok()).collect();
+    }
+    None
+}
+
+/// Checks and converts one value for `arg`.
+pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> {
+    let ty = &arg.ty;
+    let fail = || {
+        Mismatch(format!(
+            "argument '{}' must be {}, not {}",
+            arg.name,
+            ty,
+            python_type_name(v)
+        ))
+    };
+    if v.is_none() {
+        return if ty.optional {
+            Ok(Value::None)
+        } else {
+            Err(fail())
+        };
+    }
+    if let Some(size) = ty.list {
+        let items = match sequence_items(v) {
+            Some(items) => items,
+            // `int[2] stride=1`: a single number fills a fixed-size list.
+            None if size.is_some() && matches!(ty.base, BaseType::Int | BaseType::SymInt) => {
+                let i = int_of(v).ok_or_else(fail)?;
+                return Ok(Value::Ints(vec![i; size.unwrap_or(1)]));
+            }
+            None if size.is_some() && ty.base == BaseType::Float => {
+                let f = float_of(v).ok_or_else(fail)?;
+                return Ok(Value::Floats(vec![f; size.unwrap_or(1)]));
+            }
+            None => {
+                // torch.Size and other tuple subclasses are tuples; anything else iterable of
+                // tensors (a generator) is accepted for Tensor[] as upstream does.
+                if ty.base == BaseType::Tensor && v.cast::<TensorBase>().is_err() {
+                    v.try_iter()
+                        .map_err(|_| fail())?
+                        .collect::<PyResult<Vec<_>>>()
+                        .map_err(|_| fail())?
+                } else {
+                    return Err(fail());
+                }
+            }
+        };
+        return match ty.base {
+            BaseType::Int | BaseType::SymInt => items
+                .iter()
+                .map(int_of)
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Ints)
+                .ok_or_else(fail),
+            BaseType::Float => items
+                .iter()
+                .map(float_of)
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Floats)
+                .ok_or_else(fail),
+            BaseType::Bool => items
+                .iter()
+                .map(|x| x.extract::<bool>().ok())
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Bools)
+                .ok_or_else(fail),
+            BaseType::Tensor if ty.elem_optional => items
+                .iter()
+                .map(|x| {
+                    if x.is_none() {
+                        Some(None)
+                    } else {
+                        x.cast::<TensorBase>().ok().map(|t| Some(t.clone().unbind()))
+                    }
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(Value::OptTensors)
+                .ok_or_else(fail),
+            BaseType::Tensor => items
+                .iter()
+                .map(|x| x.cast::<TensorBase>().ok().map(|t| t.clone().unbind()))
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Tensors)
+                .ok_or_else(fail),
+            BaseType::Scalar => Err(fail()),
+            _ => Ok(Value::Object(v.clone().unbind())),
+        };
+    }
+    match ty.base {
+        BaseType::Tensor => v
+            .cast::<TensorBase>()
+            .map(|t| Value::Tensor(t.clone().unbind()))
+            .map_err(|_| fail()),
+        BaseType::Scalar => scalar_of(v).map(Value::Scalar).ok_or_else(fail),
+        BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => {
+            if v.is_instance_of::<PyBool>() && ty.base != BaseType::Int {
+                return Err(fail());
+            }
+            int_of(v).map(Value::Int).ok_or_else(fail)
+        }
+        BaseType::Float => float_of(v).map(Value::Float).ok_or_else(fail),
+        BaseType::Bool => {
+            if v.is_instance_of::<PyBool>() {
+                Ok(Value::Bool(v.extract::<bool>().map_err(|_| fail())?))
+            } else if let Some(Scalar::Bool(b)) = scalar_of(v) {
+                Ok(Value::Bool(b))
+            } else {
+                Err(fail())
+            }
+        }
+        BaseType::Str => v.extract::<String>().map(Value::Str).map_err(|_| fail()),
+        BaseType::ScalarType => {
+            if v.cast::<PyDType>().is_ok() {
+                dtype_from_py(v).map(Value::DType).map_err(|e| Mismatch(e.to_string()))
+            } else {
+                Err(fail())
+            }
+        }
+        _ => Ok(Value::Object(v.clone().unbind())),
+    }
+}
+
+/// Converts a schema default (`1`, `None`, `False`, `[0,1]`, `-1`, `"mean"`, `long`) to a value.
+pub fn default_value(arg: &Argument, text: &str) -> Result<Value, Mismatch> {
+    let bad = || Mismatch(format!("unsupported default '{text}' for '{}'", arg.name));
+    if text == "None" {
+        return Ok(Value::None);
+    }
+    let ty = &arg.ty;
+    let int_list = |t: &str| -> Option<Vec<i64>> {
+        let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+        inner
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect()
+    };
+    if ty.list.is_some() {
+        return match ty.base {
+            BaseType::Int | BaseType::SymInt => {
+                if let Some(v) = int_list(text) {
+                    Ok(Value::Ints(v))
+                } else {
+                    let n: i64 = text.parse().map_err(|_| bad())?;
+                    Ok(Value::Ints(vec![n; ty.list.flatten().unwrap_or(1)]))
+                }
+            }
+            BaseType::Bool => {
+                let inner = text.trim_start_matches('[').trim_end_matches(']');
+                Ok(Value::Bools(
+                    inner
+                        .split(',')
+                        .map(|s| s.trim() == "True")
+                        .collect::<Vec<_>>(),
+                ))
+            }
+            BaseType::Float => Ok(Value::Floats(
+                int_list(text)
+                    .map(|v| v.into_iter().map(|x| x as f64).collect())
+                    .unwrap_or_default(),
+            )),
+            _ if text == "[]" => Ok(Value::Tensors(Vec::new())),
+            _ => Err(bad()),
+        };
+    }
+    match ty.base {
+        BaseType::Bool => match text {
+            "True" => Ok(Value::Bool(true)),
+            "False" => Ok(Value::Bool(false)),
+            _ => Err(bad()),
+        },
+        BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => {
+            text.parse().map(Value::Int).map_err(|_| bad())
+        }
+        BaseType::Float => text.parse().map(Value::Float).map_err(|_| bad()),
+        BaseType::Scalar => {
+            if let Ok(i) = text.parse::<i64>() {
+                Ok(Value::Scalar(Scalar::Int(i)))
+            } else {
+                text.parse::<f64>()
+                    .map(|f| Value::Scalar(Scalar::Float(f)))
+                    .map_err(|_| bad())
+            }
+        }
+        BaseType::Str => Ok(Value::Str(
+            text.trim_matches(|c| c == '"' || c == '\'').to_string(),
+        )),
+        BaseType::ScalarType => match text {
+            "long" => Ok(Value::DType(DType::I64)),
+            "float" => Ok(Value::DType(DType::F32)),
+            "double" => Ok(Value::DType(DType::F64)),
+            "int" => Ok(Value::DType(DType::I32)),
+            _ => Err(bad()),
+        },
+        // contiguous_format, strided, ... : kernels read them by name when they need them.
+        _ => Ok(Value::Str(text.to_string())),
+    }
+}
+
+/// Is this the one-positional int-list signature that also takes `f(2, 3)` varargs?
+fn varargs_int_list(schema: &FunctionSchema, skip_self: bool) -> bool {
+    let mut positional = schema.positional().skip(usize::from(skip_self));
+    match (positional.next(), positional.next()) {
+        (Some(a), None) => {
+            a.ty.list.is_some() && matches!(a.ty.base, BaseType::Int | BaseType::SymInt)
+        }
+        _ => false,
+    }
+}
+
+/// Binds a call to `schema`. `self_obj` is the receiver of a method call.
+pub fn bind(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    self_obj: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> Result<Vec<Value>, Mismatch> {
+    let mut slots: Vec<Option<Bound<'_, PyAny>>> = vec![None; schema.arguments.len()];
+    let mut next = 0usize;
+    if let Some(s) = self_obj {
+        let i = schema
+            .arguments
+            .iter()
+            .position(|a| a.name == "self")
+            .ok_or_else(|| Mismatch("the schema has no 'self'".into()))?;
+        slots[i] = Some(s.clone());
+        if i == 0 {
+            next = 1;
+        }
+    }
+    let positional: Vec<usize> = (next..schema.arguments.len())
+        .filter(|&i| !schema.arguments[i].kwarg_only && slots[i].is_none())
+        .collect();
+    let given = args.len();
+    if varargs_int_list(schema, self_obj.is_some())
+        && (given > 1 || (given == 1 && int_of(&args.get_item(0).unwrap()).is_some()))
+    {
+        slots[positional[0]] = Some(args.clone().into_any());
+    } else {
+        if given > positional.len() {
+            return Err(Mismatch(format!(
+                "takes {} positional arguments but {given} were given",
+                positional.len()
+            )));
+        }
+        for (k, &i) in positional.iter().enumerate().take(given) {
+            slots[i] = Some(args.get_item(k).map_err(|e| Mismatch(e.to_string()))?);
+        }
+    }
+    if let Some(kw) = kwargs {
+        let outs: Vec<usize> = (0..schema.arguments.len())
+            .filter(|&i| schema.arguments[i].is_out)
+            .collect();
+        for (k, v) in kw.iter() {
+            let key: String = k.extract().map_err(|_| Mismatch("non-string keyword".into()))?;
+            if key == "out" && outs.len() > 1 {
+                let items = sequence_items(&v)
+                    .filter(|items| items.len() == outs.len())
+                    .ok_or_else(|| {
+                        Mismatch(format!("out= must be a tuple of {} tensors", outs.len()))
+                    })?;
+                for (&i, item) in outs.iter().zip(items) {
+                    slots[i] = Some(item);
+                }
+                continue;
+            }
+            let i = schema
+                .arguments
+                .iter()
+                .position(|a| {
+                    a.name == key
+                        || (a.name == "self" && key == "input" && self_obj.is_none())
+                        || (a.is_out && outs.len() == 1 && key == "out")
+                })
+                .ok_or_else(|| Mismatch(format!("got an unexpected keyword argument '{key}'")))?;
+            if slots[i].is_some() {
+                return Err(Mismatch(format!("got multiple values for argument '{key}'")));
+            }
+            slots[i] = Some(v);
+        }
+    }
+    let _ = py;
+    schema
+        .arguments
+        .iter()
+        .zip(slots)
+        .map(|(arg, slot)| match slot {
+            Some(v) => convert(arg, &v),
+            None => match &arg.default {
+                Some(d) => default_value(arg, d),
+                None if arg.is_out => Err(Mismatch("out= not given".into())),
+                None => Err(Mismatch(format!(
+                    "missing required argument '{}'",
+                    arg.name
+                ))),
+            },
+        })
+        .collect()
+}
+
+/// What a kernel hands back.
+pub enum Out {
+    Tensor(Tensor),
+    Tensors(Vec<Tensor>),
+    Scalar(Scalar),
+    Int(i64),
+    /// Return the Python object bound to argument `i` (in-place and out= ops return their
+    /// destination itself, so `x.add_(1) is x`).
+    Arg(usize),
+}
+
+/// Converts a kernel result to Python.
+pub fn to_python(py: Python<'_>, out: Out, values: &[Value]) -> PyResult<Py<PyAny>> {
+    Ok(match out {
+        Out::Tensor(t) => wrap(py, t)?,
+        Out::Tensors(ts) => {
+            let items = ts
+                .into_iter()
+                .map(|t| wrap(py, t))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any().unbind()
+        }
+        Out::Scalar(Scalar::Bool(b)) => PyBool::new(py, b).to_owned().into_any().unbind(),
+        Out::Scalar(Scalar::Int(i)) | Out::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Out::Scalar(Scalar::Float(f)) => f.into_pyobject(py)?.into_any().unbind(),
+        Out::Arg(i) => arg_object(py, &values[i])?,
+    })
+}
+
+fn arg_object(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+    match v {
+        Value::Tensor(t) => Ok(t.clone_ref(py).into_any()),
+        _ => Err(PyTypeError::new_err(
+            "internal: an in-place result refers to a non-tensor argument",
+        )),
+    }
+}
