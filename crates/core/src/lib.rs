@@ -16,6 +16,7 @@ pub mod ops;
 pub mod random;
 pub mod storage;
 pub mod tensor;
+pub mod torch_random;
 
 pub use dtype::{
     promote_types, result_type, DType, Device, OperandKind, Scalar, ALL_DTYPES, DEFAULT_FLOAT,
