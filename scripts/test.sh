@@ -18,3 +18,5 @@ cargo test --workspace --profile ci "$@"
 cargo test -p torchnative-runtime --features fault-injection --test mutations --profile ci "$@"
 # The Python package: built into its own venv and tested against the same model and oracle.
 scripts/test-python.sh
+# The torch face: upstream torch's .py tree on our torch._C, installed into its own venv.
+scripts/test-face.sh

@@ -65,7 +65,11 @@ pub struct RegistryError {
 
 impl std::fmt::Display for RegistryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "native_functions.yaml line {}: {}", self.line, self.reason)
+        write!(
+            f,
+            "native_functions.yaml line {}: {}",
+            self.line, self.reason
+        )
     }
 }
 
@@ -245,7 +249,11 @@ impl Registry {
                         after: Vec::new(),
                         is_write: true,
                     });
-                    let out_name = if n == 1 { "out".to_string() } else { format!("out{i}") };
+                    let out_name = if n == 1 {
+                        "out".to_string()
+                    } else {
+                        format!("out{i}")
+                    };
                     s.arguments.push(crate::schema::Argument {
                         name: out_name,
                         ty: r.ty.clone(),
@@ -285,7 +293,9 @@ impl Registry {
 
     /// The entry for `aten::add.Tensor` (or `aten::relu` for a default overload).
     pub fn get(&self, full_name: &str) -> Option<&NativeFunction> {
-        self.by_full_name.get(full_name).map(|&i| &self.functions[i])
+        self.by_full_name
+            .get(full_name)
+            .map(|&i| &self.functions[i])
     }
 
     /// All overloads of a base name (`add`), in file order.

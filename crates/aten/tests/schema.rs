@@ -134,7 +134,11 @@ fn upstream_native_functions_yaml_parses() {
         return;
     };
     let reg = Registry::parse(&yaml).unwrap();
-    assert!(reg.functions.len() > 2500, "{} entries", reg.functions.len());
+    assert!(
+        reg.functions.len() > 2500,
+        "{} entries",
+        reg.functions.len()
+    );
     for line in yaml.lines() {
         if let Some(text) = line.strip_prefix("- func: ") {
             let text = text.split(" #").next().unwrap().trim();

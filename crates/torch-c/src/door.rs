@@ -106,7 +106,13 @@ impl BoundOp {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let op = self.op.bind(py);
-        call(op.as_any(), &op.get().target, Some(self.receiver.bind(py)), args, kwargs)
+        call(
+            op.as_any(),
+            &op.get().target,
+            Some(self.receiver.bind(py)),
+            args,
+            kwargs,
+        )
     }
     #[getter]
     fn __self__(&self, py: Python<'_>) -> Py<PyAny> {
@@ -211,13 +217,25 @@ pub fn call(
         Target::Name(name) => {
             let mut c: Vec<&FunctionSchema> = registry()
                 .overloads(name)
-                .filter(|f| if self_obj.is_some() { f.method } else { f.function || f.python_module.is_some() })
+                .filter(|f| {
+                    if self_obj.is_some() {
+                        f.method
+                    } else {
+                        f.function || f.python_module.is_some()
+                    }
+                })
                 .map(|f| &f.schema)
                 .filter(|s| s.arguments.iter().any(|a| a.is_out) == wants_out)
                 .collect();
             if c.is_empty() {
-                user_schemas = USER_SCHEMAS.read().unwrap_or_else(|e| e.into_inner()).clone();
-                c = user_schemas.iter().filter(|s| s.base_name() == name).collect();
+                user_schemas = USER_SCHEMAS
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                c = user_schemas
+                    .iter()
+                    .filter(|s| s.base_name() == name)
+                    .collect();
             }
             c
         }
@@ -249,7 +267,10 @@ pub fn call(
 pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
     if let Some(kernel) = kernels::get(&full) {
-        let out = kernel(&kernels::Ctx { py, values: &values })?;
+        let out = kernel(&kernels::Ctx {
+            py,
+            values: &values,
+        })?;
         return to_python(py, out, &values);
     }
     let py_kernel = PY_KERNELS
@@ -257,9 +278,17 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .and_then(|m| {
-            ["CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Meta"]
-                .iter()
-                .find_map(|k| m.get(&(full.clone(), k.to_string())).map(|f| f.clone_ref(py)))
+            [
+                "CPU",
+                "CompositeExplicitAutograd",
+                "CompositeImplicitAutograd",
+                "Meta",
+            ]
+            .iter()
+            .find_map(|k| {
+                m.get(&(full.clone(), k.to_string()))
+                    .map(|f| f.clone_ref(py))
+            })
         });
     if let Some(f) = py_kernel {
         let args = values

@@ -23,7 +23,9 @@ pub struct Ctx<'a, 'py> {
 pub type Kernel = fn(&Ctx<'_, '_>) -> PyResult<Out>;
 
 fn wrong(i: usize, what: &str, v: &Value) -> PyErr {
-    PyTypeError::new_err(format!("internal: argument {i} should be {what}, got {v:?}"))
+    PyTypeError::new_err(format!(
+        "internal: argument {i} should be {what}, got {v:?}"
+    ))
 }
 
 impl Ctx<'_, '_> {
@@ -41,7 +43,10 @@ impl Ctx<'_, '_> {
     }
     pub fn tensors(&self, i: usize) -> PyResult<Vec<Tensor>> {
         match &self.values[i] {
-            Value::Tensors(ts) => Ok(ts.iter().map(|t| t.bind(self.py).borrow().inner.clone()).collect()),
+            Value::Tensors(ts) => Ok(ts
+                .iter()
+                .map(|t| t.bind(self.py).borrow().inner.clone())
+                .collect()),
             v => Err(wrong(i, "a list of Tensors", v)),
         }
     }
@@ -108,6 +113,7 @@ impl Ctx<'_, '_> {
         match &self.values[i] {
             Value::None => Ok(None),
             Value::DType(d) => Ok(Some(*d)),
+            Value::Object(o) => crate::dtype::dtype_from_py(o.bind(self.py)).map(Some),
             v => Err(wrong(i, "a dtype", v)),
         }
     }
@@ -216,7 +222,9 @@ macro_rules! binary {
             let g: fn(&Tensor, &Tensor) -> torchnative_core::Result<Tensor> = $f;
             g(a, b)
         }
-        $t.insert(concat!("aten::", $name, ".Tensor"), |c| ok(f(&c.tensor(0)?, &c.tensor(1)?)));
+        $t.insert(concat!("aten::", $name, ".Tensor"), |c| {
+            ok(f(&c.tensor(0)?, &c.tensor(1)?))
+        });
         $t.insert(concat!("aten::", $name, ".Scalar"), |c| {
             ok(f(&c.tensor(0)?, &Tensor::wrap_scalar(c.scalar(1)?)))
         });
@@ -265,7 +273,12 @@ fn dims_or_all(dims: Option<Vec<i64>>, ndim: usize) -> Vec<i64> {
     }
 }
 
-fn new_tensor(c: &Ctx<'_, '_>, shape: &[i64], dtype_arg: usize, device_arg: usize) -> PyResult<Tensor> {
+fn new_tensor(
+    c: &Ctx<'_, '_>,
+    shape: &[i64],
+    dtype_arg: usize,
+    device_arg: usize,
+) -> PyResult<Tensor> {
     let shape = to_shape(shape)?;
     let dtype = c.opt_dtype(dtype_arg)?.unwrap_or_else(crate::default_float);
     Tensor::empty_on(&shape, dtype, c.device(device_arg)?).map_err(core_err)
@@ -324,7 +337,10 @@ fn build() -> Table {
     t.insert("aten::isinf", |c| ok(c.tensor(0)?.isinf()));
     t.insert("aten::isfinite", |c| {
         let x = c.tensor(0)?;
-        let bad = x.isnan().and_then(|n| n.logical_or(&x.isinf()?)).map_err(core_err)?;
+        let bad = x
+            .isnan()
+            .and_then(|n| n.logical_or(&x.isinf()?))
+            .map_err(core_err)?;
         ok(bad.logical_not())
     });
     t.insert("aten::gelu", |c| {
@@ -340,43 +356,79 @@ fn build() -> Table {
         ok(c.tensor(0)?.gelu(approx))
     });
 
-    t.insert("aten::add.Tensor", |c| ok(with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false)));
+    t.insert("aten::add.Tensor", |c| {
+        ok(with_alpha(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.scalar(2)?,
+            false,
+        ))
+    });
     t.insert("aten::add.Scalar", |c| {
-        ok(with_alpha(&c.tensor(0)?, &Tensor::wrap_scalar(c.scalar(1)?), c.scalar(2)?, false))
+        ok(with_alpha(
+            &c.tensor(0)?,
+            &Tensor::wrap_scalar(c.scalar(1)?),
+            c.scalar(2)?,
+            false,
+        ))
     });
     t.insert("aten::add_.Tensor", |c| {
         let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
         c.write_into(0, r)
     });
     t.insert("aten::add_.Scalar", |c| {
-        let r = with_alpha(&c.tensor(0)?, &Tensor::wrap_scalar(c.scalar(1)?), c.scalar(2)?, false)
-            .map_err(core_err)?;
+        let r = with_alpha(
+            &c.tensor(0)?,
+            &Tensor::wrap_scalar(c.scalar(1)?),
+            c.scalar(2)?,
+            false,
+        )
+        .map_err(core_err)?;
         c.write_into(0, r)
     });
     t.insert("aten::add.out", |c| {
         let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
         c.write_into(3, r)
     });
-    t.insert("aten::sub.Tensor", |c| ok(with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true)));
+    t.insert("aten::sub.Tensor", |c| {
+        ok(with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true))
+    });
     t.insert("aten::sub.Scalar", |c| {
-        ok(with_alpha(&c.tensor(0)?, &Tensor::wrap_scalar(c.scalar(1)?), c.scalar(2)?, true))
+        ok(with_alpha(
+            &c.tensor(0)?,
+            &Tensor::wrap_scalar(c.scalar(1)?),
+            c.scalar(2)?,
+            true,
+        ))
     });
     t.insert("aten::sub_.Tensor", |c| {
         let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
         c.write_into(0, r)
     });
     t.insert("aten::sub_.Scalar", |c| {
-        let r = with_alpha(&c.tensor(0)?, &Tensor::wrap_scalar(c.scalar(1)?), c.scalar(2)?, true)
-            .map_err(core_err)?;
+        let r = with_alpha(
+            &c.tensor(0)?,
+            &Tensor::wrap_scalar(c.scalar(1)?),
+            c.scalar(2)?,
+            true,
+        )
+        .map_err(core_err)?;
         c.write_into(0, r)
     });
     t.insert("aten::sub.out", |c| {
         let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
         c.write_into(3, r)
     });
-    t.insert("aten::rsub.Tensor", |c| ok(with_alpha(&c.tensor(1)?, &c.tensor(0)?, c.scalar(2)?, true)));
+    t.insert("aten::rsub.Tensor", |c| {
+        ok(with_alpha(&c.tensor(1)?, &c.tensor(0)?, c.scalar(2)?, true))
+    });
     t.insert("aten::rsub.Scalar", |c| {
-        ok(with_alpha(&Tensor::wrap_scalar(c.scalar(1)?), &c.tensor(0)?, c.scalar(2)?, true))
+        ok(with_alpha(
+            &Tensor::wrap_scalar(c.scalar(1)?),
+            &c.tensor(0)?,
+            c.scalar(2)?,
+            true,
+        ))
     });
     binary!(t, "mul", |a, b| a.mul(b));
     binary!(t, "div", |a, b| a.div(b));
@@ -399,27 +451,53 @@ fn build() -> Table {
     binary!(t, "le", |a, b| a.le(b));
     binary!(t, "gt", |a, b| a.gt(b));
     binary!(t, "ge", |a, b| a.ge(b));
-    t.insert("aten::pow.Tensor_Tensor", |c| ok(c.tensor(0)?.pow(&c.tensor(1)?)));
-    t.insert("aten::pow.Tensor_Scalar", |c| ok(c.tensor(0)?.pow(c.scalar(1)?)));
-    t.insert("aten::pow.Scalar", |c| ok(Tensor::wrap_scalar(c.scalar(0)?).pow(&c.tensor(1)?)));
+    t.insert("aten::pow.Tensor_Tensor", |c| {
+        ok(c.tensor(0)?.pow(&c.tensor(1)?))
+    });
+    t.insert("aten::pow.Tensor_Scalar", |c| {
+        ok(c.tensor(0)?.pow(c.scalar(1)?))
+    });
+    t.insert("aten::pow.Scalar", |c| {
+        ok(Tensor::wrap_scalar(c.scalar(0)?).pow(&c.tensor(1)?))
+    });
     t.insert("aten::maximum", |c| ok(c.tensor(0)?.maximum(&c.tensor(1)?)));
     t.insert("aten::minimum", |c| ok(c.tensor(0)?.minimum(&c.tensor(1)?)));
     t.insert("aten::atan2", |c| ok(c.tensor(0)?.atan2(&c.tensor(1)?)));
-    t.insert("aten::logical_and", |c| ok(c.tensor(0)?.logical_and(&c.tensor(1)?)));
-    t.insert("aten::logical_or", |c| ok(c.tensor(0)?.logical_or(&c.tensor(1)?)));
-    t.insert("aten::logical_xor", |c| ok(c.tensor(0)?.logical_xor(&c.tensor(1)?)));
+    t.insert("aten::logical_and", |c| {
+        ok(c.tensor(0)?.logical_and(&c.tensor(1)?))
+    });
+    t.insert("aten::logical_or", |c| {
+        ok(c.tensor(0)?.logical_or(&c.tensor(1)?))
+    });
+    t.insert("aten::logical_xor", |c| {
+        ok(c.tensor(0)?.logical_xor(&c.tensor(1)?))
+    });
     t.insert("aten::where.self", |c| {
-        ok(torchnative_core::where_(&c.tensor(0)?, &c.tensor(1)?, &c.tensor(2)?))
+        ok(torchnative_core::where_(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            &c.tensor(2)?,
+        ))
     });
-    t.insert("aten::clamp", |c| ok(c.tensor(0)?.clamp_scalar(c.opt_scalar(1)?, c.opt_scalar(2)?)));
+    t.insert("aten::clamp", |c| {
+        ok(c.tensor(0)?
+            .clamp_scalar(c.opt_scalar(1)?, c.opt_scalar(2)?))
+    });
     t.insert("aten::clamp.Tensor", |c| {
-        ok(c.tensor(0)?.clamp(c.opt_tensor(1)?.as_ref(), c.opt_tensor(2)?.as_ref()))
+        ok(c.tensor(0)?
+            .clamp(c.opt_tensor(1)?.as_ref(), c.opt_tensor(2)?.as_ref()))
     });
-    t.insert("aten::clamp_min", |c| ok(c.tensor(0)?.clamp_scalar(Some(c.scalar(1)?), None)));
-    t.insert("aten::clamp_max", |c| ok(c.tensor(0)?.clamp_scalar(None, Some(c.scalar(1)?))));
+    t.insert("aten::clamp_min", |c| {
+        ok(c.tensor(0)?.clamp_scalar(Some(c.scalar(1)?), None))
+    });
+    t.insert("aten::clamp_max", |c| {
+        ok(c.tensor(0)?.clamp_scalar(None, Some(c.scalar(1)?)))
+    });
 
     // ----- creation -----
-    t.insert("aten::empty.memory_format", |c| ok(Ok(new_tensor(c, &c.ints(0)?, 1, 3)?)));
+    t.insert("aten::empty.memory_format", |c| {
+        ok(Ok(new_tensor(c, &c.ints(0)?, 1, 3)?))
+    });
     t.insert("aten::zeros", |c| ok(Ok(new_tensor(c, &c.ints(0)?, 1, 3)?)));
     t.insert("aten::ones", |c| {
         let x = new_tensor(c, &c.ints(0)?, 1, 3)?;
@@ -468,26 +546,54 @@ fn build() -> Table {
         ok(Ok(y))
     });
     t.insert("aten::arange", |c| {
-        ok(torchnative_core::arange(Scalar::Int(0), c.scalar(0)?, Scalar::Int(1), c.opt_dtype(1)?))
+        ok(torchnative_core::arange(
+            Scalar::Int(0),
+            c.scalar(0)?,
+            Scalar::Int(1),
+            c.opt_dtype(1)?,
+        ))
     });
     t.insert("aten::arange.start", |c| {
-        ok(torchnative_core::arange(c.scalar(0)?, c.scalar(1)?, Scalar::Int(1), c.opt_dtype(2)?))
+        ok(torchnative_core::arange(
+            c.scalar(0)?,
+            c.scalar(1)?,
+            Scalar::Int(1),
+            c.opt_dtype(2)?,
+        ))
     });
     t.insert("aten::arange.start_step", |c| {
-        ok(torchnative_core::arange(c.scalar(0)?, c.scalar(1)?, c.scalar(2)?, c.opt_dtype(3)?))
+        ok(torchnative_core::arange(
+            c.scalar(0)?,
+            c.scalar(1)?,
+            c.scalar(2)?,
+            c.opt_dtype(3)?,
+        ))
     });
     t.insert("aten::linspace", |c| {
         let steps = usize::try_from(c.int(2)?)
             .map_err(|_| PyRuntimeError::new_err("number of steps must be non-negative"))?;
-        ok(torchnative_core::linspace(c.scalar(0)?.to_f64(), c.scalar(1)?.to_f64(), steps, c.opt_dtype(3)?))
+        ok(torchnative_core::linspace(
+            c.scalar(0)?.to_f64(),
+            c.scalar(1)?.to_f64(),
+            steps,
+            c.opt_dtype(3)?,
+        ))
     });
     t.insert("aten::eye", |c| {
         let n = to_shape(&[c.int(0)?])?[0];
-        ok(torchnative_core::eye(n, None, c.opt_dtype(1)?.unwrap_or_else(crate::default_float)))
+        ok(torchnative_core::eye(
+            n,
+            None,
+            c.opt_dtype(1)?.unwrap_or_else(crate::default_float),
+        ))
     });
     t.insert("aten::eye.m", |c| {
         let nm = to_shape(&[c.int(0)?, c.int(1)?])?;
-        ok(torchnative_core::eye(nm[0], Some(nm[1]), c.opt_dtype(2)?.unwrap_or_else(crate::default_float)))
+        ok(torchnative_core::eye(
+            nm[0],
+            Some(nm[1]),
+            c.opt_dtype(2)?.unwrap_or_else(crate::default_float),
+        ))
     });
 
     // ----- copies, casts, aliases -----
@@ -512,7 +618,11 @@ fn build() -> Table {
         let x = c.tensor(0)?;
         let dtype = c.opt_dtype(1)?.unwrap_or(x.dtype());
         let y = x.to_dtype(dtype).map_err(core_err)?;
-        let y = if y.shares_storage(&x) { y.deep_clone().map_err(core_err)? } else { y };
+        let y = if y.shares_storage(&x) {
+            y.deep_clone().map_err(core_err)?
+        } else {
+            y
+        };
         ok(Ok(y))
     });
     fn to_dtype_op(c: &Ctx<'_, '_>, dtype: DType, copy: bool) -> PyResult<Out> {
@@ -521,7 +631,11 @@ fn build() -> Table {
             return Ok(Out::Arg(0));
         }
         let y = x.to_dtype(dtype).map_err(core_err)?;
-        ok(Ok(if y.shares_storage(&x) { y.deep_clone().map_err(core_err)? } else { y }))
+        ok(Ok(if y.shares_storage(&x) {
+            y.deep_clone().map_err(core_err)?
+        } else {
+            y
+        }))
     }
     t.insert("aten::to.dtype", |c| {
         let d = c.opt_dtype(1)?.unwrap_or(DType::F32);
@@ -549,16 +663,22 @@ fn build() -> Table {
     // ----- views -----
     t.insert("aten::view", |c| ok(c.tensor(0)?.view(&c.ints(1)?)));
     t.insert("aten::reshape", |c| ok(c.tensor(0)?.reshape(&c.ints(1)?)));
-    t.insert("aten::_unsafe_view", |c| ok(c.tensor(0)?.reshape(&c.ints(1)?)));
+    t.insert("aten::_unsafe_view", |c| {
+        ok(c.tensor(0)?.reshape(&c.ints(1)?))
+    });
     t.insert("aten::permute", |c| ok(c.tensor(0)?.permute(&c.ints(1)?)));
-    t.insert("aten::transpose.int", |c| ok(c.tensor(0)?.transpose(c.int(1)?, c.int(2)?)));
+    t.insert("aten::transpose.int", |c| {
+        ok(c.tensor(0)?.transpose(c.int(1)?, c.int(2)?))
+    });
     t.insert("aten::t", |c| ok(c.tensor(0)?.t()));
     t.insert("aten::expand", |c| ok(c.tensor(0)?.expand(&c.ints(1)?)));
     t.insert("aten::expand_as", |c| {
         let shape: Vec<i64> = c.tensor(1)?.shape().iter().map(|&d| d as i64).collect();
         ok(c.tensor(0)?.expand(&shape))
     });
-    t.insert("aten::broadcast_to", |c| ok(c.tensor(0)?.expand(&c.ints(1)?)));
+    t.insert("aten::broadcast_to", |c| {
+        ok(c.tensor(0)?.expand(&c.ints(1)?))
+    });
     t.insert("aten::as_strided", |c| {
         let x = c.tensor(0)?;
         let sizes = to_shape(&c.ints(1)?)?;
@@ -569,18 +689,30 @@ fn build() -> Table {
         };
         ok(x.as_strided(&sizes, &strides, offset))
     });
-    t.insert("aten::select.int", |c| ok(c.tensor(0)?.select(c.int(1)?, c.int(2)?)));
+    t.insert("aten::select.int", |c| {
+        ok(c.tensor(0)?.select(c.int(1)?, c.int(2)?))
+    });
     t.insert("aten::narrow", |c| {
         let len = to_shape(&[c.int(3)?])?[0];
         ok(c.tensor(0)?.narrow(c.int(1)?, c.int(2)?, len))
     });
     t.insert("aten::unsqueeze", |c| ok(c.tensor(0)?.unsqueeze(c.int(1)?)));
     t.insert("aten::squeeze", |c| ok(Ok(c.tensor(0)?.squeeze())));
-    t.insert("aten::squeeze.dim", |c| ok(c.tensor(0)?.squeeze_dims(&[c.int(1)?])));
-    t.insert("aten::squeeze.dims", |c| ok(c.tensor(0)?.squeeze_dims(&c.ints(1)?)));
-    t.insert("aten::flatten.using_ints", |c| ok(c.tensor(0)?.flatten(c.int(1)?, c.int(2)?)));
-    t.insert("aten::unflatten.int", |c| ok(c.tensor(0)?.unflatten(c.int(1)?, &c.ints(2)?)));
-    t.insert("aten::diagonal", |c| ok(c.tensor(0)?.diagonal(c.int(1)?, c.int(2)?, c.int(3)?)));
+    t.insert("aten::squeeze.dim", |c| {
+        ok(c.tensor(0)?.squeeze_dims(&[c.int(1)?]))
+    });
+    t.insert("aten::squeeze.dims", |c| {
+        ok(c.tensor(0)?.squeeze_dims(&c.ints(1)?))
+    });
+    t.insert("aten::flatten.using_ints", |c| {
+        ok(c.tensor(0)?.flatten(c.int(1)?, c.int(2)?))
+    });
+    t.insert("aten::unflatten.int", |c| {
+        ok(c.tensor(0)?.unflatten(c.int(1)?, &c.ints(2)?))
+    });
+    t.insert("aten::diagonal", |c| {
+        ok(c.tensor(0)?.diagonal(c.int(1)?, c.int(2)?, c.int(3)?))
+    });
 
     // ----- reductions -----
     t.insert("aten::sum", |c| {
@@ -630,15 +762,25 @@ fn build() -> Table {
     t.insert("aten::max", |c| ok(c.tensor(0)?.max()));
     t.insert("aten::min", |c| ok(c.tensor(0)?.min()));
     t.insert("aten::max.dim", |c| {
-        let (v, i) = c.tensor(0)?.max_dim(c.int(1)?, c.bool(2)?).map_err(core_err)?;
+        let (v, i) = c
+            .tensor(0)?
+            .max_dim(c.int(1)?, c.bool(2)?)
+            .map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
     t.insert("aten::min.dim", |c| {
-        let (v, i) = c.tensor(0)?.min_dim(c.int(1)?, c.bool(2)?).map_err(core_err)?;
+        let (v, i) = c
+            .tensor(0)?
+            .min_dim(c.int(1)?, c.bool(2)?)
+            .map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
-    t.insert("aten::argmax", |c| ok(c.tensor(0)?.argmax(c.opt_int(1)?, c.bool(2)?)));
-    t.insert("aten::argmin", |c| ok(c.tensor(0)?.argmin(c.opt_int(1)?, c.bool(2)?)));
+    t.insert("aten::argmax", |c| {
+        ok(c.tensor(0)?.argmax(c.opt_int(1)?, c.bool(2)?))
+    });
+    t.insert("aten::argmin", |c| {
+        ok(c.tensor(0)?.argmin(c.opt_int(1)?, c.bool(2)?))
+    });
     t.insert("aten::any", |c| {
         let x = c.tensor(0)?;
         ok(x.any(&dims_or_all(None, x.dim()), false))
@@ -647,9 +789,15 @@ fn build() -> Table {
         let x = c.tensor(0)?;
         ok(x.all(&dims_or_all(None, x.dim()), false))
     });
-    t.insert("aten::any.dim", |c| ok(c.tensor(0)?.any(&[c.int(1)?], c.bool(2)?)));
-    t.insert("aten::all.dim", |c| ok(c.tensor(0)?.all(&[c.int(1)?], c.bool(2)?)));
-    t.insert("aten::logsumexp", |c| ok(c.tensor(0)?.logsumexp(&c.ints(1)?, c.bool(2)?)));
+    t.insert("aten::any.dim", |c| {
+        ok(c.tensor(0)?.any(&[c.int(1)?], c.bool(2)?))
+    });
+    t.insert("aten::all.dim", |c| {
+        ok(c.tensor(0)?.all(&[c.int(1)?], c.bool(2)?))
+    });
+    t.insert("aten::logsumexp", |c| {
+        ok(c.tensor(0)?.logsumexp(&c.ints(1)?, c.bool(2)?))
+    });
     t.insert("aten::cumsum", |c| {
         let x = c.tensor(0)?;
         let x = match c.opt_dtype(2)? {
@@ -676,7 +824,9 @@ fn build() -> Table {
         };
         ok(x.log_softmax(c.int(1)?))
     });
-    t.insert("aten::_log_softmax", |c| ok(c.tensor(0)?.log_softmax(c.int(1)?)));
+    t.insert("aten::_log_softmax", |c| {
+        ok(c.tensor(0)?.log_softmax(c.int(1)?))
+    });
 
     // ----- linear algebra -----
     t.insert("aten::mm", |c| ok(c.tensor(0)?.mm(&c.tensor(1)?)));
@@ -685,7 +835,11 @@ fn build() -> Table {
     t.insert("aten::dot", |c| ok(c.tensor(0)?.matmul(&c.tensor(1)?)));
     t.insert("aten::mv", |c| ok(c.tensor(0)?.matmul(&c.tensor(1)?)));
     t.insert("aten::linear", |c| {
-        ok(torchnative_core::linear(&c.tensor(0)?, &c.tensor(1)?, c.opt_tensor(2)?.as_ref()))
+        ok(torchnative_core::linear(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.opt_tensor(2)?.as_ref(),
+        ))
     });
 
     // ----- indexing, joining -----
@@ -699,35 +853,63 @@ fn build() -> Table {
         let refs: Vec<&Tensor> = ts.iter().collect();
         ok(torchnative_core::stack(&refs, c.int(1)?))
     });
-    t.insert("aten::index_select", |c| ok(c.tensor(0)?.index_select(c.int(1)?, &c.tensor(2)?)));
-    t.insert("aten::gather", |c| ok(c.tensor(0)?.gather(c.int(1)?, &c.tensor(2)?)));
-    t.insert("aten::masked_select", |c| ok(c.tensor(0)?.masked_select(&c.tensor(1)?)));
-    t.insert("aten::masked_fill.Scalar", |c| ok(c.tensor(0)?.masked_fill(&c.tensor(1)?, c.scalar(2)?)));
+    t.insert("aten::index_select", |c| {
+        ok(c.tensor(0)?.index_select(c.int(1)?, &c.tensor(2)?))
+    });
+    t.insert("aten::gather", |c| {
+        ok(c.tensor(0)?.gather(c.int(1)?, &c.tensor(2)?))
+    });
+    t.insert("aten::masked_select", |c| {
+        ok(c.tensor(0)?.masked_select(&c.tensor(1)?))
+    });
+    t.insert("aten::masked_fill.Scalar", |c| {
+        ok(c.tensor(0)?.masked_fill(&c.tensor(1)?, c.scalar(2)?))
+    });
     t.insert("aten::masked_fill_.Scalar", |c| {
-        c.tensor(0)?.masked_fill_(&c.tensor(1)?, c.scalar(2)?).map_err(core_err)?;
+        c.tensor(0)?
+            .masked_fill_(&c.tensor(1)?, c.scalar(2)?)
+            .map_err(core_err)?;
         Ok(Out::Arg(0))
     });
-    t.insert("aten::nonzero", |c| ok(torchnative_core::nonzero(&c.tensor(0)?)));
+    t.insert("aten::nonzero", |c| {
+        ok(torchnative_core::nonzero(&c.tensor(0)?))
+    });
     t.insert("aten::tril", |c| ok(c.tensor(0)?.tril(c.int(1)?)));
     t.insert("aten::triu", |c| ok(c.tensor(0)?.triu(c.int(1)?)));
     t.insert("aten::flip", |c| ok(c.tensor(0)?.flip(&c.ints(1)?)));
-    t.insert("aten::roll", |c| ok(c.tensor(0)?.roll(&c.ints(1)?, &c.ints(2)?)));
-    t.insert("aten::embedding", |c| ok(torchnative_core::embedding(&c.tensor(1)?, &c.tensor(0)?)));
+    t.insert("aten::roll", |c| {
+        ok(c.tensor(0)?.roll(&c.ints(1)?, &c.ints(2)?))
+    });
+    t.insert("aten::embedding", |c| {
+        ok(torchnative_core::embedding(&c.tensor(1)?, &c.tensor(0)?))
+    });
     t.insert("aten::split.Tensor", |c| {
         let size = to_shape(&[c.int(1)?])?[0];
-        c.tensor(0)?.split(size, c.int(2)?).map(Out::Tensors).map_err(core_err)
+        c.tensor(0)?
+            .split(size, c.int(2)?)
+            .map(Out::Tensors)
+            .map_err(core_err)
     });
     t.insert("aten::split_with_sizes", |c| {
         let sizes = to_shape(&c.ints(1)?)?;
-        c.tensor(0)?.split_with_sizes(&sizes, c.int(2)?).map(Out::Tensors).map_err(core_err)
+        c.tensor(0)?
+            .split_with_sizes(&sizes, c.int(2)?)
+            .map(Out::Tensors)
+            .map_err(core_err)
     });
     t.insert("aten::chunk", |c| {
         let n = to_shape(&[c.int(1)?])?[0];
-        c.tensor(0)?.chunk(n, c.int(2)?).map(Out::Tensors).map_err(core_err)
+        c.tensor(0)?
+            .chunk(n, c.int(2)?)
+            .map(Out::Tensors)
+            .map_err(core_err)
     });
     t.insert("aten::topk", |c| {
         let k = to_shape(&[c.int(1)?])?[0];
-        let (v, i) = c.tensor(0)?.topk(k, c.int(2)?, c.bool(3)?).map_err(core_err)?;
+        let (v, i) = c
+            .tensor(0)?
+            .topk(k, c.int(2)?, c.bool(3)?)
+            .map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
     t.insert("aten::sort", |c| {

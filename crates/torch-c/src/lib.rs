@@ -95,16 +95,26 @@ pub fn value_to_py(py: Python<'_>, v: &value::Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::None => py.None(),
         Value::Tensor(t) => t.clone_ref(py).into_any(),
-        Value::Tensors(ts) => PyList::new(py, ts.iter().map(|t| t.clone_ref(py)))?.into_any().unbind(),
+        Value::Tensors(ts) => PyList::new(py, ts.iter().map(|t| t.clone_ref(py)))?
+            .into_any()
+            .unbind(),
         Value::OptTensors(ts) => PyList::new(
             py,
-            ts.iter().map(|t| t.as_ref().map(|t| t.clone_ref(py).into_any()).unwrap_or_else(|| py.None())),
+            ts.iter().map(|t| {
+                t.as_ref()
+                    .map(|t| t.clone_ref(py).into_any())
+                    .unwrap_or_else(|| py.None())
+            }),
         )?
         .into_any()
         .unbind(),
-        Value::Scalar(Scalar::Bool(b)) | Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Value::Scalar(Scalar::Bool(b)) | Value::Bool(b) => {
+            b.into_pyobject(py)?.to_owned().into_any().unbind()
+        }
         Value::Scalar(Scalar::Int(i)) | Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
-        Value::Scalar(Scalar::Float(f)) | Value::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Value::Scalar(Scalar::Float(f)) | Value::Float(f) => {
+            f.into_pyobject(py)?.into_any().unbind()
+        }
         Value::Ints(v) => PyList::new(py, v)?.into_any().unbind(),
         Value::Floats(v) => PyList::new(py, v)?.into_any().unbind(),
         Value::Bools(v) => PyList::new(py, v)?.into_any().unbind(),
@@ -207,7 +217,10 @@ fn _tn_overload_names(qualified: &str) -> Vec<String> {
     let base = qualified.rsplit_once("::").map_or(qualified, |(_, b)| b);
     let ns = qualified.split_once("::").map_or("aten", |(n, _)| n);
     let mut v: Vec<String> = if ns == "aten" {
-        door::registry().overloads(base).map(|f| f.schema.overload.clone()).collect()
+        door::registry()
+            .overloads(base)
+            .map(|f| f.schema.overload.clone())
+            .collect()
     } else {
         Vec::new()
     };
@@ -254,8 +267,16 @@ fn schema_dict<'py>(py: Python<'py>, s: &FunctionSchema) -> PyResult<Bound<'py, 
     d.set_item("text", s.to_string())?;
     d.set_item("is_vararg", s.is_vararg)?;
     d.set_item("is_varret", s.is_varret)?;
-    let args = s.arguments.iter().map(|a| argument_dict(py, a)).collect::<PyResult<Vec<_>>>()?;
-    let rets = s.returns.iter().map(|a| argument_dict(py, a)).collect::<PyResult<Vec<_>>>()?;
+    let args = s
+        .arguments
+        .iter()
+        .map(|a| argument_dict(py, a))
+        .collect::<PyResult<Vec<_>>>()?;
+    let rets = s
+        .returns
+        .iter()
+        .map(|a| argument_dict(py, a))
+        .collect::<PyResult<Vec<_>>>()?;
     d.set_item("arguments", args)?;
     d.set_item("returns", rets)?;
     Ok(d)
@@ -269,8 +290,14 @@ fn _tn_parse_schema<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyD
 }
 
 #[pyfunction]
-fn _tn_schema<'py>(py: Python<'py>, qualified: &str, overload: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
-    find_schema(qualified, overload).map(|s| schema_dict(py, &s)).transpose()
+fn _tn_schema<'py>(
+    py: Python<'py>,
+    qualified: &str,
+    overload: &str,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    find_schema(qualified, overload)
+        .map(|s| schema_dict(py, &s))
+        .transpose()
 }
 
 /// `torch.library` `define`: adds a run-time schema (namespace required).
@@ -283,7 +310,9 @@ fn _tn_define(text: &str) -> PyResult<String> {
         )));
     }
     let mut all = USER_SCHEMAS.write().unwrap_or_else(|e| e.into_inner());
-    if all.iter().any(|x| x.full_name() == s.full_name()) || door::registry().get(&s.full_name()).is_some() {
+    if all.iter().any(|x| x.full_name() == s.full_name())
+        || door::registry().get(&s.full_name()).is_some()
+    {
         return Err(PyRuntimeError::new_err(format!(
             "operator {} is already defined",
             s.full_name()
@@ -318,7 +347,9 @@ fn _tn_has_kernel(full: &str) -> bool {
 /// Does upstream have a kernel for (overload, key)? Answered from native_functions.yaml.
 #[pyfunction]
 fn _tn_upstream_has_kernel(full: &str, key: &str) -> bool {
-    door::registry().get(full).is_some_and(|f| f.has_kernel_for(key))
+    door::registry()
+        .get(full)
+        .is_some_and(|f| f.has_kernel_for(key))
 }
 
 #[pyfunction]
@@ -328,7 +359,11 @@ fn _tn_kernel_names() -> Vec<&'static str> {
 
 #[pyfunction]
 #[pyo3(signature = (data, dtype=None))]
-fn _tn_tensor(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+fn _tn_tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
     let d = dtype.map(dtype::dtype_from_py).transpose()?;
     let t = if let Ok(src) = data.cast::<TensorBase>() {
         let src = src.borrow().inner.deep_clone().map_err(error::core_err)?;

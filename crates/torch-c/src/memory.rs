@@ -42,11 +42,7 @@ fn typestr(d: DType) -> PyResult<&'static str> {
         DType::I8 => "|i1",
         DType::U8 => "|u1",
         DType::Bool => "|b1",
-        DType::BF16 => {
-            return Err(PyTypeError::new_err(
-                "Got unsupported ScalarType BFloat16",
-            ))
-        }
+        DType::BF16 => return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
     })
 }
 
@@ -75,15 +71,17 @@ pub fn to_numpy(t: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
         ));
     }
     if inner.storage().is_none() {
-        return Err(PyRuntimeError::new_err("Can't call numpy() on a meta tensor"));
+        return Err(PyRuntimeError::new_err(
+            "Can't call numpy() on a meta tensor",
+        ));
     }
     let size = inner.dtype().size_in_bytes();
     let interface = PyDict::new(py);
     interface.set_item("version", 3)?;
     interface.set_item("typestr", typestr(inner.dtype())?)?;
-    interface.set_item("shape", inner.shape().to_vec())?;
+    interface.set_item("shape", pyo3::types::PyTuple::new(py, inner.shape())?)?;
     let strides: Vec<usize> = inner.strides().iter().map(|s| s * size).collect();
-    interface.set_item("strides", strides)?;
+    interface.set_item("strides", pyo3::types::PyTuple::new(py, strides)?)?;
     interface.set_item("data", (data_ptr(&inner)?, false))?;
     let owner = Py::new(
         py,
@@ -92,5 +90,8 @@ pub fn to_numpy(t: &Bound<'_, TensorBase>) -> PyResult<Py<PyAny>> {
             interface: interface.unbind(),
         },
     )?;
-    Ok(py.import("numpy")?.call_method1("asarray", (owner,))?.unbind())
+    Ok(py
+        .import("numpy")?
+        .call_method1("asarray", (owner,))?
+        .unbind())
 }

@@ -9,7 +9,9 @@
 
 use crate::dtype;
 use crate::error::core_err;
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PySlice, PyTuple, PyType};
@@ -175,7 +177,12 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
                 Some(d) => torchnative_core::promote_types(d, t.inner.dtype()),
                 None => t.inner.dtype(),
             });
-            match t.inner.reshape(&[]).and_then(|x| x.item()).map_err(core_err)? {
+            match t
+                .inner
+                .reshape(&[])
+                .and_then(|x| x.item())
+                .map_err(core_err)?
+            {
                 Scalar::Bool(b) => (Kind::Bool, b as u8 as f64, b as i64),
                 Scalar::Int(i) => (Kind::Int, i as f64, i),
                 Scalar::Float(f) => (Kind::Float, f, f as i64),
@@ -204,7 +211,15 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
     let mut ints = Vec::new();
     let mut kind = None;
     let mut tensor_dtype = None;
-    walk(data, 0, &mut shape, &mut flat, &mut ints, &mut kind, &mut tensor_dtype)?;
+    walk(
+        data,
+        0,
+        &mut shape,
+        &mut flat,
+        &mut ints,
+        &mut kind,
+        &mut tensor_dtype,
+    )?;
     let inferred = match (kind, tensor_dtype) {
         (_, Some(d)) if shape.is_empty() => d,
         (Some(Kind::Float), _) => crate::default_float(),
@@ -305,7 +320,12 @@ fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usiz
             t.dim()
         )));
     }
-    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
+    if items
+        .iter()
+        .filter(|i| matches!(i, IndexItem::Ellipsis))
+        .count()
+        > 1
+    {
         return Err(PyIndexError::new_err(
             "an index can only have a single ellipsis ('...')",
         ));
@@ -331,7 +351,13 @@ fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usiz
             }
             IndexItem::Slice(start, stop, step) => {
                 let size = out.shape()[dim] as i64;
-                let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+                let clamp = |v: i64| {
+                    if v < 0 {
+                        (v + size).max(0)
+                    } else {
+                        v.min(size)
+                    }
+                };
                 let s = start.map_or(0, clamp);
                 let e = stop.map_or(size, clamp).max(s);
                 let len = ((e - s) + step - 1) / step;
@@ -340,8 +366,15 @@ fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usiz
                 let mut new_strides = strides.clone();
                 sizes[dim] = len as usize;
                 new_strides[dim] = strides[dim] * step as usize;
-                let offset = out.storage_offset() + if len > 0 { s as usize * strides[dim] } else { 0 };
-                out = out.as_strided(&sizes, &new_strides, offset).map_err(core_err)?;
+                let offset = out.storage_offset()
+                    + if len > 0 {
+                        s as usize * strides[dim]
+                    } else {
+                        0
+                    };
+                out = out
+                    .as_strided(&sizes, &new_strides, offset)
+                    .map_err(core_err)?;
                 dim += 1;
             }
             IndexItem::NewAxis => {
@@ -368,17 +401,23 @@ impl TensorBase {
     fn py_new(args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let dtype = crate::default_float();
         if args.is_empty() {
-            return Ok(TensorBase::new(Tensor::empty_on(&[0], dtype, Device::Cpu).map_err(core_err)?));
+            return Ok(TensorBase::new(
+                Tensor::empty_on(&[0], dtype, Device::Cpu).map_err(core_err)?,
+            ));
         }
         let first = args.get_item(0)?;
         if first.is_instance_of::<PyInt>() {
             let dims: Vec<usize> = args.extract()?;
-            return Ok(TensorBase::new(Tensor::empty_on(&dims, dtype, Device::Cpu).map_err(core_err)?));
+            return Ok(TensorBase::new(
+                Tensor::empty_on(&dims, dtype, Device::Cpu).map_err(core_err)?,
+            ));
         }
         if args.len() == 1 {
             return Ok(TensorBase::new(tensor_from_data(&first, Some(dtype))?));
         }
-        Err(PyTypeError::new_err("torch.Tensor(): unsupported arguments"))
+        Err(PyTypeError::new_err(
+            "torch.Tensor(): unsupported arguments",
+        ))
     }
 
     #[getter]
@@ -491,7 +530,9 @@ impl TensorBase {
     }
     #[getter(grad)]
     fn get_grad(&self, py: Python<'_>) -> Py<PyAny> {
-        self.grad.as_ref().map_or_else(|| py.None(), |g| g.clone_ref(py))
+        self.grad
+            .as_ref()
+            .map_or_else(|| py.None(), |g| g.clone_ref(py))
     }
     #[setter(grad)]
     fn set_grad(&mut self, value: Option<Py<PyAny>>) {
@@ -513,7 +554,15 @@ impl TensorBase {
             None => size_object(py, self.inner.shape()),
             Some(d) => {
                 let d = wrap_dim(d, self.inner.dim())?;
-                Ok(self.inner.shape().get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any().unbind())
+                Ok(self
+                    .inner
+                    .shape()
+                    .get(d)
+                    .copied()
+                    .unwrap_or(1)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
             }
         }
     }
@@ -523,7 +572,15 @@ impl TensorBase {
             None => Ok(PyTuple::new(py, self.inner.strides())?.into_any().unbind()),
             Some(d) => {
                 let d = wrap_dim(d, self.inner.dim())?;
-                Ok(self.inner.strides().get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any().unbind())
+                Ok(self
+                    .inner
+                    .strides()
+                    .get(d)
+                    .copied()
+                    .unwrap_or(1)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
             }
         }
     }
@@ -590,26 +647,52 @@ impl TensorBase {
         if self.inner.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
-                if self.inner.numel() == 0 { "no".to_string() } else { "more than one".to_string() }
+                if self.inner.numel() == 0 {
+                    "no".to_string()
+                } else {
+                    "more than one".to_string()
+                }
             )));
         }
-        Ok(self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)?.to_f64() != 0.0)
+        Ok(self
+            .inner
+            .reshape(&[])
+            .and_then(|t| t.item())
+            .map_err(core_err)?
+            .to_f64()
+            != 0.0)
     }
     fn __float__(&self) -> PyResult<f64> {
         if self.inner.numel() != 1 {
-            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+            return Err(PyValueError::new_err(
+                "only one element tensors can be converted to Python scalars",
+            ));
         }
-        Ok(self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)?.to_f64())
+        Ok(self
+            .inner
+            .reshape(&[])
+            .and_then(|t| t.item())
+            .map_err(core_err)?
+            .to_f64())
     }
     fn __int__(&self) -> PyResult<i64> {
         if self.inner.numel() != 1 {
-            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+            return Err(PyValueError::new_err(
+                "only one element tensors can be converted to Python scalars",
+            ));
         }
-        Ok(match self.inner.reshape(&[]).and_then(|t| t.item()).map_err(core_err)? {
-            Scalar::Int(i) => i,
-            Scalar::Bool(b) => b as i64,
-            Scalar::Float(f) => torchnative_core::storage::float_to_i64(f),
-        })
+        Ok(
+            match self
+                .inner
+                .reshape(&[])
+                .and_then(|t| t.item())
+                .map_err(core_err)?
+            {
+                Scalar::Int(i) => i,
+                Scalar::Bool(b) => b as i64,
+                Scalar::Float(f) => torchnative_core::storage::float_to_i64(f),
+            },
+        )
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.inner.numel() != 1 || self.inner.dtype().is_float() {
@@ -627,7 +710,12 @@ impl TensorBase {
         }
         wrap(py, advanced_index(&view, advanced)?)
     }
-    fn __setitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let items = parse_index(py, index)?;
         let (view, advanced) = apply_index(&self.inner, items)?;
         let src = if let Ok(t) = value.cast::<TensorBase>() {
@@ -646,7 +734,9 @@ impl TensorBase {
         if first == 0 {
             return view.index_put_(&indices, &src, false).map_err(core_err);
         }
-        to_front(&view, first, k)?.index_put_(&indices, &src, false).map_err(core_err)
+        to_front(&view, first, k)?
+            .index_put_(&indices, &src, false)
+            .map_err(core_err)
     }
     /// `Tensor._make_subclass(cls, data, require_grad=False)`: a `cls` instance sharing `data`.
     #[staticmethod]
@@ -658,7 +748,10 @@ impl TensorBase {
         _kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let obj = wrap_as(cls, data.inner.clone())?;
-        obj.bind(cls.py()).cast::<TensorBase>()?.borrow_mut().set_requires_grad(require_grad)?;
+        obj.bind(cls.py())
+            .cast::<TensorBase>()?
+            .borrow_mut()
+            .set_requires_grad(require_grad)?;
         Ok(obj)
     }
     fn as_subclass(&self, cls: &Bound<'_, PyType>) -> PyResult<Py<PyAny>> {
@@ -697,24 +790,37 @@ fn adjacent_indices(advanced: Vec<(usize, Tensor)>) -> PyResult<(usize, Vec<Tens
 /// Moves dim block [first, first + k) to the front (core's `index` indexes leading dims).
 fn to_front(view: &Tensor, first: usize, k: usize) -> PyResult<Tensor> {
     let n = view.dim();
-    let order: Vec<i64> = (first..first + k).chain(0..first).chain(first + k..n).map(|d| d as i64).collect();
+    let order: Vec<i64> = (first..first + k)
+        .chain(0..first)
+        .chain(first + k..n)
+        .map(|d| d as i64)
+        .collect();
     view.permute(&order).map_err(core_err)
 }
 
 fn indexed_dims(indices: &[Tensor]) -> usize {
-    indices.iter().map(|t| if t.dtype() == DType::Bool { t.dim() } else { 1 }).sum()
+    indices
+        .iter()
+        .map(|t| if t.dtype() == DType::Bool { t.dim() } else { 1 })
+        .sum()
 }
 
 fn advanced_index(view: &Tensor, advanced: Vec<(usize, Tensor)>) -> PyResult<Tensor> {
     let (first, indices) = adjacent_indices(advanced)?;
     let k = indexed_dims(&indices);
-    let result = to_front(view, first, k)?.index(&indices).map_err(core_err)?;
+    let result = to_front(view, first, k)?
+        .index(&indices)
+        .map_err(core_err)?;
     if first == 0 {
         return Ok(result);
     }
     // The indexed block's result dims go back to where the first index stood.
     let idx_dims = result.dim() + first + k - view.dim();
     let n = result.dim();
-    let order: Vec<i64> = (idx_dims..idx_dims + first).chain(0..idx_dims).chain(idx_dims + first..n).map(|d| d as i64).collect();
+    let order: Vec<i64> = (idx_dims..idx_dims + first)
+        .chain(0..idx_dims)
+        .chain(idx_dims + first..n)
+        .map(|d| d as i64)
+        .collect();
     result.permute(&order).map_err(core_err)
 }

@@ -188,7 +188,9 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
                     if x.is_none() {
                         Some(None)
                     } else {
-                        x.cast::<TensorBase>().ok().map(|t| Some(t.clone().unbind()))
+                        x.cast::<TensorBase>()
+                            .ok()
+                            .map(|t| Some(t.clone().unbind()))
                     }
                 })
                 .collect::<Option<Vec<_>>>()
@@ -229,7 +231,9 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
         BaseType::Str => v.extract::<String>().map(Value::Str).map_err(|_| fail()),
         BaseType::ScalarType => {
             if v.cast::<PyDType>().is_ok() {
-                dtype_from_py(v).map(Value::DType).map_err(|e| Mismatch(e.to_string()))
+                // A dtype the core does not store binds; the kernel refuses it by name.
+                Ok(dtype_from_py(v)
+                    .map_or_else(|_| Value::Object(v.clone().unbind()), Value::DType))
             } else {
                 Err(fail())
             }
@@ -372,7 +376,9 @@ pub fn bind(
             .filter(|&i| schema.arguments[i].is_out)
             .collect();
         for (k, v) in kw.iter() {
-            let key: String = k.extract().map_err(|_| Mismatch("non-string keyword".into()))?;
+            let key: String = k
+                .extract()
+                .map_err(|_| Mismatch("non-string keyword".into()))?;
             if key == "out" && outs.len() > 1 {
                 let items = sequence_items(&v)
                     .filter(|items| items.len() == outs.len())
@@ -394,7 +400,9 @@ pub fn bind(
                 })
                 .ok_or_else(|| Mismatch(format!("got an unexpected keyword argument '{key}'")))?;
             if slots[i].is_some() {
-                return Err(Mismatch(format!("got multiple values for argument '{key}'")));
+                return Err(Mismatch(format!(
+                    "got multiple values for argument '{key}'"
+                )));
             }
             slots[i] = Some(v);
         }
