@@ -195,7 +195,10 @@ pub fn upstream_native_functions_yaml() -> Option<String> {
         Some(text) => Some(text),
         None => missing(
             Input::Oracle,
-            &format!("torchgen's native_functions.yaml not found under {}", lib.display()),
+            &format!(
+                "torchgen's native_functions.yaml not found under {}",
+                lib.display()
+            ),
         ),
     }
 }
