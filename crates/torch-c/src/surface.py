@@ -58,7 +58,9 @@ def _submodule(name, stubs=False, **attrs):
 _dtype_names = _tn_dtype_names()  # noqa: F821  (defined in Rust)
 
 
-class layout:
+class _NamedConstant:
+    """A singleton upstream's Python compares by identity and prints as `torch.<name>`."""
+
     __module__ = "torch"
 
     def __init__(self, name):
@@ -71,30 +73,16 @@ class layout:
         return self._name
 
 
-class memory_format:
+class layout(_NamedConstant):
     __module__ = "torch"
 
-    def __init__(self, name):
-        self._name = name
 
-    def __repr__(self):
-        return f"torch.{self._name}"
-
-    def __reduce__(self):
-        return self._name
-
-
-class qscheme:
+class memory_format(_NamedConstant):
     __module__ = "torch"
 
-    def __init__(self, name):
-        self._name = name
 
-    def __repr__(self):
-        return f"torch.{self._name}"
-
-    def __reduce__(self):
-        return self._name
+class qscheme(_NamedConstant):
+    __module__ = "torch"
 
 
 _layouts = {n: layout(n) for n in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn", "jagged")}
