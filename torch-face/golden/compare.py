@@ -1,0 +1,436 @@
+"""Golden comparison: upstream torch (the oracle) vs the torch face, case by case.
+
+Why: the face is upstream's own Python package on our Rust ``torch._C``; "correct" means
+"does what upstream does" for dtypes, shapes, strides, aliasing, exceptions and values.  This
+runs thousands of small cases (``cases/``) under both interpreters and judges every result
+with one rule (``judge.py``), so a regression or a gap shows up as a named case.
+
+Usage::
+
+    python3 torch-face/golden/compare.py --oracle PY --face PY [--module NAME ...] [--filter REGEX]
+        [--allow-refused] [--report FILE] [--json FILE] [--self-test] [--workdir DIR]
+        [--reuse-oracle] [--case-timeout S] [--show N]
+
+``--oracle`` / ``--face`` are command prefixes split with shlex, so
+``--face "env PYTHONPATH=/path/to/face python3"`` works.  Each side runs ``run_side.py`` in
+one process over all selected cases; the oracle runs a second process for the float64
+reference pass (``--ref64``).  The three run in parallel.  A side that dies or stalls
+(no new result for ``--case-timeout`` seconds) has the case it was on recorded as an error
+and is restarted after it, so one crash costs one case.
+
+Categories: agree; disagree (different result, or different exception type); refused (the
+face raised NotImplementedError where upstream did not); error (a side crashed, stalled or
+produced something unencodable).  Exit status: 0 when every case agrees (refusals allowed
+with ``--allow-refused``), 1 otherwise, 2 when the harness itself could not run (bad
+arguments, the oracle would not start).  ``--self-test`` exits 0 only when every injected
+misimplementation is rejected (selftest.py) and a deliberately wrong face (wrong_face.py:
+patched bugs, a refusal, a crash, a hang) gets exactly the expected verdicts; without
+``--face`` it uses the oracle for both sides.
+
+``--report FILE`` writes a markdown section (per-family table + the first non-agreeing
+cases) for docs/STATUS.md; ``--json FILE`` writes every case's category and reason.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from cases import load_cases, select  # noqa: E402
+import judge as J  # noqa: E402
+
+RUN_SIDE = os.path.join(HERE, "run_side.py")
+
+
+class SideRun:
+    """Runs run_side.py under one interpreter, restarting after crashes and stalls."""
+
+    def __init__(self, label, cmd, names, workdir, filt, ref64, case_timeout, modules=None,
+                 max_restarts=200):
+        self.label, self.cmd, self.names, self.modules = label, cmd, names, modules
+        self.workdir, self.filt, self.ref64 = workdir, filt, ref64
+        self.case_timeout, self.max_restarts = case_timeout, max_restarts
+        self.results = {}
+        self.header = None
+        self.fatal = None
+        self.wall = 0.0
+        self.restarts = 0
+        self.log = os.path.join(workdir, label + ".log")
+
+    def _attempt(self, start, k):
+        out = os.path.join(self.workdir, "%s.%d.jsonl" % (self.label, k))
+        argv = self.cmd + [RUN_SIDE, "--out", out, "--start", str(start)]
+        for m in self.modules or ():
+            argv += ["--module", m]
+        if self.filt:
+            argv += ["--filter", self.filt]
+        if self.ref64:
+            argv.append("--ref64")
+        with open(self.log, "a") as log:
+            log.write("$ %s\n" % " ".join(shlex.quote(a) for a in argv))
+            log.flush()
+            try:
+                p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            except OSError as e:
+                return None, "cannot start %s: %s" % (argv[0], e), out
+            last_size, last_change, stalled = -1, time.time(), False
+            while p.poll() is None:
+                time.sleep(0.2)
+                try:
+                    size = os.path.getsize(out)
+                except OSError:
+                    size = -1
+                if size != last_size:
+                    last_size, last_change = size, time.time()
+                elif time.time() - last_change > self.case_timeout:
+                    stalled = True
+                    try:
+                        os.killpg(p.pid, 9)
+                    except OSError:
+                        pass
+                    p.wait()
+                    break
+        return p.returncode, "stalled for %gs" % self.case_timeout if stalled else None, out
+
+    def run(self):
+        t0 = time.time()
+        start, k = 0, 0
+        total = len(self.names)
+        while True:
+            rc, why, out = self._attempt(start, k)
+            k += 1
+            got = 0
+            header = None
+            if os.path.exists(out):
+                with open(out) as fh:
+                    for line in fh:
+                        if not line.endswith("\n"):
+                            break  # torn last line of a killed process
+                        try:
+                            rec = json.loads(line)
+                        except ValueError:
+                            break
+                        if rec.get("header"):
+                            header = rec
+                            continue
+                        self.results[rec["name"]] = rec
+                        got += 1
+            if header is not None and self.header is None:
+                self.header = header
+            if header is not None and header.get("cases") != total:
+                self.fatal = ("%s selected %s cases, compare.py %d: the sides load different "
+                              "case lists" % (self.label, header.get("cases"), total))
+                break
+            done = start + got
+            if done >= total and rc == 0:
+                break
+            if header is None and start == 0:
+                self.fatal = "%s did not start (rc=%s%s); see %s" % (
+                    self.label, rc, ", " + why if why else "", self.log)
+                break
+            if done >= total:
+                break  # all results are in; a failing exit after the last case is ignored
+            name = self.names[done]
+            self.results[name] = {"name": name, "harness": "side process %s while running "
+                                  "this case (rc=%s)" % (why or "died", rc)}
+            self.restarts += 1
+            if self.restarts > self.max_restarts:
+                for n in self.names[done + 1:]:
+                    self.results[n] = {"name": n, "harness": "not run: too many side crashes"}
+                break
+            start = done + 1
+            if start >= total:
+                break
+        self.wall = time.time() - t0
+
+
+def digest(cases):
+    h = hashlib.sha256()
+    for c in cases:
+        h.update(c["name"].encode() + b"\0" + c["code"].encode() + b"\0")
+    return h.hexdigest()
+
+
+def run_sides(args, cases, ref_names, workdir):
+    names = [c["name"] for c in cases]
+    dig = digest(cases)
+    sides = {}
+    oracle_cmd = shlex.split(args.oracle)
+    face_cmd = shlex.split(args.face) if args.face else oracle_cmd
+    plan = [("oracle", oracle_cmd, names, False), ("oracle-ref64", oracle_cmd, ref_names, True),
+            ("face", face_cmd, names, False)]
+    threads = []
+    for label, cmd, nm, ref in plan:
+        s = SideRun(label, cmd, nm, workdir, args.filter, ref, args.case_timeout, args.module)
+        sides[label] = s
+        cached = os.path.join(workdir, label + ".merged.json")
+        if args.reuse_oracle and label != "face" and os.path.exists(cached):
+            with open(cached) as fh:
+                d = json.load(fh)
+            if d.get("digest") == dig and d["names"] == nm:
+                s.results, s.header, s.wall = d["results"], d["header"], 0.0
+                print("golden: reusing %s results from %s" % (label, cached))
+                continue
+        th = threading.Thread(target=s.run, daemon=True)
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join()
+    for label in ("oracle", "oracle-ref64"):
+        s = sides[label]
+        if s.fatal is None and s.header is not None:
+            with open(os.path.join(workdir, label + ".merged.json"), "w") as fh:
+                json.dump({"digest": dig, "names": s.names, "header": s.header,
+                           "results": s.results}, fh)
+    return sides
+
+
+def judge_all(cases, oracle, face, ref):
+    verdicts = {}
+    for c in cases:
+        n = c["name"]
+        verdicts[n] = J.judge(c, oracle.get(n), face.get(n), ref.get(n) if c.get("ref64") else None)
+    return verdicts
+
+
+def summarize(cases, verdicts, oracle):
+    """Per-family counts.  Overload coverage counts only agreeing cases in which upstream
+    returned a value: agreeing on an exception (a face that refuses everything agrees with
+    every upstream NotImplementedError) shows nothing about the op working."""
+    fam = {}
+    tot = {"cases": 0, J.AGREE: 0, J.DISAGREE: 0, J.REFUSED: 0, J.ERROR: 0}
+    covered, declared = set(), set()
+    fam_cov, fam_decl = {}, {}
+    for c in cases:
+        cat = verdicts[c["name"]][0]
+        f = fam.setdefault(c["family"], dict.fromkeys(tot, 0))
+        f["cases"] += 1
+        f[cat] += 1
+        tot["cases"] += 1
+        tot[cat] += 1
+        fam_decl.setdefault(c["family"], set()).update(c["ops"])
+        declared.update(c["ops"])
+        if cat == J.AGREE and "out" in (oracle.get(c["name"]) or {}):
+            covered.update(c["ops"])
+            fam_cov.setdefault(c["family"], set()).update(c["ops"])
+    return fam, tot, covered, declared, fam_cov, fam_decl
+
+
+def wrong_face_check(args, workdir):
+    """End to end: upstream with plausible bugs patched in (wrong_face.py) as the face; every
+    targeted case must get its expected category, untouched cases must agree."""
+    import types
+    import wrong_face as W
+    regex = "^(%s)$|%s" % ("|".join(re.escape(n) for n in W.EXPECT), W.CONTROL)
+    cases = select(load_cases(), regex)
+    missing = set(W.EXPECT) - {c["name"] for c in cases}
+    ns = types.SimpleNamespace(
+        oracle=args.oracle, face="%s %s" % (args.oracle, shlex.quote(os.path.join(HERE, "wrong_face.py"))),
+        filter=regex, module=None, case_timeout=min(args.case_timeout, 10.0), reuse_oracle=False)
+    sub = os.path.join(workdir, "wrong-face")
+    os.makedirs(sub, exist_ok=True)
+    sides = run_sides(ns, cases, [c["name"] for c in cases if c.get("ref64")], sub)
+    ok = not missing and not any(s.fatal for s in sides.values())
+    verdicts = judge_all(cases, sides["oracle"].results, sides["face"].results,
+                         sides["oracle-ref64"].results)
+    wrong = []
+    for c in cases:
+        want = W.EXPECT.get(c["name"], J.AGREE)
+        got, why = verdicts[c["name"]]
+        if got != want:
+            wrong.append("%s: expected %s, got %s %s" % (c["name"], want, got, why[:120]))
+    ok = ok and not wrong
+    print("self-test: wrong face end to end: %d targeted cases (bugs, a refusal, a crash, a hang) "
+          "and %d untouched ones, %d as expected, face restarts %d  [%s]" % (
+              len(W.EXPECT), len(cases) - len(W.EXPECT), len(cases) - len(wrong),
+              sides["face"].restarts, "ok" if ok else "FAIL"))
+    for m in sorted(missing):
+        print("      missing case: %s" % m)
+    for w in wrong[:10]:
+        print("      %s" % w)
+    return ok
+
+
+def fmt_secs(s):
+    return "%.1fs" % s
+
+
+def write_report(path, args, cases, verdicts, sides, summary, show=60):
+    fam, tot, covered, declared, fam_cov, fam_decl = summary
+    oh = sides["oracle"].header or {}
+    fh_ = sides["face"].header or {}
+    lines = []
+    lines.append("### Golden comparison (`torch-face/golden`)")
+    lines.append("")
+    lines.append("`python3 torch-face/golden/compare.py --oracle %s --face %s%s` (%s): "
+                 "oracle torch %s, face torch %s." % (
+                     args.oracle, args.face or args.oracle,
+                     " --filter '%s'" % args.filter if args.filter else "",
+                     time.strftime("%Y-%m-%d"), oh.get("torch", "?"), fh_.get("torch", "?")))
+    lines.append("")
+    lines.append("| Family | Cases | Agree | Disagree | Refused | Errors | Overloads agreeing / declared |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    for name in sorted(fam):
+        f = fam[name]
+        lines.append("| %s | %d | %d | %d | %d | %d | %d / %d |" % (
+            name, f["cases"], f[J.AGREE], f[J.DISAGREE], f[J.REFUSED], f[J.ERROR],
+            len(fam_cov.get(name, ())), len(fam_decl.get(name, ()))))
+    lines.append("| **Total** | %d | %d | %d | %d | %d | %d / %d |" % (
+        tot["cases"], tot[J.AGREE], tot[J.DISAGREE], tot[J.REFUSED], tot[J.ERROR],
+        len(covered), len(declared)))
+    lines.append("")
+    lines.append("Overloads: distinct ATen overloads the family's cases declare (checked against "
+                 "upstream by `check_cases.py`); agreeing = exercised by an agreeing case in which "
+                 "upstream returns a value. Refused = the face raised NotImplementedError.")
+    lines.append("")
+    lines.append("Runtime: oracle %s (float64 reference pass %s), face %s." % (
+        fmt_secs(sides["oracle"].wall), fmt_secs(sides["oracle-ref64"].wall),
+        fmt_secs(sides["face"].wall)))
+    bad = [(c["name"], verdicts[c["name"]]) for c in cases if verdicts[c["name"]][0] != J.AGREE]
+    if bad:
+        per_op = {}
+        byname = {c["name"]: c for c in cases}
+        for n, (cat, _) in bad:
+            for op in byname[n]["ops"] or ["(none declared)"]:
+                per_op[op] = per_op.get(op, 0) + 1
+        top = sorted(per_op.items(), key=lambda kv: (-kv[1], kv[0]))[:30]
+        lines.append("")
+        lines.append("Overloads in most non-agreeing cases: " +
+                     ", ".join("`%s` %d" % kv for kv in top) + ".")
+        lines.append("")
+        lines.append("Not agreeing (%d; first %d):" % (len(bad), min(show, len(bad))))
+        lines.append("")
+        lines.append("| Case | Category | Why |")
+        lines.append("|---|---|---|")
+        for n, (cat, why) in bad[:show]:
+            lines.append("| `%s` | %s | %s |" % (n, cat, why.replace("|", "\\|").replace("\n", " ")[:300]))
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--oracle", required=True, help="command prefix of upstream's python")
+    ap.add_argument("--face", default=None,
+                    help="command prefix of the face's python (--self-test: default oracle)")
+    ap.add_argument("--module", action="append", default=None,
+                    help="case file to run (cases/NAME.py; repeatable; default all)")
+    ap.add_argument("--filter", default=None, help="regex searched in case names")
+    ap.add_argument("--allow-refused", action="store_true",
+                    help="NotImplementedError refusals do not fail the run")
+    ap.add_argument("--report", default=None, help="write a markdown report here")
+    ap.add_argument("--json", default=None, help="write every verdict as JSON here")
+    ap.add_argument("--self-test", action="store_true",
+                    help="inject misimplementations into the face results; all must be rejected")
+    ap.add_argument("--workdir", default=None, help="keep side outputs and logs here")
+    ap.add_argument("--reuse-oracle", action="store_true",
+                    help="reuse the oracle results in --workdir from an earlier run")
+    ap.add_argument("--case-timeout", type=float, default=120.0,
+                    help="seconds without a new result before a side is killed (default 120)")
+    ap.add_argument("--show", type=int, default=40, help="non-agreeing cases to print")
+    args = ap.parse_args(argv)
+    if not args.face and not args.self_test:
+        ap.error("--face is required (except with --self-test)")
+    if args.reuse_oracle and not args.workdir:
+        ap.error("--reuse-oracle needs --workdir")
+    if args.filter:
+        try:
+            re.compile(args.filter)
+        except re.error as e:
+            ap.error("bad --filter: %s" % e)
+
+    try:
+        cases = select(load_cases(args.module), args.filter)
+    except ValueError as e:
+        ap.error(str(e))
+    if not cases:
+        print("golden: no case matches --filter %r" % args.filter, file=sys.stderr)
+        return 2
+    ref_names = [c["name"] for c in cases if c.get("ref64")]
+    t0 = time.time()
+    workdir = args.workdir or tempfile.mkdtemp(prefix="golden-")
+    os.makedirs(workdir, exist_ok=True)
+    try:
+        return _main(args, cases, ref_names, workdir, t0)
+    finally:
+        # a temporary workdir goes, unless a side crashed or failed (its logs say why)
+        if not args.workdir and not KEEP:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+KEEP = []
+
+
+def _main(args, cases, ref_names, workdir, t0):
+    sides = run_sides(args, cases, ref_names, workdir)
+    if any(s.fatal or s.restarts for s in sides.values()):
+        KEEP.append(workdir)
+    for label in ("oracle", "oracle-ref64"):
+        if sides[label].fatal:
+            print("golden: %s" % sides[label].fatal, file=sys.stderr)
+            return 2
+    if sides["face"].fatal:
+        print("golden: %s" % sides["face"].fatal, file=sys.stderr)
+    oracle, face, ref = sides["oracle"].results, sides["face"].results, sides["oracle-ref64"].results
+    verdicts = judge_all(cases, oracle, face, ref)
+    summary = summarize(cases, verdicts, oracle)
+    fam, tot, covered, declared, _, _ = summary
+
+    oh, fh_ = sides["oracle"].header or {}, sides["face"].header or {}
+    print("golden: %d cases, %d with a float64 reference; oracle torch %s, face torch %s" % (
+        len(cases), len(ref_names), oh.get("torch", "?"), fh_.get("torch", "?")))
+    print("  agree     %6d" % tot[J.AGREE])
+    print("  disagree  %6d" % tot[J.DISAGREE])
+    print("  refused   %6d   (face raised NotImplementedError)" % tot[J.REFUSED])
+    print("  errors    %6d   (crashed, stalled or unencodable)" % tot[J.ERROR])
+    print("  overloads covered by agreeing cases: %d (of %d declared; counting cases where "
+          "upstream returns a value)" % (len(covered), len(declared)))
+    print("  time: oracle %s, oracle float64 reference %s, face %s (restarts: face %d); "
+          "total %s%s" % (
+              fmt_secs(sides["oracle"].wall), fmt_secs(sides["oracle-ref64"].wall),
+              fmt_secs(sides["face"].wall), sides["face"].restarts,
+              fmt_secs(time.time() - t0),
+              "; outputs and logs in " + workdir if (args.workdir or KEEP) else ""))
+    bad = [c["name"] for c in cases if verdicts[c["name"]][0] != J.AGREE]
+    for n in bad[:args.show]:
+        cat, why = verdicts[n]
+        print("  %-8s %s: %s" % (cat.upper(), n, why[:300]))
+    if len(bad) > args.show:
+        print("  ... %d more (see --report / --json)" % (len(bad) - args.show))
+
+    if args.report:
+        write_report(args.report, args, cases, verdicts, sides, summary)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"cases": [{"name": c["name"], "family": c["family"], "ops": c["ops"],
+                                  "category": verdicts[c["name"]][0],
+                                  "reason": verdicts[c["name"]][1]} for c in cases],
+                       "covered_overloads": sorted(covered),
+                       "declared_overloads": sorted(declared)}, fh, indent=0)
+
+    if args.self_test:
+        import selftest
+        ok = selftest.run(cases, oracle, face, ref, verdicts,
+                          partial=bool(args.filter or args.module))
+        ok = wrong_face_check(args, workdir) and ok
+        print("self-test: %s" % ("PASS" if ok else "FAIL"))
+        return 0 if ok else 1
+
+    failing = tot[J.DISAGREE] + tot[J.ERROR] + (0 if args.allow_refused else tot[J.REFUSED])
+    return 1 if failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
