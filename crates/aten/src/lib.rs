@@ -5,5 +5,5 @@
 pub mod registry;
 pub mod schema;
 
-pub use registry::{NativeFunction, Registry, RegistryError};
+pub use registry::{NativeFunction, Registry, RegistryError, UPSTREAM_EXTRA_SCHEMAS};
 pub use schema::{parse_schema, AliasInfo, Argument, BaseType, FunctionSchema, SchemaError, Type};

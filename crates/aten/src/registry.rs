@@ -29,13 +29,23 @@ pub struct NativeFunction {
     /// `autogen:` overloads upstream generates from this entry (`add.out`); their schemas are
     /// not in the file.
     pub autogen: Vec<String>,
+    /// Registered by upstream's C++ outside the yaml ([`UPSTREAM_EXTRA_SCHEMAS`]): no Python
+    /// binding, no dispatch information.
+    pub extra: bool,
+    /// In upstream's dispatcher (every yaml entry is; TorchScript-only extras are not).
+    pub in_dispatcher: bool,
 }
+
+/// The schemas upstream registers from C++ outside native_functions.yaml (TorchScript's
+/// `aten::` extras, `prim::`, `profiler::`, `quantized::`, ...), one a line; generated from
+/// upstream's dispatcher by `scripts/gen-upstream-extra-schemas.py`.
+pub const UPSTREAM_EXTRA_SCHEMAS: &str = include_str!("../data/upstream_extra_schemas.txt");
 
 impl NativeFunction {
     /// Upstream decomposes entries without `dispatch:` and without a structured delegate in
     /// C++ (CompositeImplicitAutograd); the face decomposes them too.
     pub fn is_composite_implicit(&self) -> bool {
-        (self.dispatch_keys.is_empty() && self.structured_delegate.is_none())
+        !self.extra && (self.dispatch_keys.is_empty() && self.structured_delegate.is_none())
             || self
                 .dispatch_keys
                 .iter()
@@ -147,6 +157,8 @@ impl Registry {
                     structured_delegate: None,
                     tags: Vec::new(),
                     autogen: Vec::new(),
+                    extra: false,
+                    in_dispatcher: true,
                 });
                 in_dispatch = false;
                 continue;
@@ -248,6 +260,7 @@ impl Registry {
                         before: vec![set],
                         after: Vec::new(),
                         is_write: true,
+                        after_list: false,
                     });
                     let out_name = if n == 1 {
                         "out".to_string()
@@ -279,6 +292,55 @@ impl Registry {
         for g in derived {
             self.push(g);
         }
+    }
+
+    /// Adds schemas registered outside the yaml (one per line after `D ` for dispatcher
+    /// operators or `J ` for TorchScript-only ones; `#` comments), skipping any the registry
+    /// already has.
+    pub fn add_extra_schemas(&mut self, text: &str) -> Result<(), RegistryError> {
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (in_dispatcher, line) = match line.split_once(' ') {
+                Some(("D", rest)) => (true, rest),
+                Some(("J", rest)) => (false, rest),
+                _ => {
+                    return Err(RegistryError {
+                        line: index + 1,
+                        reason: format!("expected 'D ' or 'J ' before the schema: '{line}'"),
+                    })
+                }
+            };
+            let schema = parse_schema(line, "aten").map_err(|e| (index + 1, e))?;
+            if self.by_full_name.contains_key(&schema.full_name()) {
+                continue;
+            }
+            self.push(NativeFunction {
+                schema,
+                function: false,
+                method: false,
+                python_module: None,
+                dispatch_keys: Vec::new(),
+                structured_delegate: None,
+                tags: Vec::new(),
+                autogen: Vec::new(),
+                extra: true,
+                in_dispatcher,
+            });
+        }
+        Ok(())
+    }
+
+    /// All overloads of a qualified name (`aten::add`, `prim::device`), in registration order.
+    pub fn overloads_of<'a>(
+        &'a self,
+        qualified: &'a str,
+    ) -> impl Iterator<Item = &'a NativeFunction> + 'a {
+        let base = qualified.rsplit_once("::").map_or(qualified, |(_, b)| b);
+        self.overloads(base)
+            .filter(move |f| f.schema.name == qualified)
     }
 
     fn push(&mut self, f: NativeFunction) {

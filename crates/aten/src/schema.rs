@@ -120,6 +120,8 @@ pub struct AliasInfo {
     pub before: Vec<String>,
     pub after: Vec<String>,
     pub is_write: bool,
+    /// Written after the list suffix (`Tensor[](a!)`) rather than after the base (`Tensor(a)[]`).
+    pub after_list: bool,
 }
 
 impl fmt::Display for AliasInfo {
@@ -157,13 +159,22 @@ impl Argument {
 
 impl fmt::Display for Argument {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The alias sits between the base type and its list/optional suffixes, as upstream prints.
+        // The alias sits where it was written: after the base type, or after the list suffix.
         f.write_str(&self.ty.base_name)?;
-        if let Some(a) = &self.alias {
+        let after_list = self.alias.as_ref().is_some_and(|a| a.after_list);
+        if let Some(a) = self.alias.as_ref().filter(|_| !after_list) {
             write!(f, "{a}")?;
         }
         let full = self.ty.to_string();
-        f.write_str(&full[self.ty.base_name.len()..])?;
+        let suffixes = &full[self.ty.base_name.len()..];
+        match (
+            self.alias.as_ref().filter(|_| after_list),
+            suffixes.strip_suffix('?'),
+        ) {
+            (Some(a), Some(list)) if self.ty.optional => write!(f, "{list}{a}?")?,
+            (Some(a), _) => write!(f, "{suffixes}{a}")?,
+            (None, _) => f.write_str(suffixes)?,
+        }
         if !self.name.is_empty() {
             write!(f, " {}", self.name)?;
         }
@@ -246,8 +257,9 @@ impl fmt::Display for FunctionSchema {
         if self.is_varret {
             return f.write_str("...");
         }
-        // One return prints bare, named or not, as c10 prints it.
-        let single = self.returns.len() == 1;
+        // One return prints bare, named or not, as c10 prints it, unless its type itself starts
+        // with '(' (a tuple type), which would read as a return list.
+        let single = self.returns.len() == 1 && !self.returns[0].ty.base_name.starts_with('(');
         if !single {
             f.write_str("(")?;
         }
@@ -341,37 +353,75 @@ fn parse_alias(text: &str) -> Result<AliasInfo, String> {
             None => Vec::new(),
         },
         is_write,
+        after_list: false,
     })
 }
 
-/// Parses `Tensor(a!)?[]`-style type text (alias allowed right after the base name).
+/// JIT container types whose parentheses hold type arguments, not an alias annotation.
+const CONTAINERS: [&str; 7] = [
+    "Dict", "Tuple", "Future", "RRef", "Await", "Union", "Optional",
+];
+
+/// The index of the `)` that closes the `(` at `open`.
+fn matching_paren(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Parses type text: a base (`Tensor`, `__torch__.x.Y`, `Dict(str, Tensor)`), an optional alias
+/// annotation after the base or after the list suffix, `?` and list suffixes (`str[][]` keeps
+/// the inner list in the base's text).
 fn parse_type(text: &str) -> Result<(Type, Option<AliasInfo>), String> {
     let text = text.trim();
-    let base_end = text
+    let mut base_end = text
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
         .unwrap_or(text.len());
-    let base_name = &text[..base_end];
-    if base_name.is_empty() {
+    if base_end == 0 && text.starts_with('(') {
+        // A tuple type: `(Tensor, tVal)`.
+        base_end =
+            matching_paren(text, 0).ok_or_else(|| format!("unclosed tuple type in '{text}'"))? + 1;
+    }
+    if base_end == 0 {
         return Err(format!("missing type in '{text}'"));
     }
-    let mut rest = &text[base_end..];
-    let mut alias = None;
-    if let Some(r) = rest.strip_prefix('(') {
-        let close = r
-            .find(')')
-            .ok_or_else(|| format!("unclosed alias annotation in '{text}'"))?;
-        alias = Some(parse_alias(&r[..close])?);
-        rest = &r[close + 1..];
+    if CONTAINERS.contains(&&text[..base_end]) && text[base_end..].starts_with('(') {
+        base_end = matching_paren(text, base_end)
+            .ok_or_else(|| format!("unclosed type arguments in '{text}'"))?
+            + 1;
     }
     let mut ty = Type {
-        base: BaseType::parse(base_name),
-        base_name: base_name.to_string(),
+        base: BaseType::parse(&text[..base_end]),
+        base_name: text[..base_end].to_string(),
         elem_optional: false,
         list: None,
         optional: false,
     };
+    let mut rest = &text[base_end..];
+    let mut alias = None;
     loop {
-        if let Some(r) = rest.strip_prefix('?') {
+        if rest.starts_with('(') {
+            if alias.is_some() {
+                return Err(format!("two alias annotations in '{text}'"));
+            }
+            let close = matching_paren(rest, 0)
+                .ok_or_else(|| format!("unclosed alias annotation in '{text}'"))?;
+            let mut a = parse_alias(&rest[1..close])?;
+            a.after_list = ty.list.is_some();
+            alias = Some(a);
+            rest = &rest[close + 1..];
+        } else if let Some(r) = rest.strip_prefix('?') {
             if ty.list.is_some() {
                 if ty.optional {
                     return Err(format!("repeated '?' in '{text}'"));
@@ -385,7 +435,14 @@ fn parse_type(text: &str) -> Result<(Type, Option<AliasInfo>), String> {
             rest = r;
         } else if let Some(r) = rest.strip_prefix('[') {
             if ty.list.is_some() {
-                return Err(format!("nested lists are not supported in '{text}'"));
+                if ty.optional || alias.is_some() {
+                    return Err(format!("unsupported nested list in '{text}'"));
+                }
+                // A list of lists: the inner list becomes part of the base's text.
+                let consumed = text.len() - rest.len();
+                ty.base_name = text[..consumed].to_string();
+                ty.base = BaseType::Other;
+                ty.elem_optional = false;
             }
             let close = r
                 .find(']')
@@ -519,11 +576,8 @@ pub fn parse_schema(text: &str, default_namespace: &str) -> Result<FunctionSchem
             _ => arguments.push(parse_argument(part, kwarg_only, false).map_err(err)?),
         }
     }
-    for (i, a) in arguments.iter().enumerate() {
-        if arguments[..i].iter().any(|b| b.name == a.name) {
-            return Err(err(format!("argument '{}' given twice", a.name)));
-        }
-    }
+    // Repeated argument names are accepted, as c10's parser accepts them (one of upstream's own
+    // static_runtime schemas has one).
 
     let after = text[close + 1..].trim();
     let ret_text = after

@@ -68,7 +68,6 @@ fn rejects_malformed_text_with_a_reason() {
         "add(Tensor self",
         "add(Tensor self) Tensor",
         "add(Tensor) -> Tensor",
-        "add(Tensor self, Tensor self) -> Tensor",
         "add(Tensor self, *, *, int a) -> Tensor",
         "add(Tensor[x] self) -> Tensor",
         "add(Tensor(a self) -> Tensor",
@@ -104,7 +103,12 @@ fn registry_reads_variants_modules_and_dispatch() {
   autogen: relu.out
 ";
     let reg = Registry::parse(yaml).unwrap();
-    assert_eq!(reg.functions.len(), 3);
+    // Three entries plus the autogen relu.out.
+    assert_eq!(reg.functions.len(), 4);
+    assert_eq!(
+        reg.get("aten::relu.out").unwrap().schema.to_string(),
+        "aten::relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)"
+    );
     let add = reg.get("aten::add.Tensor").unwrap();
     assert!(add.function && add.method);
     assert!(add.has_kernel_for("CPU") && add.has_kernel_for("SparseCUDA"));
@@ -145,5 +149,50 @@ fn upstream_native_functions_yaml_parses() {
             let s = torchnative_aten::parse_schema(text, "aten").unwrap();
             assert_eq!(s.to_string(), format!("aten::{text}"));
         }
+    }
+}
+
+/// Upstream's schemas from outside the yaml (JIT containers, aliases after lists, nested lists)
+/// parse and print back as written, and join the registry without clashing with the yaml.
+#[test]
+fn upstream_extra_schemas_parse_and_register() {
+    let mut count = 0;
+    for line in torchnative_aten::UPSTREAM_EXTRA_SCHEMAS.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let line = &line[2..];
+        let s = parse_schema(line, "aten").unwrap();
+        assert_eq!(s.to_string(), line);
+        count += 1;
+    }
+    assert!(count > 1000, "{count} schemas");
+    let mut reg = Registry::parse("- func: size.int(Tensor self, int dim) -> int\n").unwrap();
+    reg.add_extra_schemas(torchnative_aten::UPSTREAM_EXTRA_SCHEMAS)
+        .unwrap();
+    let size: Vec<_> = reg
+        .overloads_of("aten::size")
+        .map(|f| f.schema.overload.clone())
+        .collect();
+    assert!(size.contains(&"int".to_string()) && size.contains(&String::new()));
+    let device = reg.get("prim::device").unwrap();
+    assert!(device.extra && !device.is_composite_implicit() && !device.in_dispatcher);
+    assert!(reg.get("quantized::elu").unwrap().in_dispatcher);
+    let err = reg
+        .add_extra_schemas("aten::x(Tensor a) -> Tensor\n")
+        .unwrap_err();
+    assert_eq!(err.line, 1);
+}
+
+#[test]
+fn jit_type_forms_round_trip() {
+    for text in [
+        "aten::Delete.Dict_str(Dict(str, t)(a!) self, str key) -> ()",
+        "c10d::allreduce_(Tensor[](a!) tensors, int timeout=-1) -> (Tensor[](a!), Tensor)",
+        "_test::get_first(str[][] _0) -> str _0",
+        "prim::TupleUnpack(Any tup) -> ...",
+        "aten::wait(Future(t) self) -> t",
+    ] {
+        assert_eq!(parse_schema(text, "aten").unwrap().to_string(), text);
     }
 }

@@ -297,7 +297,43 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
             .collect::<PyResult<Vec<_>>>()?;
         return Ok(f.bind(py).call1(PyTuple::new(py, args)?)?.unbind());
     }
+    // Upstream's Python decomposition (torch._decomp), when one is registered for this overload.
+    if let Some(result) = run_python_decomposition(py, schema, &full, &values)? {
+        return Ok(result);
+    }
     Err(PyNotImplementedError::new_err(format!(
         "operator {full} has no kernel in torchnative (schema: {schema})"
     )))
+}
+
+/// Calls the surface's `_tn_run_decomp` (None when upstream registers no decomposition).
+fn run_python_decomposition(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    full: &str,
+    values: &[Value],
+) -> PyResult<Option<Py<PyAny>>> {
+    let module = py.import("torch._C")?;
+    let has: bool = module
+        .getattr("_tn_has_decomp")?
+        .call1((full,))?
+        .extract()?;
+    if !has {
+        return Ok(None);
+    }
+    let mut positional = Vec::new();
+    let kwargs = PyDict::new(py);
+    for (arg, v) in schema.arguments.iter().zip(values) {
+        let obj = crate::value_to_py(py, v)?;
+        if arg.kwarg_only {
+            kwargs.set_item(&arg.name, obj)?;
+        } else {
+            positional.push(obj);
+        }
+    }
+    let run = module.getattr("_tn_run_decomp")?;
+    Ok(Some(
+        run.call((full, PyTuple::new(py, positional)?, kwargs), None)?
+            .unbind(),
+    ))
 }

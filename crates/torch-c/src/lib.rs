@@ -16,6 +16,7 @@ mod dtype;
 mod error;
 mod kernels;
 mod memory;
+mod random;
 mod tensor;
 mod value;
 
@@ -214,16 +215,10 @@ fn _tn_op_overload(qualified: &str, overload: &str) -> PyResult<OpFunction> {
 /// Overload names of a qualified op (`aten::add` -> ["Tensor", "Scalar", "out", ...]).
 #[pyfunction]
 fn _tn_overload_names(qualified: &str) -> Vec<String> {
-    let base = qualified.rsplit_once("::").map_or(qualified, |(_, b)| b);
-    let ns = qualified.split_once("::").map_or("aten", |(n, _)| n);
-    let mut v: Vec<String> = if ns == "aten" {
-        door::registry()
-            .overloads(base)
-            .map(|f| f.schema.overload.clone())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut v: Vec<String> = door::registry()
+        .overloads_of(qualified)
+        .map(|f| f.schema.overload.clone())
+        .collect();
     v.extend(
         USER_SCHEMAS
             .read()
@@ -344,6 +339,14 @@ fn _tn_has_kernel(full: &str) -> bool {
             .is_some_and(|m| m.keys().any(|(f, _)| f == full))
 }
 
+/// Is the overload in upstream's dispatcher (`torch._C._dispatch_has_kernel`)? Yaml entries
+/// and their autogen forms are, C++-registered extras marked `D` are, TorchScript-only ones
+/// are not; operators defined at run time are once they have a kernel.
+#[pyfunction]
+fn _tn_in_dispatcher(full: &str) -> bool {
+    door::registry().get(full).is_some_and(|f| f.in_dispatcher) || _tn_has_kernel(full)
+}
+
 /// Does upstream have a kernel for (overload, key)? Answered from native_functions.yaml.
 #[pyfunction]
 fn _tn_upstream_has_kernel(full: &str, key: &str) -> bool {
@@ -452,7 +455,9 @@ fn load_registry(torch_dir: &std::path::Path) -> PyResult<()> {
             path.display()
         ))
     })?;
-    let reg = Registry::parse(&text).map_err(|e| PyImportError::new_err(e.to_string()))?;
+    let mut reg = Registry::parse(&text).map_err(|e| PyImportError::new_err(e.to_string()))?;
+    reg.add_extra_schemas(torchnative_aten::UPSTREAM_EXTRA_SCHEMAS)
+        .map_err(|e| PyImportError::new_err(format!("upstream_extra_schemas.txt: {e}")))?;
     let _ = door::REGISTRY.set(reg);
     Ok(())
 }
@@ -472,6 +477,8 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TensorBase>()?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<OpFunction>()?;
+    m.add_class::<random::Generator>()?;
+    m.add_function(wrap_pyfunction!(random::_tn_set_default_generator, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_tn_dtype_names, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_get_all_dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_set_classes, m)?)?;
@@ -485,6 +492,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tn_register_py_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_has_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_upstream_has_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(_tn_in_dispatcher, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_set_default_dtype, m)?)?;

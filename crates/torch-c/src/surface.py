@@ -14,6 +14,10 @@ import types as _types
 
 _this = _sys.modules[__name__]
 
+# This namespace gets the dtype singletons `torch._C.float`, `.int`, `.bool`, ... (as upstream's
+# has), which shadow the builtins of those names here: the code below spells them
+# `_builtins.int` and so on.
+
 
 def _refuse(qualname):
     def refused(*args, **kwargs):
@@ -102,7 +106,7 @@ class device:
         if isinstance(type, device):
             self._type, self._index = type._type, type._index
             return
-        if isinstance(type, int) and not isinstance(type, bool):
+        if isinstance(type, _builtins.int) and not isinstance(type, _builtins.bool):
             self._type, self._index = "cuda", type
             return
         if not isinstance(type, str):
@@ -118,7 +122,7 @@ class device:
                 raise RuntimeError("type (string) must not include an index because index was passed explicitly: " + type)
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}'")
-            index = int(idx)
+            index = _builtins.int(idx)
         if index is not None and index < 0:
             raise RuntimeError(f"Device index must not be negative")
         self._type, self._index = kind, index
@@ -312,9 +316,6 @@ _VariableFunctions.numel = lambda input: input.numel()
 
 
 def _get_operation_overload(qualified, overload):
-    if not _tn_overload_names(qualified) and qualified.split("::")[0] in _UPSTREAM_NAMESPACES:  # noqa: F821
-        op = _refuse(f"ops.{qualified.replace('::', '.')}")
-        return op, op, []
     op = _tn_op_overload(qualified, overload)  # noqa: F821
     return op, op, list(_tags_of(qualified, overload))
 
@@ -325,18 +326,29 @@ def _tags_of(qualified, overload):
 
 # ----- schemas ----------------------------------------------------------------------------------
 
-class _AliasInfo:
-    def __init__(self, d):
-        self.is_write = d["is_write"]
-        self.before_set = set(d["before"])
-        self.after_set = set(d["after"])
+class AliasInfo:
+    def __init__(self, is_write, before_set=(), after_set=()):
+        self.is_write = is_write
+        self.before_set = set(before_set)
+        self.after_set = set(after_set)
+
+
+def _alias_info(d):
+    return AliasInfo(d["is_write"], d["before"], d["after"])
 
 
 class JitType:
-    _kinds = {}
+    """TorchScript's type objects, as upstream's Python compares and prints them; a type is its
+    schema spelling (`Tensor`, `int[]`, `Tensor?`)."""
 
-    def __init__(self, text):
-        self._text = text
+    def __init__(self, *args):
+        if len(args) == 1 and isinstance(args[0], str):
+            self._text = args[0]
+        else:
+            self._text = self._compose(args)
+
+    def _compose(self, args):
+        return type(self).__name__.replace("Type", "")
 
     def __repr__(self):
         return self._text
@@ -360,10 +372,16 @@ class JitType:
         return self == other or str(other) in ("Any", "AnyType")
 
     def getElementType(self):
-        return JitType(self._text[:-2] if self._text.endswith("[]") else self._text)
+        if self._text.endswith("[]"):
+            return _typed(self._text[:-2])
+        if self._text.endswith("?"):
+            return _typed(self._text[:-1])
+        return self
 
-    def getContainedTypes(self):
-        return [self.getElementType()]
+    def containedTypes(self):
+        return [self.getElementType()] if self._text.endswith(("[]", "?")) else []
+
+    getContainedTypes = containedTypes
 
     def dim(self):
         return None
@@ -393,6 +411,11 @@ for _n in ("TensorType", "IntType", "SymIntType", "SymBoolType", "FloatType", "B
            "OptionalType", "TupleType", "DictType", "UnionType", "ClassType", "InterfaceType", "FutureType",
            "AwaitType", "RRefType", "EnumType", "Type", "InferredType"):
     setattr(_this, _n, _jit_type_class(_n))
+ListType._compose = lambda self, args: f"{args[0]}[]"  # noqa: F821
+OptionalType._compose = lambda self, args: f"{args[0]}?"  # noqa: F821
+TupleType._compose = lambda self, args: f"({', '.join(str(a) for a in args[0])})"  # noqa: F821
+DictType._compose = lambda self, args: f"Dict({args[0]}, {args[1]})"  # noqa: F821
+FutureType._compose = lambda self, args: f"Future({args[0]})"  # noqa: F821
 TensorType.get = classmethod(lambda c: c("Tensor"))  # noqa: F821
 ListType.ofTensors = staticmethod(lambda: ListType("Tensor[]"))  # noqa: F821
 ListType.ofInts = staticmethod(lambda: ListType("int[]"))  # noqa: F821
@@ -412,7 +435,8 @@ class Argument:
         self._default_text = d["default"]
         self.kwarg_only = d["kwarg_only"]
         self.is_out = d["is_out"]
-        self.alias_info = _AliasInfo(d["alias"]) if d["alias"] else None
+        self.alias_info = _alias_info(d["alias"]) if d["alias"] else None
+        self.is_write = _builtins.bool(self.alias_info and self.alias_info.is_write)
         self.N = d["list_size"]
 
     @property
@@ -425,16 +449,16 @@ class Argument:
         if t == "None":
             return None
         try:
-            return int(t)
+            return _builtins.int(t)
         except ValueError:
             pass
         try:
-            return float(t)
+            return _builtins.float(t)
         except ValueError:
             pass
         if t.startswith("[") and t.endswith("]"):
             inner = t[1:-1].strip()
-            return [int(x) if x.strip().lstrip("-").isdigit() else x.strip() for x in inner.split(",")] if inner else []
+            return [_builtins.int(x) if x.strip().lstrip("-").isdigit() else x.strip() for x in inner.split(",")] if inner else []
         return t.strip("'\"")
 
     def has_default_value(self):
@@ -458,6 +482,13 @@ class FunctionSchema:
     def is_mutable(self):
         return any(a.alias_info is not None and a.alias_info.is_write for a in self.arguments)
 
+    def _is_view_op(self):
+        """A result aliases an input without writing it (c10's FunctionSchema::is_view_op)."""
+        aliased_inputs = {n for a in self.arguments if a.alias_info and not a.alias_info.is_write
+                          for n in a.alias_info.before_set}
+        return any(r.alias_info and not r.alias_info.is_write and r.alias_info.before_set & aliased_inputs
+                   for r in self.returns)
+
     def __str__(self):
         return self._d["text"]
 
@@ -480,9 +511,6 @@ def parse_schema(text, allow_typevars=False):
 
 def _get_schema(qualified, overload):
     d = _tn_schema(qualified, overload)  # noqa: F821
-    if d is None and qualified.split("::")[0] in _UPSTREAM_NAMESPACES and not overload:
-        # An operator of upstream's C++ namespaces without a schema here: its kernel refuses.
-        d = _tn_parse_schema(f"{qualified}(...) -> ...")  # noqa: F821
     if d is None:
         raise RuntimeError(f"Unknown operator {qualified}.{overload}")
     return FunctionSchema(d)
@@ -492,19 +520,8 @@ def _jit_get_schemas_for_operator(qualified):
     return [_get_schema(qualified, o) for o in _tn_overload_names(qualified)]  # noqa: F821
 
 
-# Namespaces upstream's C++ fills with operators we do not carry schemas for; upstream's Python
-# names some of them at import (quantization mappings), so they resolve to packets whose use
-# refuses by name.
-_UPSTREAM_NAMESPACES = ("quantized", "_quantized", "prim", "prims", "onednn", "mkldnn", "mkl", "sparse",
-                        "quantization", "c10d", "_c10d_functional", "_c10d_functional_autograd", "symm_mem",
-                        "static_runtime", "cuda", "onnx", "_dtensor", "mkldnn_prepacked", "_native", "_native_aot",
-                        "flex_gemm", "coor", "_test")
-
-
 def _jit_get_operation(qualified):
     overloads = _tn_overload_names(qualified)  # noqa: F821
-    if not overloads and qualified.split("::")[0] in _UPSTREAM_NAMESPACES:
-        return _refuse(f"ops.{qualified.replace('::', '.')}"), [""]
     if not overloads:
         raise RuntimeError(f"No such operator {qualified}")
     name = qualified.split("::")[-1]
@@ -526,28 +543,41 @@ class _DispatchOperatorHandle:
     def debug(self, *a):
         return ""
 
+    def redispatch_boxed(self, keyset, *args, **kwargs):
+        # One dispatch level here: a redispatch runs the overload's kernel through the door.
+        return _tn_op_overload(self.qualified, self.overload)(*args, **kwargs)  # noqa: F821
+
 
 # ----- dispatch keys ----------------------------------------------------------------------------
 
-_DISPATCH_KEYS = [
-    "Undefined", "CatchAll", "Dense", "FPGA", "MAIA", "Vulkan", "Metal", "Quantized", "CustomRNGKeyId", "MkldnnCPU",
-    "Sparse", "SparseCsr", "NestedTensor", "BackendSelect", "Python", "Fake", "FuncTorchDynamicLayerBackMode",
-    "Functionalize", "Named", "Conjugate", "Negative", "ZeroTensor", "ADInplaceOrView", "AutogradOther",
-    "AutogradFunctionality", "AutogradNestedTensor", "Tracer", "AutocastCPU", "AutocastMTIA", "AutocastMAIA",
-    "AutocastXPU", "AutocastIPU", "AutocastHPU", "AutocastXLA", "AutocastCUDA", "AutocastPrivateUse1", "AutocastMPS",
-    "FuncTorchBatched", "BatchedNestedTensor", "FuncTorchVmapMode", "FuncTorchGradWrapper", "DeferredInit",
-    "PythonTLSSnapshot", "FuncTorchDynamicLayerFrontMode", "TESTING_ONLY_GenericWrapper", "TESTING_ONLY_GenericMode",
-    "PreDispatch", "PythonDispatcher", "EndOfFunctionalityKeys",
-    "CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA", "PrivateUse1",
-    "PrivateUse2", "PrivateUse3", "Meta",
-    "QuantizedCPU", "QuantizedCUDA", "QuantizedMeta", "SparseCPU", "SparseCUDA", "SparseMeta", "SparseCsrCPU",
-    "SparseCsrCUDA", "SparseCsrMeta", "NestedTensorCPU", "NestedTensorCUDA", "NestedTensorMeta",
-    "AutogradCPU", "AutogradCUDA", "AutogradXLA", "AutogradMPS", "AutogradIPU", "AutogradXPU", "AutogradHPU",
-    "AutogradLazy", "AutogradMTIA", "AutogradMAIA", "AutogradMeta", "AutogradPrivateUse1",
-    "Autograd", "CompositeImplicitAutograd", "FuncTorchBatchedDecomposition", "CompositeImplicitAutogradNestedTensor",
-    "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-]
-DispatchKey = _enum.Enum("DispatchKey", {k: i for i, k in enumerate(dict.fromkeys(_DISPATCH_KEYS))}, module="torch._C")
+def _upstream_stub_lines():
+    """Upstream's torch/_C/__init__.pyi (shipped with the .py tree): its record of torch._C."""
+    import os
+
+    path = os.path.join(_sys.modules["torch"].__path__[0], "_C", "__init__.pyi")
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")
+
+
+_STUB_LINES = _upstream_stub_lines()
+
+
+def _upstream_enum_members(class_name):
+    """Member names of an enum declared in the stubs, in declaration order."""
+    lines = _STUB_LINES
+    start = lines.index(f"class {class_name}(Enum):")
+    names = []
+    for line in lines[start + 1:]:
+        if line and not line.startswith(" "):
+            break
+        name, sep, _ = line.strip().partition(" = ")
+        if sep and name.isidentifier():
+            names.append(name)
+    return names
+
+
+DispatchKey = _enum.Enum("DispatchKey", {k: i for i, k in enumerate(_upstream_enum_members("DispatchKey"))},
+                         module="torch._C")
 
 
 class DispatchKeySet:
@@ -631,7 +661,7 @@ def _dispatch_has_kernel_for_any_dispatch_key(name, keyset):
 
 
 def _dispatch_has_kernel(name):
-    return _tn_has_kernel(name)  # noqa: F821
+    return _tn_in_dispatcher(name)  # noqa: F821
 
 
 _dispatch_get_computed_kernel_for_dispatch_key = _returns(None, "_dispatch_get_computed_kernel_for_dispatch_key")
@@ -678,7 +708,9 @@ def _dispatch_library(kind, ns, key="", file="", line=0):
     return _DispatchModule(kind, ns, key)
 
 
-_dispatch_make_pyobj_dispatch_fns = _returns(None, "_dispatch_make_pyobj_dispatch_fns")
+def _dispatch_make_pyobj_dispatch_fns(handle, op, redispatch):
+    """Upstream builds C++ fast paths around the Python dispatcher; ours are the op itself."""
+    return op, redispatch
 
 
 class _SafeKernelFunction:
@@ -700,27 +732,18 @@ class _SwizzleType(_enum.Enum):
     SWIZZLE_32_8 = 2
 
 
-class Tag(_enum.Enum):
-    core = 0
-    data_dependent_output = 1
-    dynamic_output_shape = 2
-    flexible_layout = 3
-    generated = 4
-    inplace_view = 5
-    maybe_aliasing_or_mutating = 6
-    needs_contiguous_strides = 7
-    needs_exact_strides = 8
-    needs_fixed_stride_order = 9
-    nondeterministic_bitwise = 10
-    nondeterministic_seeded = 11
-    pointwise = 12
-    pt2_compliant_tag = 13
-    view_copy = 14
-    cudagraph_unsafe = 15
-    reduction = 16
-    out_variant = 17
+def _upstream_tags():
+    """Tag names from upstream's own tags.yaml (shipped in torchgen next to
+    native_functions.yaml), in file order, as torchgen numbers them."""
+    import os
+
+    path = os.path.join(_sys.modules["torch"].__path__[0], os.pardir, "torchgen", "packaged", "ATen", "native",
+                        "tags.yaml")
+    with open(path, encoding="utf-8") as f:
+        return [line.split(":", 1)[1].strip() for line in f if line.startswith("- tag:")]
 
 
+Tag = _enum.Enum("Tag", {name: i for i, name in enumerate(_upstream_tags())}, module="torch._C")
 Tag.__module__ = "torch._C"
 
 
@@ -731,7 +754,7 @@ _inference_mode = [False]
 
 
 def _set_grad_enabled(mode):
-    _grad_enabled[0] = bool(mode)
+    _grad_enabled[0] = _builtins.bool(mode)
 
 
 def is_grad_enabled():
@@ -761,7 +784,7 @@ class _InferenceMode:
 
 
 def _set_inference_mode(mode):
-    _inference_mode[0] = bool(mode)
+    _inference_mode[0] = _builtins.bool(mode)
 
 
 class _DisableTorchDispatch:
@@ -855,7 +878,7 @@ def _is_torch_function_all_disabled():
 
 
 def _is_torch_function_mode_enabled():
-    return _tn_tf_disabled(None) < 2 and bool(_torch_function_stack)  # noqa: F821
+    return _tn_tf_disabled(None) < 2 and _builtins.bool(_torch_function_stack)  # noqa: F821
 
 
 def _has_torch_function(args):
@@ -1178,40 +1201,25 @@ for _n in ("DoubleStorageBase", "FloatStorageBase", "LongStorageBase", "IntStora
 
 
 
-class Generator:
+class _GeneratorMeta(type):
+    """A heap metaclass of its own: torch._prims swaps it for CustomClassBaseMeta."""
+
+
+class Generator(_GeneratorBase, metaclass=_GeneratorMeta):  # noqa: F821
     __module__ = "torch"
 
-    def __init__(self, device="cpu"):
-        _check_device(device)
-        self._device = device if isinstance(device, _this.device) else _this.device(device)
-        self._seed = 67280421310721
 
-    def manual_seed(self, seed):
-        self._seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
-        return self
-
-    def initial_seed(self):
-        return self._seed
-
-    def seed(self):
-        import random as _r
-
-        self._seed = _r.getrandbits(64)
-        return self._seed
-
-    def get_state(self):
-        raise NotImplementedError("Generator.get_state is not implemented in torchnative yet")
-
-    def set_state(self, state):
-        raise NotImplementedError("Generator.set_state is not implemented in torchnative yet")
-
-
-Generator.device = property(lambda self: self._device)
-Generator.graphsafe_set_state = _refuse("Generator.graphsafe_set_state")
-Generator.graphsafe_get_state = _refuse("Generator.graphsafe_get_state")
-Generator.clone_state = _refuse("Generator.clone_state")
-Generator.philox_state = _refuse("Generator.philox_state")
 default_generator = Generator()
+_tn_set_default_generator(default_generator)  # noqa: F821
+Generator.graphsafe_set_state = _refuse("Generator.graphsafe_set_state")  # noqa: F821
+Generator.graphsafe_get_state = _refuse("Generator.graphsafe_get_state")  # noqa: F821
+Generator.clone_state = _refuse("Generator.clone_state")  # noqa: F821
+Generator.philox_state = _refuse("Generator.philox_state")  # noqa: F821
+
+
+def _set_generator_metaclass(meta):
+    """torch._prims swaps Generator's metaclass so it registers as an opaque custom class."""
+    Generator.__class__ = meta  # noqa: F821
 
 
 def _stub_class(qualname):
@@ -1368,7 +1376,7 @@ def _type(self, dtype=None, non_blocking=False, **kwargs):
 
 
 def _contains(self, element):
-    return bool((self == element).any())
+    return _builtins.bool((self == element).any())
 
 
 TensorBase.cpu = _cpu  # noqa: F821
@@ -1469,7 +1477,6 @@ for _n in ("_jit_init", "_autograd_init", "_multiprocessing_init", "_c10d_init",
 (_is_any_autocast_enabled, _set_any_autocast_enabled) = _flag("any_autocast", False)
 (_tracer_warn_use_python, _set_tracer_warn_use_python) = _flag("tracer_warn", None)
 _has_mkldnn = False
-_set_generator_metaclass = _returns(None, "_set_generator_metaclass")
 _logging_set_logger = _returns(None, "_logging_set_logger")
 _additional_keys_to_prop_for_wrapper_tensors = DispatchKeySet()
 _last_executed_optimized_graph = _refuse("_last_executed_optimized_graph")
@@ -1517,7 +1524,7 @@ def _multiprocessing_init():
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, int(signal), 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+        if libc.prctl(1, _builtins.int(signal), 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
     _sys.modules["torch.multiprocessing"]._prctl_pr_set_pdeathsig = _prctl_pr_set_pdeathsig
@@ -1558,43 +1565,109 @@ def _c10d_getattr_with_process_group(name):
 
 _c10d.__getattr__ = _c10d_getattr_with_process_group
 
-# Operators upstream registers outside native_functions.yaml that its Python names at import.
-for _schema in (
-    "aten::quantized_lstm.input(Tensor input, Tensor[] hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
-    "aten::quantized_lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
-    "aten::quantized_lstm.input_legacy(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
-    "aten::quantized_lstm.data_legacy(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, *, ScalarType? dtype=None, bool use_dynamic=False) -> (Tensor, Tensor, Tensor)",
-    "aten::quantized_gru.input(Tensor input, Tensor hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
-    "aten::quantized_gru.data(Tensor data, Tensor batch_sizes, Tensor hx, __torch__.torch.classes.rnn.CellParamsBase[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)",
-    "aten::quantized_gru.input_legacy(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)",
-    "aten::quantized_gru.data_legacy(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)",
-    "aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
-    "aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
-    "aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)",
-    "aten::size(Tensor self) -> int[]",
-    "aten::stride(Tensor self) -> int[]",
-    "aten::sym_size(Tensor self) -> SymInt[]",
-    "aten::sym_stride(Tensor self) -> SymInt[]",
-    "prim::device(Tensor a) -> Device",
-    "prim::dtype(Tensor a) -> int",
-    "prim::layout(Tensor a) -> Layout",
-    "profiler::_record_function_enter(str name, str? args=None) -> Tensor",
-    "profiler::_record_function_enter_new(str name, str? args=None) -> __torch__.torch.classes.profiler._RecordFunction",
-    "profiler::_record_function_exit(Tensor handle) -> ()",
-    "profiler::_record_function_exit._RecordFunction(__torch__.torch.classes.profiler._RecordFunction record) -> ()",
-    "profiler::_call_end_callbacks_on_jit_fut(Tensor x, Future(t) y) -> Future(t)",
-    "profiler::_call_end_callbacks_on_jit_fut._RecordFunction(__torch__.torch.classes.profiler._RecordFunction x, Future(t) y) -> Future(t)",
-    "export::access_subclass_inner_tensor(Tensor src_subclass_tensor, str attr) -> Tensor",
-    "inductor_prims::inductor_reserve_rng_state(Generator? generator, SymInt increment) -> (Tensor, Tensor, Tensor)",
-    "inductor::_alloc_from_pool(Tensor self, int offset_bytes, ScalarType dtype, int[] size, int[] stride) -> Tensor",
-    "inductor::_reinterpret_tensor(Tensor self, int[] size, int[] stride, int offset_increment=0) -> Tensor",
-    "inductor::accumulate_grad_(Tensor variable, Tensor? variable_grad, Tensor? new_grad) -> Tensor?",
-    "inductor::_mm_plus_mm(Tensor a, Tensor b, Tensor c, Tensor d, Tensor(t!) out) -> Tensor(t!)",
-    "inductor::resize_storage_bytes_(Tensor variable, SymInt new_size) -> ()",
-    "debug_mode_ops::annotate(str tag) -> ()",
-    "debugprims::load_tensor(str name, int[] size, int[] stride, *, ScalarType dtype, Device device) -> Tensor",
-    "fsdp::chunk_cat_mixed_dtype(Tensor[] tensors, int dim, int num_chunks, *, Tensor(a!) out) -> ()",
-    "rngprims::philox_rand(SymInt[] size, Tensor seed, Tensor offset, int[]? stride, Device? device=None, ScalarType? dtype=None) -> (Tensor, Tensor)",
-):
-    _tn_define(_schema)  # noqa: F821
+_fake_dispatch_register_op_impl = _returns(None, "_fake_dispatch_register_op_impl")
+_fake_dispatch_register_prim_meta = _returns(None, "_fake_dispatch_register_prim_meta")
+
+# Python decompositions and meta functions upstream registers (torch._decomp): the door runs a
+# registered decomposition for an overload that has no kernel of its own.
+_python_decomps = set()
+
+
+def _fake_dispatch_register_decomp(name, overload):
+    _python_decomps.add(_full_name(name, overload))
+
+
+_fake_dispatch_register_meta = _returns(None, "_fake_dispatch_register_meta")
+# Upstream binds MTIA's fork check in every build (torch.random.manual_seed asks it).
+_mtia_isInBadFork = _returns(False, "_mtia_isInBadFork")
+
+# functorch's queries about wrapper tensors: torchnative has no functorch transforms, so no
+# tensor is wrapped, no interpreter is active and the layer stack is empty.
+for _n in ("is_batchedtensor", "is_functionaltensor", "is_functorch_wrapped_tensor", "is_gradtrackingtensor",
+           "is_legacy_batchedtensor", "get_inplace_requires_grad_allowed",
+           "get_single_level_autograd_function_allowed"):
+    setattr(_functorch, _n, _returns(False, _n))  # noqa: F821
+for _n in ("peek_interpreter_stack", "maybe_current_level", "maybe_get_level_none"):
+    setattr(_functorch, _n, _returns(None, _n))  # noqa: F821
+_functorch.get_interpreter_stack = lambda: []  # noqa: F821
+_functorch.get_dynamic_layer_stack_depth = _returns(0, "get_dynamic_layer_stack_depth")  # noqa: F821
+_functorch.maybe_get_level = lambda tensor: -1  # noqa: F821
+_functorch.maybe_get_bdim = lambda tensor: -1  # noqa: F821
+_functorch.get_unwrapped = lambda tensor: tensor  # noqa: F821
+_functorch.unwrap_if_dead = lambda tensor: tensor  # noqa: F821
+_functorch.set_inplace_requires_grad_allowed = _returns(None, "set_inplace_requires_grad_allowed")  # noqa: F821
+_functorch.set_single_level_autograd_function_allowed = _returns(None, "set_single_level_autograd_function_allowed")  # noqa: F821
+
+# torch.* functions upstream binds by hand outside the yaml: functionalization (no tensor is
+# functional here), thread and grad-mode queries (the same functions as torch._C's), sparse.
+for _n in ("_is_functional_tensor", "_is_functional_tensor_base", "_functionalize_is_symbolic",
+           "_functionalize_has_metadata_mutation", "_functionalize_are_all_mutations_hidden_from_autograd",
+           "_functionalize_are_all_mutations_under_no_grad_or_inference_mode", "_functionalize_was_storage_changed",
+           "_functionalize_was_inductor_storage_resized"):
+    setattr(_VariableFunctions, _n, _returns(False, _n))
+for _n in ("_disable_functionalization", "_enable_functionalization", "_from_functional_tensor",
+           "_functionalize_apply_view_metas", "_functionalize_commit_update", "_functionalize_inductor_storage_resized_counter",
+           "_functionalize_mark_mutation_hidden_from_autograd", "_functionalize_mark_storage_changed",
+           "_functionalize_mutation_counter", "_functionalize_replace", "_functionalize_storage_changed_counter",
+           "_functionalize_sync", "_functionalize_unsafe_set", "_sync", "_to_functional_tensor", "dsmm", "hsmm",
+           "saddmm", "spmm"):
+    setattr(_VariableFunctions, _n, _refuse(f"_VariableFunctions.{_n}"))
+for _n in ("get_default_dtype", "get_num_interop_threads", "get_num_threads", "is_grad_enabled",
+           "is_inference_mode_enabled", "set_flush_denormal", "set_num_interop_threads", "set_num_threads"):
+    setattr(_VariableFunctions, _n, globals()[_n])
+_VariableFunctions.init_num_threads = _returns(None, "init_num_threads")
+
+# The dtype, layout and memory-format singletons live on torch._C too.
+for _d, _names in _dtype_names:
+    for _n in _names:
+        setattr(_this, _n, _d)
+for _table in (_layouts, _memory_formats, _qschemes):
+    for _n, _v in _table.items():
+        setattr(_this, _n, _v)
+
+
+def _stub_function(name):
+    """The remaining functions of upstream's stubs: queries answer as a build without the
+    feature does (False), `_get_X`/`_set_X` pairs keep their value, everything else refuses by
+    name when called."""
+    import re as _re
+
+    if _re.match(r"_*(is|has|can|are)_", name) or name.endswith(("_enabled", "_available")):
+        return _returns(False, name)
+    if name.startswith(("_get_", "_set_", "get_", "set_")):
+        key = name.split("_", 2)[-1] if name.startswith("_") else name.split("_", 1)[1]
+        _flags.setdefault(key, None)
+        if "_get_" in f"_{name}"[:6]:
+            return lambda *a: _flags[key]
+
+        def set_(value=None, *a, **k):
+            _flags[key] = value
+
+        set_.__name__ = name
+        return set_
+    return _refuse(name)
+
+
+for _line in _STUB_LINES:
+    if _line.startswith("def "):
+        _n = _line[4:].split("(", 1)[0].split("[", 1)[0]
+        if _n not in globals() and not any(w in _n.lower() for w in _ACCELERATOR_WORDS):
+            setattr(_this, _n, _stub_function(_n))
+
+
+def _tn_has_decomp(full):
+    return full in _python_decomps
+
+
+def _tn_run_decomp(full, args, kwargs):
+    """Runs upstream's registered Python decomposition of `full` (e.g. `aten::unbind.int`)."""
+    import torch
+    from torch._decomp import decomposition_table
+
+    ns, rest = full.split("::", 1)
+    name, _, overload = rest.partition(".")
+    op = getattr(getattr(getattr(torch.ops, ns), name), overload or "default")
+    return decomposition_table[op](*args, **kwargs)
+
+
 globals().pop("__all__", None)
