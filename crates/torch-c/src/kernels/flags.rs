@@ -1,0 +1,102 @@
+//! Tensor flags and metadata queries, and small structural ops (unbind, tensor_split).
+
+#![allow(unused_imports)]
+
+use super::*;
+
+pub(crate) fn register(t: &mut Table) {
+    // Tensor flags upstream keeps in the TensorImpl: torchnative has no zero tensors, no lazy
+    // conjugation or negation, no inference tensors.
+    t.insert("aten::_is_zerotensor", |_| {
+        Ok(Out::Scalar(Scalar::Bool(false)))
+    });
+    t.insert("aten::is_conj", |_| Ok(Out::Scalar(Scalar::Bool(false))));
+    t.insert("aten::is_neg", |_| Ok(Out::Scalar(Scalar::Bool(false))));
+    t.insert("aten::is_inference", |_| {
+        Ok(Out::Scalar(Scalar::Bool(false)))
+    });
+    t.insert("aten::resolve_conj", |_| Ok(Out::Arg(0)));
+    t.insert("aten::resolve_neg", |_| Ok(Out::Arg(0)));
+    t.insert("aten::conj", |_| Ok(Out::Arg(0)));
+    t.insert("aten::_conj", |_| Ok(Out::Arg(0)));
+    t.insert("aten::is_nonzero", |c| {
+        let x = c.tensor(0)?;
+        if x.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if x.numel() == 0 {
+                    "no"
+                } else {
+                    "more than one"
+                }
+            )));
+        }
+        let v = x.reshape(&[]).and_then(|v| v.item()).map_err(core_err)?;
+        Ok(Out::Scalar(Scalar::Bool(v.to_f64() != 0.0)))
+    });
+    t.insert("aten::is_same_size", |c| {
+        Ok(Out::Scalar(Scalar::Bool(
+            c.tensor(0)?.shape() == c.tensor(1)?.shape(),
+        )))
+    });
+    t.insert("aten::new_empty", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let dtype = c.opt_dtype(2)?.unwrap_or(x.dtype());
+        ok(Tensor::empty_on(&shape, dtype, x.device()))
+    });
+    t.insert("aten::new_zeros", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let dtype = c.opt_dtype(2)?.unwrap_or(x.dtype());
+        ok(Tensor::empty_on(&shape, dtype, x.device()))
+    });
+    t.insert("aten::new_ones", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let dtype = c.opt_dtype(2)?.unwrap_or(x.dtype());
+        let y = Tensor::empty_on(&shape, dtype, x.device()).map_err(core_err)?;
+        y.fill_(Scalar::Int(1)).map_err(core_err)?;
+        ok(Ok(y))
+    });
+    t.insert("aten::new_full", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let dtype = c.opt_dtype(3)?.unwrap_or(x.dtype());
+        let y = Tensor::empty_on(&shape, dtype, x.device()).map_err(core_err)?;
+        y.fill_(c.scalar(2)?).map_err(core_err)?;
+        ok(Ok(y))
+    });
+    t.insert("aten::unbind.int", |c| {
+        let x = c.tensor(0)?;
+        let dim = c.int(1)?;
+        let n = x.size(dim).map_err(core_err)?;
+        (0..n as i64)
+            .map(|i| x.select(dim, i))
+            .collect::<torchnative_core::Result<Vec<_>>>()
+            .map(Out::Tensors)
+            .map_err(core_err)
+    });
+    t.insert("aten::tensor_split.sections", |c| {
+        let x = c.tensor(0)?;
+        let dim = c.int(2)?;
+        let n = x.size(dim).map_err(core_err)?;
+        let sections = to_shape(&[c.int(1)?])?[0];
+        if sections == 0 {
+            return Err(PyRuntimeError::new_err(
+                "number of sections must be larger than 0, got 0",
+            ));
+        }
+        // The first n % sections pieces get one extra element, as upstream splits.
+        let (base, extra) = (n / sections, n % sections);
+        let sizes: Vec<usize> = (0..sections)
+            .map(|i| base + usize::from(i < extra))
+            .collect();
+        x.split_with_sizes(&sizes, dim)
+            .map(Out::Tensors)
+            .map_err(core_err)
+    });
+    // CPU tensors report device index -1, as upstream's do.
+    t.insert("aten::get_device", |_| Ok(Out::Int(-1)));
+    let _ = TensorBase::new;
+}
