@@ -9,7 +9,7 @@
 
 use crate::kernels;
 use crate::tensor::{TensorBase, TENSOR_CLASS};
-use crate::value::{bind, to_python, Value};
+use crate::value::{bind, to_python, Out, Value};
 use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -267,10 +267,15 @@ pub fn call(
 pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
     if let Some(kernel) = kernels::get(&full) {
-        let out = kernel(&kernels::Ctx {
+        let mut out = kernel(&kernels::Ctx {
             py,
             values: &values,
         })?;
+        if let Out::Tensor(t) = &out {
+            if let Some(laid_out) = pointwise_layout(py, schema, &full, t, &values)? {
+                out = Out::Tensor(laid_out);
+            }
+        }
         return to_python(py, out, &values);
     }
     let py_kernel = PY_KERNELS
@@ -304,6 +309,39 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
     Err(PyNotImplementedError::new_err(format!(
         "operator {full} has no kernel in torchnative (schema: {schema})"
     )))
+}
+
+/// A pointwise result re-laid out as upstream's TensorIterator lays out a new output
+/// (iter_layout.rs); `None` when row-major is already right or the op is not pointwise.
+fn pointwise_layout(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    full: &str,
+    result: &torchnative_core::Tensor,
+    values: &[Value],
+) -> PyResult<Option<torchnative_core::Tensor>> {
+    let pointwise = registry()
+        .get(full)
+        .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"));
+    if !pointwise || result.dim() < 2 {
+        return Ok(None);
+    }
+    let mut inputs = Vec::new();
+    let mut all_same_shape = true;
+    for (arg, v) in schema.arguments.iter().zip(values) {
+        match v {
+            Value::Tensor(t) if !arg.is_out => inputs.push(t.bind(py).borrow().inner.clone()),
+            Value::Scalar(_) => all_same_shape = false,
+            _ => {}
+        }
+    }
+    let refs: Vec<&torchnative_core::Tensor> = inputs.iter().collect();
+    match crate::iter_layout::output_strides(result.shape(), &refs, all_same_shape) {
+        Some(strides) => crate::iter_layout::apply(result, &strides)
+            .map(Some)
+            .map_err(crate::error::core_err),
+        None => Ok(None),
+    }
 }
 
 /// Calls the surface's `_tn_run_decomp` (None when upstream registers no decomposition).

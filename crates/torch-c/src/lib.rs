@@ -14,6 +14,7 @@
 mod door;
 mod dtype;
 mod error;
+mod iter_layout;
 mod kernels;
 mod memory;
 mod random;
