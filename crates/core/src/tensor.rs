@@ -20,6 +20,8 @@ pub struct Tensor {
     dtype: DType,
     /// A Python scalar turned into a 0-dim tensor; it ranks lowest in type promotion.
     wrapped_number: bool,
+    /// The tensor this one is a view of (upstream's `_base`: always the root, never a view).
+    base: Option<std::sync::Arc<Tensor>>,
 }
 
 /// Shape, strides, dtype and device plus at most the first 8 values (never the whole buffer).
@@ -125,6 +127,7 @@ impl Tensor {
             storage: Some(Storage::new(buf)),
             layout: Layout::contiguous(shape),
             wrapped_number: false,
+            base: None,
         })
     }
 
@@ -160,6 +163,7 @@ impl Tensor {
             storage: Some(Storage::new(buf)),
             layout: Layout::contiguous(&[]),
             wrapped_number: false,
+            base: None,
         }
     }
 
@@ -184,6 +188,7 @@ impl Tensor {
             layout: Layout::contiguous(shape),
             dtype,
             wrapped_number: false,
+            base: None,
         })
     }
 
@@ -289,14 +294,66 @@ impl Tensor {
         self.storage.as_ref()
     }
 
-    /// A view sharing storage with a new layout (caller guarantees it stays in bounds).
+    /// A view sharing storage with a new layout (caller guarantees it stays in bounds); the
+    /// result records `self`'s root as its base, as upstream's view ops do.
     pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        let base = match &self.base {
+            Some(b) => b.clone(),
+            None => std::sync::Arc::new(self.without_base()),
+        };
         Tensor {
             storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
             wrapped_number: false,
+            base: Some(base),
         }
+    }
+
+    /// Same storage and base, another layout, not recorded as a new view (results of copies,
+    /// in-place metadata changes such as `t_`).
+    pub(crate) fn relayout(&self, layout: Layout) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            wrapped_number: false,
+            base: self.base.clone(),
+        }
+    }
+
+    /// True when this tensor was made by a view op (upstream's `_is_view()`).
+    pub fn is_view(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// The tensor this one is a view of (upstream's `_base`).
+    pub fn view_base(&self) -> Option<&Tensor> {
+        self.base.as_deref()
+    }
+
+    /// The same tensor, no longer recorded as a view (`detach()`).
+    pub fn without_base(&self) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            dtype: self.dtype,
+            wrapped_number: self.wrapped_number,
+            base: None,
+        }
+    }
+
+    /// A view of `self` with the same layout (`alias`, `view_as` with equal shapes).
+    pub fn alias(&self) -> Tensor {
+        self.with_layout(self.layout.clone())
+    }
+
+    /// Replaces the layout in place, checking it stays in the storage (`as_strided_`, `t_`,
+    /// `squeeze_`...): the tensor keeps its view status.
+    pub fn set_layout(&mut self, sizes: &[usize], strides: &[usize], offset: usize) -> Result<()> {
+        let v = self.as_strided(sizes, strides, offset)?;
+        self.layout = v.layout;
+        Ok(())
     }
 
     // ----- element access -----
@@ -409,7 +466,7 @@ impl Tensor {
             && self.is_non_overlapping_and_dense()
         {
             // Same dense strides over a fresh buffer of exactly numel elements.
-            let strided = out.with_layout(Layout {
+            let strided = out.relayout(Layout {
                 sizes: self.layout.sizes.clone(),
                 strides: self.layout.strides.clone(),
                 offset: 0,
@@ -524,7 +581,7 @@ impl Tensor {
             })),
             None => {
                 let c = self.copy_as(self.dtype, MemoryFormat::Contiguous)?;
-                Ok(c.with_layout(Layout::contiguous(&sizes)))
+                Ok(c.relayout(Layout::contiguous(&sizes)))
             }
         }
     }

@@ -484,9 +484,13 @@ impl TensorBase {
     fn grad_fn(&self, py: Python<'_>) -> Py<PyAny> {
         py.None()
     }
+    /// The tensor this one is a view of (a new handle on the base's storage and layout).
     #[getter]
-    fn _base(&self, py: Python<'_>) -> Py<PyAny> {
-        py.None()
+    fn _base(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.inner.view_base() {
+            Some(b) => wrap(py, b.clone()),
+            None => Ok(py.None()),
+        }
     }
     #[getter]
     fn output_nr(&self) -> usize {
@@ -621,7 +625,7 @@ impl TensorBase {
         crate::memory::data_ptr(&self.inner)
     }
     fn _is_view(&self) -> bool {
-        false
+        self.inner.is_view()
     }
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.inner.numel() != 1 {
@@ -763,10 +767,64 @@ impl TensorBase {
         let _ = force;
         crate::memory::to_numpy(slf)
     }
-    fn untyped_storage(&self) -> PyResult<Py<PyAny>> {
-        Err(PyNotImplementedError::new_err(
-            "Tensor.untyped_storage is not implemented in torchnative yet",
-        ))
+    /// The storage this tensor views: an object reporting its base address and byte size.
+    fn untyped_storage(&self) -> PyResult<UntypedStorageRef> {
+        let size = self.inner.dtype().size_in_bytes();
+        let (ptr, nbytes) = match self.inner.storage() {
+            None => (0, 0),
+            Some(s) => (
+                crate::memory::data_ptr(&self.inner)? - self.inner.storage_offset() * size,
+                s.read().len() * size,
+            ),
+        };
+        Ok(UntypedStorageRef {
+            ptr,
+            nbytes,
+            device: self.inner.device(),
+        })
+    }
+}
+
+/// What `Tensor.untyped_storage()` returns: the storage's base address and size in bytes.
+#[pyclass(module = "torch._C", name = "_TnUntypedStorage", frozen)]
+pub struct UntypedStorageRef {
+    ptr: usize,
+    nbytes: usize,
+    device: Device,
+}
+
+#[pymethods]
+impl UntypedStorageRef {
+    fn data_ptr(&self) -> usize {
+        self.ptr
+    }
+    fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+    fn size(&self) -> usize {
+        self.nbytes
+    }
+    fn __len__(&self) -> usize {
+        self.nbytes
+    }
+    fn element_size(&self) -> usize {
+        1
+    }
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        device_object(py, self.device)
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<UntypedStorageRef>()
+            .is_ok_and(|o| o.get().ptr == self.ptr && o.get().nbytes == self.nbytes)
+    }
+    fn __hash__(&self) -> usize {
+        self.ptr
     }
 }
 

@@ -8,8 +8,8 @@ pub(crate) fn register(t: &mut Table) {
     // ----- copies, casts, aliases -----
     t.insert("aten::clone", |c| ok(c.tensor(0)?.deep_clone()));
     t.insert("aten::contiguous", |c| ok(c.tensor(0)?.contiguous()));
-    t.insert("aten::detach", |c| ok(Ok(c.tensor(0)?)));
-    t.insert("aten::alias", |c| ok(Ok(c.tensor(0)?)));
+    t.insert("aten::detach", |c| ok(Ok(c.tensor(0)?.without_base())));
+    t.insert("aten::alias", |c| ok(Ok(c.tensor(0)?.alias())));
     t.insert("aten::copy_", |c| {
         let dst = c.tensor(0)?;
         dst.copy_(&c.tensor(1)?).map_err(core_err)?;
