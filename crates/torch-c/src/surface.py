@@ -1143,7 +1143,30 @@ def _initExtension(manager_path):
     for table in (_layouts, _memory_formats, _qschemes):
         for n, v in table.items():
             setattr(torch, n, v)
+    _legacy_tensor_types(torch)
     return True
+
+
+class _LegacyTensorType(type):
+    """torch.FloatTensor and friends: isinstance checks the dtype, calling makes a tensor."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, TensorBase) and obj.dtype == cls.dtype  # noqa: F821
+
+    def __call__(cls, *args):
+        import torch
+
+        return torch.Tensor(*args).to(cls.dtype)
+
+
+def _legacy_tensor_types(torch):
+    for name, dtype_name in (("FloatTensor", "float32"), ("DoubleTensor", "float64"), ("HalfTensor", "float16"),
+                             ("BFloat16Tensor", "bfloat16"), ("LongTensor", "int64"), ("IntTensor", "int32"),
+                             ("ShortTensor", "int16"), ("CharTensor", "int8"), ("ByteTensor", "uint8"),
+                             ("BoolTensor", "bool")):
+        cls = _LegacyTensorType(name, (), {"dtype": getattr(torch, dtype_name), "is_cuda": False,
+                                           "__module__": "torch"})
+        setattr(torch, name, cls)
 
 
 def _init_names(names):
