@@ -95,11 +95,55 @@ pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -
 
 /// Layout of a copied tensor (PyTorch's `memory_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum MemoryFormat {
+pub enum MemoryFormat {
     /// Row-major.
     Contiguous,
-    /// Keep the strides of a dense (non-overlapping, gap-free) source.
+    /// Keep the strides of a dense (non-overlapping, gap-free) source; other sources get
+    /// dense strides in the source's dimension order.
     Preserve,
+    /// NHWC (4-d) / NDHWC (5-d).
+    ChannelsLast,
+}
+
+impl MemoryFormat {
+    /// The strides a new tensor of `sizes` gets in this format, given its source's strides.
+    pub fn strides_for(self, sizes: &[usize], source_strides: &[usize]) -> Vec<usize> {
+        match self {
+            MemoryFormat::Contiguous => crate::layout::contiguous_strides(sizes),
+            MemoryFormat::ChannelsLast => crate::layout::channels_last_strides(sizes),
+            MemoryFormat::Preserve => {
+                let probe = Layout {
+                    sizes: sizes.to_vec(),
+                    strides: source_strides.to_vec(),
+                    offset: 0,
+                };
+                if is_dense(&probe) {
+                    source_strides.to_vec()
+                } else {
+                    crate::layout::infer_dense_strides(sizes, source_strides)
+                }
+            }
+        }
+    }
+}
+
+fn is_dense(l: &Layout) -> bool {
+    let mut dims: Vec<(usize, usize)> = l
+        .sizes
+        .iter()
+        .zip(&l.strides)
+        .filter(|(&s, _)| s != 1)
+        .map(|(&s, &st)| (st, s))
+        .collect();
+    dims.sort();
+    let mut expected = 1;
+    for (stride, size) in dims {
+        if stride != expected {
+            return false;
+        }
+        expected *= size;
+    }
+    true
 }
 
 /// `canCast` from c10: float results cannot go into integer outputs, nor non-bool into bool.
@@ -461,16 +505,18 @@ impl Tensor {
         }
         let buf = with_dtype!(dtype, T => T::into_buffer(self.to_vec::<T>()?));
         let out = Tensor::from_buffer("copy", buf, self.shape())?;
-        if format == MemoryFormat::Preserve
-            && !self.is_contiguous()
-            && self.is_non_overlapping_and_dense()
-        {
-            // Same dense strides over a fresh buffer of exactly numel elements.
-            let strided = out.relayout(Layout {
+        let strides = format.strides_for(self.shape(), self.strides());
+        if !self.is_contiguous() || format == MemoryFormat::ChannelsLast {
+            let want = Layout {
                 sizes: self.layout.sizes.clone(),
-                strides: self.layout.strides.clone(),
+                strides,
                 offset: 0,
-            });
+            };
+            if want.is_contiguous() {
+                return Ok(out);
+            }
+            // Dense strides over a fresh buffer of exactly numel elements.
+            let strided = out.relayout(want);
             strided.write_from(self)?;
             return Ok(strided);
         }
@@ -530,6 +576,70 @@ impl Tensor {
                 device: "meta".into(),
             }),
         }
+    }
+
+    /// `tensor.clone(memory_format=...)`: a copy laid out in `format`.
+    pub fn clone_with_format(&self, format: MemoryFormat) -> Result<Tensor> {
+        self.copy_as(self.dtype, format)
+    }
+
+    /// `tensor.to(dtype, memory_format=...)`: a copy in `dtype` laid out in `format`.
+    pub fn to_dtype_with_format(&self, dtype: DType, format: MemoryFormat) -> Result<Tensor> {
+        self.copy_as(dtype, format)
+    }
+
+    /// True when the strides are `format`'s dense strides for this shape (`is_contiguous`
+    /// with a memory format; size-1 dims may have any stride).
+    pub fn is_contiguous_as(&self, format: MemoryFormat) -> bool {
+        match format {
+            MemoryFormat::ChannelsLast => {
+                let want = crate::layout::channels_last_strides(self.shape());
+                if self.dim() != 4 && self.dim() != 5 {
+                    return false;
+                }
+                if self.numel() == 0 {
+                    return true;
+                }
+                self.shape()
+                    .iter()
+                    .zip(self.strides().iter().zip(&want))
+                    .all(|(&s, (&a, &b))| s == 1 || a == b)
+            }
+            _ => self.is_contiguous(),
+        }
+    }
+
+    /// A new zero-filled tensor with the given sizes and strides over a fresh storage just big
+    /// enough for them (`torch.empty_strided`).
+    pub fn empty_strided(
+        shape: &[usize],
+        strides: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        if shape.len() != strides.len() {
+            return Err(invalid(
+                "empty_strided",
+                format!(
+                    "mismatch in length of strides {} and shape {}",
+                    strides.len(),
+                    shape.len()
+                ),
+            ));
+        }
+        let layout = Layout {
+            sizes: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset: 0,
+        };
+        checked_numel("empty_strided", shape)?;
+        let len = layout.storage_extent();
+        let flat = Tensor::empty_on(&[len], dtype, device)?;
+        let mut t = flat.relayout(layout);
+        if device == Device::Meta {
+            t = Tensor::meta(&[len], dtype)?.relayout(t.layout.clone());
+        }
+        Ok(t)
     }
 
     /// `tensor.contiguous()`: `self` when already contiguous, else a row-major copy.
@@ -696,9 +806,8 @@ impl Tensor {
         let e = clamp(end.unwrap_or(size)).max(s);
         let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut layout = self.layout.clone();
-        if len > 0 {
-            layout.offset += s as usize * layout.strides[d];
-        }
+        // The offset moves to the clamped start even for an empty result (as upstream's).
+        layout.offset += s as usize * layout.strides[d];
         layout.sizes[d] = len as usize;
         layout.strides[d] = layout.strides[d].saturating_mul(step as usize);
         Ok(self.with_layout(layout))
@@ -1118,7 +1227,7 @@ impl Tensor {
     /// `tensor.fill_(value)`.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         check_scalar_fits("fill_", value, self.dtype)?;
-        self.check_no_internal_overlap("fill_")?;
+        // Upstream's fill_ writes one value everywhere, so overlapping (expanded) views are fine.
         self.write_from(&Tensor::scalar_tensor(value, self.dtype))
     }
 

@@ -366,12 +366,7 @@ fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usiz
                 let mut new_strides = strides.clone();
                 sizes[dim] = len as usize;
                 new_strides[dim] = strides[dim] * step as usize;
-                let offset = out.storage_offset()
-                    + if len > 0 {
-                        s as usize * strides[dim]
-                    } else {
-                        0
-                    };
+                let offset = out.storage_offset() + s as usize * strides[dim];
                 out = out
                     .as_strided(&sizes, &new_strides, offset)
                     .map_err(core_err)?;
@@ -607,9 +602,29 @@ impl TensorBase {
         self.inner.dtype().size_in_bytes()
     }
     #[pyo3(signature = (memory_format=None))]
-    fn is_contiguous(&self, memory_format: Option<Bound<'_, PyAny>>) -> bool {
-        let _ = memory_format;
-        self.inner.is_contiguous()
+    fn is_contiguous(&self, memory_format: Option<Bound<'_, PyAny>>) -> PyResult<bool> {
+        let name = match &memory_format {
+            None => return Ok(self.inner.is_contiguous()),
+            Some(f) => f.str()?.to_string(),
+        };
+        Ok(match name.as_str() {
+            "torch.channels_last" => {
+                self.inner.dim() == 4
+                    && self
+                        .inner
+                        .is_contiguous_as(torchnative_core::tensor::MemoryFormat::ChannelsLast)
+            }
+            "torch.channels_last_3d" => {
+                self.inner.dim() == 5
+                    && self
+                        .inner
+                        .is_contiguous_as(torchnative_core::tensor::MemoryFormat::ChannelsLast)
+            }
+            "torch.preserve_format" => return Err(PyRuntimeError::new_err(
+                "is_contiguous: preserve memory format is unsupported by the contiguous operator",
+            )),
+            _ => self.inner.is_contiguous(),
+        })
     }
     fn is_floating_point(&self) -> bool {
         self.inner.dtype().is_float()

@@ -34,26 +34,41 @@ pub(crate) fn register(t: &mut Table) {
         ok(Ok(Tensor::scalar_tensor(c.scalar(0)?, dtype)))
     });
     fn like(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+        like_at(c, 1, 3, 5)
+    }
+    /// A new tensor shaped like argument 0, laid out per upstream's `empty_like` (preserve
+    /// format: a dense input's strides, else dense strides in the input's dim order).
+    fn like_at(
+        c: &Ctx<'_, '_>,
+        dtype_arg: usize,
+        device_arg: usize,
+        fmt_arg: usize,
+    ) -> PyResult<Tensor> {
         let x = c.tensor(0)?;
-        let dtype = c.opt_dtype(1)?.unwrap_or(x.dtype());
-        let device = match &c.values[3] {
+        let dtype = c.opt_dtype(dtype_arg)?.unwrap_or(x.dtype());
+        let device = match &c.values[device_arg] {
             Value::None => x.device(),
-            _ => c.device(3)?,
+            _ => c.device(device_arg)?,
         };
-        Tensor::empty_on(x.shape(), dtype, device).map_err(core_err)
+        let fmt = super::views::mem_format(c, fmt_arg)?
+            .unwrap_or(torchnative_core::tensor::MemoryFormat::Preserve);
+        let strides = fmt.strides_for(x.shape(), x.strides());
+        Tensor::empty_strided(x.shape(), &strides, dtype, device).map_err(core_err)
     }
     t.insert("aten::empty_like", |c| ok(Ok(like(c)?)));
     t.insert("aten::zeros_like", |c| ok(Ok(like(c)?)));
     t.insert("aten::ones_like", |c| {
         let x = like(c)?;
-        x.fill_(Scalar::Int(1)).map_err(core_err)?;
+        if x.device() == Device::Cpu {
+            x.fill_(Scalar::Int(1)).map_err(core_err)?;
+        }
         ok(Ok(x))
     });
     t.insert("aten::full_like", |c| {
-        let x = c.tensor(0)?;
-        let dtype = c.opt_dtype(2)?.unwrap_or(x.dtype());
-        let y = Tensor::empty_on(x.shape(), dtype, x.device()).map_err(core_err)?;
-        y.fill_(c.scalar(1)?).map_err(core_err)?;
+        let y = like_at(c, 2, 4, 6)?;
+        if y.device() == Device::Cpu {
+            y.fill_(c.scalar(1)?).map_err(core_err)?;
+        }
         ok(Ok(y))
     });
     t.insert("aten::arange", |c| {
