@@ -292,3 +292,74 @@ pub fn baddbmm(
 ) -> Result<Tensor> {
     scaled_sum(input, &batch1.bmm(batch2)?, scale)
 }
+
+/// `torch.linalg.matrix_norm(x, ord, dims, keepdim, dtype=)` for `ord` in `fro`, `1`, `-1`,
+/// `inf`, `-inf` (the orders that need no decomposition; `2`, `-2` and `nuc` are refused).
+pub fn matrix_norm(
+    x: &Tensor,
+    ord: &str,
+    dims: &[i64],
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
+    let op = "linalg.matrix_norm";
+    if !x.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    if x.dim() < 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "The input tensor A must have at least 2 dimensions, got {}",
+                x.dim()
+            ),
+        ));
+    }
+    if dims.len() != 2 {
+        return Err(invalid(op, format!("dim must be a 2-tuple. Got {dims:?}")));
+    }
+    let n = x.dim();
+    let d0 = crate::layout::wrap_dim(op, dims[0], n)?;
+    let d1 = crate::layout::wrap_dim(op, dims[1], n)?;
+    if d0 == d1 {
+        return Err(invalid(
+            op,
+            format!("dims must be different. Got ({}, {})", dims[0], dims[1]),
+        ));
+    }
+    let x = match dtype {
+        Some(d) => x.to_dtype(d)?,
+        None => x.clone(),
+    };
+    let (sum_dim, ext_dim, max) = match ord {
+        "fro" => {
+            return x.vector_norm(2.0, &[d0 as i64, d1 as i64], keepdim, None);
+        }
+        "1" => (d0, d1, true),
+        "-1" => (d0, d1, false),
+        "inf" => (d1, d0, true),
+        "-inf" => (d1, d0, false),
+        _ => {
+            return Err(Error::UnsupportedDType {
+                op: "linalg.matrix_norm (ord 2, -2 and nuc need an SVD)",
+                dtype: x.dtype(),
+            })
+        }
+    };
+    let s = x.abs()?.sum_dtype(&[sum_dim as i64], true, None)?;
+    let r = if max {
+        s.amax(&[ext_dim as i64], true)?
+    } else {
+        s.amin(&[ext_dim as i64], true)?
+    };
+    if keepdim {
+        Ok(r)
+    } else {
+        let mut ds = [d0 as i64, d1 as i64];
+        ds.sort_unstable();
+        r.squeeze_dims(&ds)
+    }
+}
