@@ -10,7 +10,7 @@
 use crate::dtype;
 use crate::error::core_err;
 use pyo3::exceptions::{
-    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+    PyIndexError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -292,7 +292,14 @@ fn parse_index(py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexIt
                 }
                 Ok(IndexItem::Advanced(t))
             } else if it.is_instance_of::<PyList>() || it.is_instance_of::<PyTuple>() {
-                Ok(IndexItem::Advanced(tensor_from_data(it, None)?))
+                let t = tensor_from_data(it, None)?;
+                // An empty list indexes nothing: upstream makes it an int64 index.
+                let t = if t.numel() == 0 && t.dtype().is_float() {
+                    t.to_dtype(DType::I64).map_err(core_err)?
+                } else {
+                    t
+                };
+                Ok(IndexItem::Advanced(t))
             } else if let Ok(i) = it.call_method0("__index__") {
                 Ok(IndexItem::Int(i.extract()?))
             } else {
@@ -309,7 +316,7 @@ fn parse_index(py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexIt
 fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usize, Tensor)>)> {
     let consumes = |i: &IndexItem| match i {
         IndexItem::Int(_) | IndexItem::Slice(..) => 1,
-        IndexItem::Advanced(a) if a.dtype() == DType::Bool => a.dim(),
+        IndexItem::Advanced(a) if a.dtype() == DType::Bool || a.dtype() == DType::U8 => a.dim(),
         IndexItem::Advanced(_) => 1,
         IndexItem::NewAxis | IndexItem::Ellipsis => 0,
     };
@@ -378,6 +385,36 @@ fn apply_index(t: &Tensor, items: Vec<IndexItem>) -> PyResult<(Tensor, Vec<(usiz
             }
             IndexItem::Ellipsis => dim = out.dim() - after[k],
             IndexItem::Advanced(a) => {
+                let a = match a.dtype() {
+                    DType::I64 | DType::I32 | DType::Bool => a,
+                    // uint8 masks are deprecated bool masks upstream.
+                    DType::U8 => a.to_dtype(DType::Bool).map_err(core_err)?,
+                    _ => {
+                        return Err(PyIndexError::new_err(
+                            "tensors used as indices must be long, int, byte or bool tensors",
+                        ))
+                    }
+                };
+                if a.dtype() == DType::Bool && a.dim() == 0 {
+                    // A scalar mask adds a dim of size 1 (true) or 0 (false).
+                    out = out.unsqueeze(dim as i64).map_err(core_err)?;
+                    advanced.push((dim, a.reshape(&[1]).map_err(core_err)?));
+                    dim += 1;
+                    continue;
+                }
+                if a.dtype() == DType::Bool {
+                    for (k, &m) in a.shape().iter().enumerate() {
+                        let have = out.shape().get(dim + k).copied().unwrap_or(0);
+                        if m != have {
+                            return Err(PyIndexError::new_err(format!(
+                                "The shape of the mask {:?} at index {k} does not match the shape of the indexed tensor {:?} at index {}",
+                                a.shape(),
+                                out.shape(),
+                                dim + k
+                            )));
+                        }
+                    }
+                }
                 let n = if a.dtype() == DType::Bool { a.dim() } else { 1 };
                 advanced.push((dim, a));
                 dim += n;
@@ -747,7 +784,7 @@ impl TensorBase {
         if advanced.is_empty() {
             return view.copy_(&src).map_err(core_err);
         }
-        let (first, indices) = adjacent_indices(advanced)?;
+        let (view, first, indices) = advanced_block(&view, advanced)?;
         let k = indexed_dims(&indices);
         let src = src.to_dtype(view.dtype()).map_err(core_err)?;
         if first == 0 {
@@ -759,7 +796,9 @@ impl TensorBase {
     }
     /// `Tensor._make_subclass(cls, data, require_grad=False)`: a `cls` instance sharing `data`.
     #[staticmethod]
-    #[pyo3(signature = (cls, data, require_grad=false, **_kwargs))]
+    // No text signature, as upstream's C++ method has none (dynamo compares signatures of
+    // built-ins it can read with its Python polyfills).
+    #[pyo3(signature = (cls, data, require_grad=false, **_kwargs), text_signature = None)]
     fn _make_subclass(
         cls: &Bound<'_, PyType>,
         data: PyRef<'_, TensorBase>,
@@ -843,21 +882,38 @@ impl UntypedStorageRef {
     }
 }
 
-/// Advanced indices must be adjacent; returns the first indexed dim and the index tensors.
-fn adjacent_indices(advanced: Vec<(usize, Tensor)>) -> PyResult<(usize, Vec<Tensor>)> {
+/// The advanced indices' block: when they are adjacent, the first indexed dim and the index
+/// tensors; when separated, `view` is permuted so that they lead (upstream puts the indexed
+/// result dims first in that case) and the first dim is 0.
+fn advanced_block(
+    view: &Tensor,
+    advanced: Vec<(usize, Tensor)>,
+) -> PyResult<(Tensor, usize, Vec<Tensor>)> {
     let first = advanced[0].0;
     let mut expect = first;
-    let mut indices = Vec::new();
-    for (d, t) in advanced {
-        if d != expect {
-            return Err(PyNotImplementedError::new_err(
-                "indexing with non-adjacent advanced indices is not implemented in torchnative yet",
-            ));
+    let mut adjacent = true;
+    for (d, t) in &advanced {
+        if *d != expect {
+            adjacent = false;
         }
-        expect += if t.dtype() == DType::Bool { t.dim() } else { 1 };
-        indices.push(t);
+        expect = d + if t.dtype() == DType::Bool { t.dim() } else { 1 };
     }
-    Ok((first, indices))
+    let indices: Vec<Tensor> = advanced.iter().map(|(_, t)| t.clone()).collect();
+    if adjacent {
+        return Ok((view.clone(), first, indices));
+    }
+    let mut lead = Vec::new();
+    for (d, t) in &advanced {
+        let n = if t.dtype() == DType::Bool { t.dim() } else { 1 };
+        lead.extend(*d..*d + n);
+    }
+    let order: Vec<i64> = lead
+        .iter()
+        .copied()
+        .chain((0..view.dim()).filter(|d| !lead.contains(d)))
+        .map(|d| d as i64)
+        .collect();
+    Ok((view.permute(&order).map_err(core_err)?, 0, indices))
 }
 
 /// Moves dim block [first, first + k) to the front (core's `index` indexes leading dims).
@@ -879,21 +935,26 @@ fn indexed_dims(indices: &[Tensor]) -> usize {
 }
 
 fn advanced_index(view: &Tensor, advanced: Vec<(usize, Tensor)>) -> PyResult<Tensor> {
-    let (first, indices) = adjacent_indices(advanced)?;
+    let (view, first, indices) = advanced_block(view, advanced)?;
     let k = indexed_dims(&indices);
-    let result = to_front(view, first, k)?
+    let result = to_front(&view, first, k)?
         .index(&indices)
         .map_err(core_err)?;
     if first == 0 {
         return Ok(result);
     }
     // The indexed block's result dims go back to where the first index stood.
-    let idx_dims = result.dim() + first + k - view.dim();
+    let idx_dims = result.dim() + k - view.dim();
     let n = result.dim();
     let order: Vec<i64> = (idx_dims..idx_dims + first)
         .chain(0..idx_dims)
         .chain(idx_dims + first..n)
         .map(|d| d as i64)
         .collect();
-    result.permute(&order).map_err(core_err)
+    // A fresh result, not a view of the indexed copy.
+    Ok(result
+        .permute(&order)
+        .and_then(|r| r.contiguous())
+        .map_err(core_err)?
+        .without_base())
 }

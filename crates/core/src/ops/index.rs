@@ -864,3 +864,230 @@ pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         .collect::<Result<Vec<_>>>()?;
     cat(&parts.iter().collect::<Vec<_>>(), d as i64)
 }
+
+/// The combination `scatter_reduce` / `index_reduce` apply at each destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduction {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl Reduction {
+    /// Upstream's names (`scatter_` also takes "add" and "multiply").
+    pub fn parse(name: &str) -> Option<Reduction> {
+        Some(match name {
+            "sum" | "add" => Reduction::Sum,
+            "prod" | "multiply" => Reduction::Prod,
+            "mean" => Reduction::Mean,
+            "amax" => Reduction::Amax,
+            "amin" => Reduction::Amin,
+            _ => return None,
+        })
+    }
+}
+
+fn combine_f(r: Reduction, a: f64, b: f64) -> f64 {
+    match r {
+        Reduction::Sum | Reduction::Mean => a + b,
+        Reduction::Prod => a * b,
+        Reduction::Amax => {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        }
+        Reduction::Amin => {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.min(b)
+            }
+        }
+    }
+}
+
+fn combine_i(r: Reduction, a: i64, b: i64) -> i64 {
+    match r {
+        Reduction::Sum | Reduction::Mean => a.wrapping_add(b),
+        Reduction::Prod => a.wrapping_mul(b),
+        Reduction::Amax => a.max(b),
+        Reduction::Amin => a.min(b),
+    }
+}
+
+/// Reduces the elements of `src` (row-major, one per offset) into `out`'s storage at
+/// `offsets`. Floats accumulate in f64 and round once; integers wrap like upstream's.
+fn reduce_into(
+    op: &'static str,
+    out: &Tensor,
+    offsets: &[usize],
+    src: &Tensor,
+    reduce: Reduction,
+    include_self: bool,
+) -> Result<()> {
+    let storage = out.storage_ref().ok_or(Error::UnsupportedDevice {
+        op,
+        device: "meta".into(),
+    })?;
+    let float = out.dtype().is_float();
+    // Per destination: accumulator and count of combined source elements.
+    let mut acc_f: std::collections::HashMap<usize, (f64, usize)> = Default::default();
+    let mut acc_i: std::collections::HashMap<usize, (i64, usize)> = Default::default();
+    with_dtype!(out.dtype(), T => {
+        let vals = src.to_vec::<T>()?;
+        let mut buf = storage.write();
+        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+        for (&o, v) in offsets.iter().zip(&vals) {
+            if float {
+                let v = v.to_f64();
+                acc_f
+                    .entry(o)
+                    .and_modify(|(a, n)| {
+                        *a = combine_f(reduce, *a, v);
+                        *n += 1;
+                    })
+                    .or_insert_with(|| {
+                        if include_self {
+                            (combine_f(reduce, data[o].to_f64(), v), 2)
+                        } else {
+                            (v, 1)
+                        }
+                    });
+            } else {
+                let v = v.to_i64();
+                acc_i
+                    .entry(o)
+                    .and_modify(|(a, n)| {
+                        *a = combine_i(reduce, *a, v);
+                        *n += 1;
+                    })
+                    .or_insert_with(|| {
+                        if include_self {
+                            (combine_i(reduce, data[o].to_i64(), v), 2)
+                        } else {
+                            (v, 1)
+                        }
+                    });
+            }
+        }
+        for (o, (a, n)) in acc_f {
+            let a = if reduce == Reduction::Mean { a / n as f64 } else { a };
+            data[o] = T::from_f64(a);
+        }
+        for (o, (a, n)) in acc_i {
+            let a = if reduce == Reduction::Mean { a.div_euclid(n as i64) } else { a };
+            data[o] = if T::DTYPE == DType::Bool { T::from_i64((a != 0) as i64) } else { T::from_i64(a) };
+        }
+    });
+    Ok(())
+}
+
+impl Tensor {
+    /// `torch.scatter_reduce(self, dim, index, src, reduce, include_self)` (also `scatter_`
+    /// with `reduce=`): a new tensor.
+    pub fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: Reduction,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = "scatter_reduce";
+        if src.dtype() != self.dtype() {
+            return Err(invalid(
+                op,
+                format!(
+                    "scatter_reduce(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+                    self.dtype().name(),
+                    src.dtype().name()
+                ),
+            ));
+        }
+        let d = wrap_dim(op, dim, self.dim().max(1))?;
+        check_index_shape(
+            op,
+            self,
+            d,
+            index,
+            if src.dim() == 0 { None } else { Some(src) },
+        )?;
+        if self.device() == Device::Meta {
+            return Tensor::meta(self.shape(), self.dtype());
+        }
+        let out = self.deep_clone()?;
+        let offsets = scatter_gather_offsets(op, &out, d, index)?;
+        let src_view = if src.dim() == 0 {
+            src.broadcast_to(index.shape())?
+        } else {
+            let mut s = src.clone();
+            for k in 0..index.dim() {
+                s = s.narrow(k as i64, 0, index.shape()[k])?;
+            }
+            s
+        };
+        reduce_into(op, &out, &offsets, &src_view, reduce, include_self)?;
+        Ok(out)
+    }
+
+    /// `torch.index_reduce(self, dim, index, source, reduce, include_self)` (and `index_add`
+    /// with `Reduction::Sum`): slices `source[i]` along `dim` combine into `self[index[i]]`.
+    pub fn index_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        reduce: Reduction,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let op = "index_reduce";
+        if index.dim() > 1 {
+            return Err(invalid(op, "Index is supposed to be a vector"));
+        }
+        let index = index.reshape(&[-1])?;
+        if self.dim() == 0 {
+            let flat = self.reshape(&[1])?;
+            let src = source.reshape(&[-1])?;
+            return flat
+                .index_reduce(0, &index, &src, reduce, include_self)?
+                .reshape(&[]);
+        }
+        let d = wrap_dim(op, dim, self.dim())?;
+        let n = index.numel();
+        if source.dim() != self.dim() || source.shape()[d] != n {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: self.shape().to_vec(),
+                rhs: source.shape().to_vec(),
+                reason: format!(
+                    "source must have the same number of dims as self and {n} elements along dim {d}"
+                ),
+            });
+        }
+        for k in 0..self.dim() {
+            if k != d && source.shape()[k] != self.shape()[k] {
+                return Err(Error::ShapeMismatch {
+                    op,
+                    lhs: self.shape().to_vec(),
+                    rhs: source.shape().to_vec(),
+                    reason: format!("source and self differ at dim {k}"),
+                });
+            }
+        }
+        let mut view_shape = vec![1i64; self.dim()];
+        view_shape[d] = n as i64;
+        let full: Vec<i64> = source.shape().iter().map(|&s| s as i64).collect();
+        let full_index = index.reshape(&view_shape)?.expand(&full)?;
+        self.scatter_reduce(
+            d as i64,
+            &full_index,
+            &source.to_dtype(self.dtype())?,
+            reduce,
+            include_self,
+        )
+    }
+}

@@ -3,6 +3,29 @@
 #![allow(unused_imports)]
 
 use super::*;
+use pyo3::exceptions::PyIndexError;
+use torchnative_core::ops::index::Reduction;
+
+/// Registers the functional, in-place (argument 0) and out= (argument `$out`) forms of an op
+/// computed out of place by `$f`.
+macro_rules! forms {
+    ($t:ident, $name:literal, $inplace:literal, $outname:literal, $out:expr, $f:expr) => {{
+        fn f(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+            let g: fn(&Ctx<'_, '_>) -> PyResult<Tensor> = $f;
+            g(c)
+        }
+        $t.insert($name, |c| Ok(Out::Tensor(f(c)?)));
+        $t.insert($inplace, |c| {
+            let r = f(c)?;
+            c.write_into(0, r)
+        });
+        $t.insert($outname, |c| {
+            let r = f(c)?;
+            c.write_into($out, r)
+        });
+    }};
+}
+use forms;
 
 pub(crate) fn register(t: &mut Table) {
     // ----- indexing, joining -----
@@ -19,9 +42,6 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::index_select", |c| {
         ok(c.tensor(0)?.index_select(c.int(1)?, &c.tensor(2)?))
     });
-    t.insert("aten::gather", |c| {
-        ok(c.tensor(0)?.gather(c.int(1)?, &c.tensor(2)?))
-    });
     t.insert("aten::masked_select", |c| {
         ok(c.tensor(0)?.masked_select(&c.tensor(1)?))
     });
@@ -33,9 +53,6 @@ pub(crate) fn register(t: &mut Table) {
             .masked_fill_(&c.tensor(1)?, c.scalar(2)?)
             .map_err(core_err)?;
         Ok(Out::Arg(0))
-    });
-    t.insert("aten::nonzero", |c| {
-        ok(torchnative_core::nonzero(&c.tensor(0)?))
     });
     t.insert("aten::tril", |c| ok(c.tensor(0)?.tril(c.int(1)?)));
     t.insert("aten::triu", |c| ok(c.tensor(0)?.triu(c.int(1)?)));
@@ -82,4 +99,434 @@ pub(crate) fn register(t: &mut Table) {
         let (v, i) = c.tensor(0)?.sort(c.int(1)?, options).map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
+
+    // ----- scatter / gather family -----
+    // (`forms!` registers three names; the ones upstream does not define are removed below.)
+    forms!(t, "aten::scatter.src", "aten::scatter_.src", "aten::scatter.src_out", 4, |c| {
+        let x = c.tensor(0)?;
+        x.scatter(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?).map_err(core_err)
+    });
+    forms!(t, "aten::scatter.value", "aten::scatter_.value", "aten::scatter.value_out", 4, |c| {
+        let x = c.tensor(0)?;
+        x.scatter_value(c.int(1)?, &c.tensor(2)?, c.scalar(3)?)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::scatter.reduce", "aten::scatter_.reduce", "aten::scatter.reduce_out", 5, |c| {
+        let x = c.tensor(0)?;
+        let r = scatter_mode(&c.str(4)?)?;
+        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, true)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::scatter.value_reduce", "aten::scatter_.value_reduce", "aten::scatter.value_reduce_out", 5, |c| {
+        let x = c.tensor(0)?;
+        let r = scatter_mode(&c.str(4)?)?;
+        let v = Tensor::scalar_tensor(c.scalar(3)?, x.dtype());
+        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &v, r, true)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::scatter_add", "aten::scatter_add_", "aten::scatter_add.out", 4, |c| {
+        let x = c.tensor(0)?;
+        x.scatter_add(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::scatter_reduce.two", "aten::scatter_reduce_.two", "aten::scatter_reduce.two_out", 6, |c| {
+        let x = c.tensor(0)?;
+        let name = c.str(4)?;
+        let r = Reduction::parse(&name)
+            .filter(|_| name != "add" && name != "multiply")
+            .ok_or_else(|| {
+                PyRuntimeError::new_err(format!(
+                    "reduce argument must be either sum, prod, mean, amax or amin, got {name}"
+                ))
+            })?;
+        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, c.bool(5)?)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out", 6, |c| {
+        let x = c.tensor(0)?;
+        let name = c.str(4)?;
+        let r = match name.as_str() {
+            "prod" | "mean" | "amax" | "amin" => Reduction::parse(&name),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            PyRuntimeError::new_err(format!(
+                "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {name}."
+            ))
+        })?;
+        let src = c.tensor(3)?;
+        same_dtype("index_reduce_", &x, &src)?;
+        x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, r, c.bool(5)?)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::index_add", "aten::index_add_", "aten::index_add.out", 5, |c| {
+        let x = c.tensor(0)?;
+        let src = c.tensor(3)?;
+        same_dtype("index_add_", &x, &src)?;
+        let alpha = c.scalar(4)?;
+        let src = if alpha.to_f64() == 1.0 {
+            src
+        } else {
+            src.mul(alpha)
+                .and_then(|s| s.to_dtype(x.dtype()))
+                .map_err(core_err)?
+        };
+        x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, Reduction::Sum, true)
+            .map_err(core_err)
+    });
+    forms!(t, "aten::index_copy", "aten::index_copy_", "aten::index_copy.out", 4, |c| {
+        let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
+        x.index_copy_(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
+            .map_err(core_err)?;
+        Ok(x)
+    });
+    forms!(t, "aten::index_fill.int_Scalar", "aten::index_fill_.int_Scalar", "aten::index_fill.int_Scalar_out", 4, |c| {
+        index_fill(&c.tensor(0)?, c.int(1)?, &c.tensor(2)?, c.scalar(3)?)
+    });
+    forms!(t, "aten::index_fill.int_Tensor", "aten::index_fill_.int_Tensor", "aten::index_fill.int_Tensor_out", 4, |c| {
+        let v = c.tensor(3)?;
+        if v.dim() != 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                v.dim()
+            )));
+        }
+        index_fill(&c.tensor(0)?, c.int(1)?, &c.tensor(2)?, v.item().map_err(core_err)?)
+    });
+    forms!(t, "aten::index_put", "aten::index_put_", "aten::index_put.out", 4, |c| {
+        let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
+        index_put_into(c, &x)?;
+        Ok(x)
+    });
+    forms!(t, "aten::put", "aten::put_", "aten::put.out", 4, |c| {
+        let x = c.tensor(0)?;
+        let flat = x.contiguous().and_then(|f| f.deep_clone()).map_err(core_err)?;
+        let index = c.tensor(1)?;
+        let source = c.tensor(2)?;
+        if index.numel() != source.numel() {
+            return Err(PyRuntimeError::new_err(format!(
+                "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {}",
+                source.numel(),
+                index.numel()
+            )));
+        }
+        same_dtype("put_", &x, &source)?;
+        let accumulate = c.bool(3)?;
+        flat.view(&[-1])
+            .and_then(|v| {
+                v.index_put_(
+                    &[index.reshape(&[-1])?],
+                    &source.reshape(&[-1])?,
+                    accumulate,
+                )
+            })
+            .map_err(core_err)?;
+        Ok(flat)
+    });
+    forms!(t, "aten::take", "aten::take_not_inplace", "aten::take.out", 2, |c| {
+        let x = c.tensor(0)?;
+        let index = c.tensor(1)?;
+        if index.dtype() != DType::I64 {
+            return Err(PyRuntimeError::new_err(format!(
+                "take(): Expected a long tensor for index, but got {}",
+                scalar_type_name(index.dtype())
+            )));
+        }
+        let n = x.numel() as i64;
+        for i in index.to_vec::<i64>().map_err(core_err)? {
+            if i < -n || i >= n {
+                return Err(PyIndexError::new_err(format!(
+                    "out of range: tried to access index {i} on a tensor of {n} elements."
+                )));
+            }
+        }
+        x.reshape(&[-1])
+            .and_then(|f| f.index(&[index]))
+            .map_err(core_err)
+    });
+    forms!(t, "aten::take_along_dim", "aten::take_along_dim_not_inplace", "aten::take_along_dim.out", 3, |c| {
+        let x = c.tensor(0)?;
+        let idx = c.tensor(1)?;
+        if idx.dtype() != DType::I64 {
+            return Err(PyRuntimeError::new_err(format!(
+                "torch.take_along_dim(): dtype of indices should be Long but got {}",
+                scalar_type_name(idx.dtype())
+            )));
+        }
+        match c.opt_int(2)? {
+            None => x
+                .reshape(&[-1])
+                .and_then(|f| f.gather(0, &idx.reshape(&[-1])?))
+                .map_err(core_err),
+            Some(dim) => {
+                if x.dim() != idx.dim() {
+                    return Err(PyRuntimeError::new_err(
+                        "torch.take_along_dim(): input and indices should have the same number of dimensions",
+                    ));
+                }
+                let d = torchnative_core::layout::wrap_dim("take_along_dim", dim, x.dim())
+                    .map_err(core_err)?;
+                let mut xs: Vec<usize> = x.shape().to_vec();
+                let mut is: Vec<usize> = idx.shape().to_vec();
+                xs[d] = 1;
+                is[d] = 1;
+                let b = torchnative_core::layout::broadcast_shapes("take_along_dim", &xs, &is)
+                    .map_err(core_err)?;
+                let mut xb: Vec<i64> = b.iter().map(|&v| v as i64).collect();
+                let mut ib = xb.clone();
+                xb[d] = x.shape()[d] as i64;
+                ib[d] = idx.shape()[d] as i64;
+                let xe = x.expand(&xb).map_err(core_err)?;
+                let ie = idx.expand(&ib).map_err(core_err)?;
+                xe.gather(d as i64, &ie).map_err(core_err)
+            }
+        }
+    });
+    forms!(t, "aten::masked_scatter", "aten::masked_scatter_", "aten::masked_scatter.out", 3, |c| {
+        let x = c.tensor(0)?;
+        let mask = c.tensor(1)?;
+        let source = c.tensor(2)?;
+        if mask.dtype() != DType::Bool {
+            return Err(PyRuntimeError::new_err(format!(
+                "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+                scalar_type_name(mask.dtype())
+            )));
+        }
+        same_dtype("masked_scatter_", &x, &source)?;
+        let shape = torchnative_core::layout::broadcast_shapes("masked_scatter", x.shape(), mask.shape())
+            .map_err(core_err)?;
+        let bshape: Vec<i64> = shape.iter().map(|&v| v as i64).collect();
+        let out = x.expand(&bshape).and_then(|e| e.contiguous()).and_then(|e| e.deep_clone()).map_err(core_err)?;
+        let m = mask.expand(&bshape).and_then(|m| m.contiguous()).map_err(core_err)?;
+        let count = m.to_vec::<bool>().map_err(core_err)?.iter().filter(|&&b| b).count();
+        if source.numel() < count {
+            return Err(PyRuntimeError::new_err(
+                "masked_scatter: expected source to have at least as many elements as ones in mask",
+            ));
+        }
+        let vals = source
+            .reshape(&[-1])
+            .and_then(|s| s.narrow(0, 0, count))
+            .map_err(core_err)?;
+        out.index_put_(&[m], &vals, false).map_err(core_err)?;
+        Ok(out)
+    });
+    forms!(t, "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out", 3, |c| {
+        let v = c.tensor(2)?;
+        if v.dim() != 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                v.dim()
+            )));
+        }
+        c.tensor(0)?
+            .masked_fill(&c.tensor(1)?, v.item().map_err(core_err)?)
+            .map_err(core_err)
+    });
+    for fake in [
+        "aten::index_fill.int_Scalar_out",
+        "aten::index_fill.int_Tensor_out",
+        "aten::index_put.out",
+        "aten::put.out",
+        "aten::take_not_inplace",
+        "aten::take_along_dim_not_inplace",
+        "aten::masked_scatter.out",
+        "aten::masked_fill.Tensor_out",
+    ] {
+        t.remove(fake);
+    }
+    t.insert("aten::index.Tensor", |c| {
+        let x = c.tensor(0)?;
+        let (view, idx) = leading_indices(c, &x, 1)?;
+        ok(view.index(&idx))
+    });
+    t.insert("aten::index.Tensor_out", |c| {
+        let x = c.tensor(0)?;
+        let (view, idx) = leading_indices(c, &x, 1)?;
+        let r = view.index(&idx).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::index_select.out", |c| {
+        let r = c.tensor(0)?
+            .index_select(c.int(1)?, &c.tensor(2)?)
+            .map_err(core_err)?;
+        c.write_into(3, r)
+    });
+    t.insert("aten::gather.out", |c| {
+        let r = gather(c)?;
+        c.write_into(4, r)
+    });
+    t.insert("aten::gather", |c| Ok(Out::Tensor(gather(c)?)));
+    t.insert("aten::nonzero", |c| Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?)));
+    t.insert("aten::argwhere", |c| Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?)));
+    t.insert("aten::nonzero.out", |c| {
+        let r = nonzero_t(&c.tensor(0)?)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::nonzero_static", |c| {
+        let x = c.tensor(0)?;
+        let size = to_shape(&[c.int(1)?])?[0];
+        let fill = c.int(2)?;
+        let nz = torchnative_core::nonzero(&x).map_err(core_err)?;
+        let nd = x.dim();
+        let mut v = nz.to_vec::<i64>().map_err(core_err)?;
+        v.truncate(size * nd);
+        v.resize(size * nd, fill);
+        ok(Tensor::from_i64s(&v, &[size, nd], DType::I64))
+    });
+}
+
+
+
+fn scatter_mode(name: &str) -> PyResult<Reduction> {
+    match name {
+        "add" | "multiply" | "sum" | "prod" | "mean" | "amax" | "amin" => {
+            Reduction::parse(name).ok_or_else(|| PyRuntimeError::new_err("reduce"))
+        }
+        _ => Err(PyRuntimeError::new_err(format!(
+            "reduce argument must be either add or multiply, got {name}"
+        ))),
+    }
+}
+
+fn same_dtype(op: &str, x: &Tensor, src: &Tensor) -> PyResult<()> {
+    if x.dtype() != src.dtype() {
+        return Err(PyRuntimeError::new_err(format!(
+            "{op}(): self ({}) and source ({}) must have the same scalar type",
+            scalar_type_name(x.dtype()),
+            scalar_type_name(src.dtype())
+        )));
+    }
+    Ok(())
+}
+
+fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> PyResult<Tensor> {
+    if !matches!(index.dtype(), DType::I64) {
+        return Err(PyIndexError::new_err(format!(
+            "index_fill_(): Expected dtype int64 for index, got {}",
+            scalar_type_name(index.dtype())
+        )));
+    }
+    let out = x.deep_clone().map_err(core_err)?;
+    if out.dim() == 0 {
+        let flat = out.reshape(&[1]).map_err(core_err)?;
+        let v = Tensor::scalar_tensor(value, x.dtype());
+        flat.index_put_(&[index.reshape(&[-1]).map_err(core_err)?], &v, false)
+            .map_err(core_err)?;
+        return Ok(out);
+    }
+    let d = torchnative_core::layout::wrap_dim("index_fill_", dim, out.dim()).map_err(core_err)?;
+    let v = Tensor::scalar_tensor(value, x.dtype());
+    out.transpose(0, d as i64)
+        .and_then(|m| m.index_put_(&[index.reshape(&[-1])?], &v, false))
+        .map_err(core_err)?;
+    Ok(out)
+}
+
+/// `Tensor?[] indices` (argument `i`) of `x`: the view with the indexed dims leading and the
+/// index tensors. `None` entries stand for whole dims; indexed dims must be adjacent.
+fn leading_indices(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<(Tensor, Vec<Tensor>)> {
+    let entries: Vec<Option<Tensor>> = match &c.values[i] {
+        Value::OptTensors(v) => v
+            .iter()
+            .map(|o| o.as_ref().map(|t| t.bind(c.py).borrow().inner.clone()))
+            .collect(),
+        Value::Tensors(v) => v
+            .iter()
+            .map(|t| Some(t.bind(c.py).borrow().inner.clone()))
+            .collect(),
+        _ => c.tensors(i)?.into_iter().map(Some).collect(),
+    };
+    let mut dim = 0usize;
+    let mut first = None;
+    let mut last_end = 0usize;
+    let mut idx = Vec::new();
+    for e in entries {
+        match e {
+            None => dim += 1,
+            Some(t) => {
+                let t = if t.dtype() == DType::U8 {
+                    t.to_dtype(DType::Bool).map_err(core_err)?
+                } else {
+                    t
+                };
+                let n = if t.dtype() == DType::Bool { t.dim() } else { 1 };
+                if first.is_some() && last_end != dim {
+                    return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                        "index with non-adjacent indices through torch.ops.aten is not implemented in torchnative",
+                    ));
+                }
+                first.get_or_insert(dim);
+                dim += n;
+                last_end = dim;
+                idx.push(t);
+            }
+        }
+    }
+    let first = first.unwrap_or(0);
+    if first == 0 {
+        return Ok((x.clone(), idx));
+    }
+    let k = last_end - first;
+    if first + k < x.dim() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "index with a leading None before indices in the middle is not implemented in torchnative",
+        ));
+    }
+    let order: Vec<i64> = (first..first + k)
+        .chain(0..first)
+        .map(|d| d as i64)
+        .collect();
+    Ok((x.permute(&order).map_err(core_err)?, idx))
+}
+
+fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
+    let (view, idx) = leading_indices(c, x, 1)?;
+    let values = c.tensor(2)?;
+    if values.dtype() != x.dtype() {
+        return Err(PyRuntimeError::new_err(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            scalar_type_name(x.dtype()),
+            scalar_type_name(values.dtype())
+        )));
+    }
+    view.index_put_(&idx, &values, c.bool(3)?).map_err(core_err)
+}
+
+fn gather(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let x = c.tensor(0)?;
+    let index = c.tensor(2)?;
+    if index.dtype() != DType::I64 {
+        return Err(PyRuntimeError::new_err(format!(
+            "gather(): Expected dtype int64 for index, but got {}",
+            scalar_type_name(index.dtype())
+        )));
+    }
+    let dim = c.int(1)?;
+    x.gather(dim, &index).map_err(|e| match e {
+        torchnative_core::Error::IndexOutOfRange { index: i, size, .. } => {
+            PyRuntimeError::new_err(format!(
+                "index {i} is out of bounds for dimension {dim} with size {size}"
+            ))
+        }
+        e => core_err(e),
+    })
+}
+
+/// `nonzero`: `[count, ndim]` int64 laid out column-major, as upstream's kernel writes it.
+fn nonzero_t(x: &Tensor) -> PyResult<Tensor> {
+    let nz = torchnative_core::nonzero(x).map_err(core_err)?;
+    let (n, d) = (nz.shape()[0], nz.shape()[1]);
+    let cm = nz
+        .clone_with_format(torchnative_core::tensor::MemoryFormat::Contiguous)
+        .and_then(|t| t.t())
+        .and_then(|t| t.contiguous())
+        .map_err(core_err)?;
+    // Storage holds the transposed ([ndim, count]) data; view it as [count, ndim].
+    let out = Tensor::empty_strided(&[n, d], &[1, n.max(1)], DType::I64, x.device())
+        .map_err(core_err)?;
+    if n > 0 && d > 0 {
+        out.copy_(&cm.t().map_err(core_err)?).map_err(core_err)?;
+    }
+    Ok(out)
 }
