@@ -233,6 +233,9 @@ impl Registry {
                     let mut g = f.clone();
                     g.schema = s;
                     g.autogen = Vec::new();
+                    // torchgen binds no Python function or method for autogen overloads.
+                    g.function = false;
+                    g.method = false;
                     g.tags.push("generated".into());
                     derived.push(g);
                     continue;
@@ -282,7 +285,7 @@ impl Registry {
                 s.returns = returns;
                 let mut g = f.clone();
                 g.schema = s;
-                g.function = true;
+                g.function = false;
                 g.method = false;
                 g.autogen = Vec::new();
                 g.tags.push("generated".into());

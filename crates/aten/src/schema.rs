@@ -507,6 +507,8 @@ pub fn parse_schema(text: &str, default_namespace: &str) -> Result<FunctionSchem
         schema: text.to_string(),
         reason,
     };
+    // Schemas written as Python triple-quoted strings span lines.
+    let text = text.trim();
     let open = text
         .find('(')
         .ok_or_else(|| err("missing '(' after the name".into()))?;

@@ -201,6 +201,29 @@ fn find_schema(qualified: &str, overload: &str) -> Option<FunctionSchema> {
         .cloned()
 }
 
+/// `torch.add` and the other namespace functions: built-in function objects (as upstream's
+/// are; dynamo and `inspect` tell functions by their type) whose call is the door.
+#[pyfunction]
+fn _tn_function(py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+    // The function passes itself to __torch_function__ overrides as the public API; it learns
+    // its own object once made (module-level functions live as long as the module).
+    let this: std::sync::Arc<std::sync::OnceLock<Py<PyAny>>> = Default::default();
+    let cell = this.clone();
+    let target = Target::Name(name.clone());
+    let c_name: &'static std::ffi::CStr =
+        Box::leak(std::ffi::CString::new(name)?.into_boxed_c_str());
+    let f = pyo3::types::PyCFunction::new_closure(py, Some(c_name), None, move |args, kwargs| {
+        let py = args.py();
+        let public = cell
+            .get()
+            .map(|f| f.bind(py).clone())
+            .unwrap_or_else(|| py.None().into_bound(py));
+        door::call(&public, &target, None, args, kwargs)
+    })?;
+    let _ = this.set(f.clone().into_any().unbind());
+    Ok(f.into_any().unbind())
+}
+
 /// The callable for exactly one overload (`torch.ops.aten.add.Tensor`).
 #[pyfunction]
 fn _tn_op_overload(qualified: &str, overload: &str) -> PyResult<OpFunction> {
@@ -485,6 +508,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tn_set_classes, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_registry_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op, m)?)?;
+    m.add_function(wrap_pyfunction!(_tn_function, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op_overload, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_overload_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_parse_schema, m)?)?;

@@ -53,7 +53,8 @@ def _submodule(name, stubs=False, **attrs):
 
         mod.__getattr__ = __getattr__
     _sys.modules[f"torch._C.{name}"] = mod
-    setattr(_this, name, mod)
+    parent, _, leaf = name.rpartition(".")
+    setattr(_sys.modules[f"torch._C.{parent}"] if parent else _this, leaf, mod)
     return mod
 
 
@@ -197,12 +198,19 @@ class Size(tuple):
 
 
 class finfo:
+    """Upstream's numbers for each floating dtype: (max, eps, tiny, resolution, bits, min)."""
+
     __module__ = "torch"
     _table = {
-        "float32": (3.4028234663852886e38, 1.1920928955078125e-07, 1.1754943508222875e-38, 1.401298464324817e-45, 1e-06, 6, 32),
-        "float64": (1.7976931348623157e308, 2.220446049250313e-16, 2.2250738585072014e-308, 5e-324, 1e-15, 15, 64),
-        "float16": (65504.0, 0.0009765625, 6.103515625e-05, 5.960464477539063e-08, 0.001, 3, 16),
-        "bfloat16": (3.3895313892515355e38, 0.0078125, 1.1754943508222875e-38, 9.183549615799121e-41, 0.01, 2, 16),
+        "float32": (3.4028234663852886e38, 1.1920928955078125e-07, 1.1754943508222875e-38, 1e-06, 32, None),
+        "float64": (1.7976931348623157e308, 2.220446049250313e-16, 2.2250738585072014e-308, 1e-15, 64, None),
+        "float16": (65504.0, 0.0009765625, 6.103515625e-05, 0.001, 16, None),
+        "bfloat16": (3.3895313892515355e38, 0.0078125, 1.1754943508222875e-38, 0.01, 16, None),
+        "float8_e5m2": (57344.0, 0.25, 6.103515625e-05, 1.0, 8, None),
+        "float8_e4m3fn": (448.0, 0.125, 0.015625, 1.0, 8, None),
+        "float8_e5m2fnuz": (57344.0, 0.25, 3.0517578125e-05, 1.0, 8, None),
+        "float8_e4m3fnuz": (240.0, 0.125, 0.0078125, 1.0, 8, None),
+        "float8_e8m0fnu": (1.7014118346046923e38, 1.0, 5.877471754111438e-39, 1.0, 8, 5.877471754111438e-39),
     }
 
     def __init__(self, type=None):
@@ -212,14 +220,15 @@ class finfo:
         name = repr(type).split(".")[-1]
         if name not in self._table:
             raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{type}'")
-        self.max, self.eps, self.tiny, self.smallest_subnormal, self.resolution, self.precision, self.bits = self._table[name]
-        self.min = -self.max
+        self.max, self.eps, self.tiny, self.resolution, self.bits, low = self._table[name]
+        self.min = -self.max if low is None else low
         self.smallest_normal = self.tiny
         self.dtype = name
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min:e}, max={self.max:e}, eps={self.eps:e}, "
-                f"smallest_normal={self.tiny:e}, tiny={self.tiny:e}, dtype={self.dtype})")
+        g = lambda v: format(v, "g")  # noqa: E731
+        return (f"finfo(resolution={g(self.resolution)}, min={g(self.min)}, max={g(self.max)}, eps={g(self.eps)}, "
+                f"smallest_normal={g(self.tiny)}, tiny={g(self.tiny)}, dtype={self.dtype})")
 
 
 class iinfo:
@@ -258,13 +267,12 @@ _modules_by_python_module = {"nn": _nn, "linalg": _linalg, "special": _special, 
 
 _tensor_methods = set(dir(TensorBase))  # noqa: F821  (hand-bound in Rust)
 for _name, _is_function, _is_method, _module in _tn_registry_names():  # noqa: F821
-    _op = _tn_op(_name)  # noqa: F821
     if _module:
-        setattr(_modules_by_python_module[_module], _name, _op)
+        setattr(_modules_by_python_module[_module], _name, _tn_function(_name))  # noqa: F821
     elif _is_function:
-        setattr(_VariableFunctions, _name, _op)
+        setattr(_VariableFunctions, _name, _tn_function(_name))  # noqa: F821
     if _is_method and _name not in _tensor_methods:
-        setattr(TensorBase, _name, _op)  # noqa: F821
+        setattr(TensorBase, _name, _tn_op(_name))  # noqa: F821
 
 # Python operators bound to ATen ops as upstream's C++ binds them.
 for _dunder, _opname in {
@@ -683,6 +691,7 @@ class _DispatchModule:
         self.kind, self.ns, self.key = kind, ns, key
 
     def define(self, schema, alias_analysis="", tags=()):
+        schema = schema.strip()
         text = schema if "::" in schema.split("(")[0] else f"{self.ns}::{schema}"
         full = _tn_define(text)  # noqa: F821
         return full.split("::", 1)[1].split(".")[0]
@@ -1198,7 +1207,7 @@ _submodule("_verbose", stubs=True)
 _submodule("_acc", stubs=True)
 _submodule("_return_types")
 
-del _name, _is_function, _is_method, _module, _op, _n, _dunder, _opname
+del _name, _is_function, _is_method, _module, _n, _dunder, _opname
 
 
 _dlpack_exchange_api = _returns(None, "_dlpack_exchange_api")
@@ -1427,6 +1436,11 @@ TensorBase.map_ = _refuse("TensorBase.map_")  # noqa: F821
 TensorBase.map2_ = _refuse("TensorBase.map2_")  # noqa: F821
 TensorBase.new = _refuse("TensorBase.new")  # noqa: F821
 TensorBase._use_count = lambda self: 1  # noqa: F821
+TensorBase._grad = property(lambda self: self.grad, lambda self, g: setattr(self, "grad", g))  # noqa: F821
+TensorBase._grad_fn = property(lambda self: None)  # noqa: F821
+TensorBase._backward_hooks = None  # noqa: F821
+TensorBase._post_accumulate_grad_hooks = None  # noqa: F821
+TensorBase._dtensor__new__ = staticmethod(_refuse("TensorBase._dtensor__new__"))  # noqa: F821
 TensorBase.T = property(lambda self: self.permute(*range(self.dim() - 1, -1, -1)))  # noqa: F821
 TensorBase.mT = property(lambda self: self.transpose(-2, -1))  # noqa: F821
 TensorBase.H = property(lambda self: self.T)  # noqa: F821
@@ -1476,10 +1490,7 @@ for _n in _IMPORTED_BY_UPSTREAM:
 
 for _n in ['_aoti', '_autograd', '_distributed', '_distributed_autograd', '_distributed_c10d', '_distributed_rpc', '_distributed_rpc_testing', '_dynamo', '_dynamo.eval_frame', '_dynamo.guards', '_dynamo.utils', '_export', '_functorch', '_jit_tree_views', '_monitor', '_onnx', '_profiler']:
     if f"torch._C.{_n}" not in _sys.modules:
-        _parent, _, _leaf = _n.rpartition(".")
-        _mod = _submodule(_n, stubs=True)
-        if _parent:
-            setattr(_sys.modules[f"torch._C.{_parent}"], _leaf, _mod)
+        _submodule(_n, stubs=True)
 
 
 # Initialisers upstream calls once at import; each reports success as upstream's do.
@@ -1603,6 +1614,11 @@ def _fake_dispatch_register_decomp(name, overload):
 _fake_dispatch_register_meta = _returns(None, "_fake_dispatch_register_meta")
 # Upstream binds MTIA's fork check in every build (torch.random.manual_seed asks it).
 _mtia_isInBadFork = _returns(False, "_mtia_isInBadFork")
+_mtia_isBuilt = _returns(False, "_mtia_isBuilt")
+# ... and MPS's availability queries.
+_mps_is_available = _returns(False, "_mps_is_available")
+_mps_is_on_macos_or_newer = _returns(False, "_mps_is_on_macos_or_newer")
+_mtia_getDeviceCount = _returns(0, "_mtia_getDeviceCount")
 
 # functorch's queries about wrapper tensors: torchnative has no functorch transforms, so no
 # tensor is wrapped, no interpreter is active and the layer stack is empty.
@@ -1693,4 +1709,165 @@ def _tn_run_decomp(full, args, kwargs):
     return decomposition_table[op](*args, **kwargs)
 
 
+
+
+# DTensor placements (upstream's python_placement.cpp): plain value classes.
+class _Placement:
+    __slots__ = ()
+
+    def is_partial(self, reduce_op=None):
+        return False
+
+    def is_replicate(self):
+        return False
+
+    def is_shard(self, dim=None):
+        return False
+
+
+class _Shard(_Placement):
+    __slots__ = ("dim",)
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def is_shard(self, dim=None):
+        return dim is None or dim == self.dim
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.dim == self.dim
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.dim))
+
+    def __repr__(self):
+        return f"Shard(dim={self.dim})"
+
+
+class _StridedShard(_Shard):
+    __slots__ = ("split_factor",)
+
+    def __init__(self, dim, *, split_factor):
+        super().__init__(dim)
+        self.split_factor = split_factor
+
+    def __eq__(self, other):
+        return type(other) is type(self) and (other.dim, other.split_factor) == (self.dim, self.split_factor)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.dim, self.split_factor))
+
+    def __repr__(self):
+        return f"_StridedShard(dim={self.dim}, sf={self.split_factor})"
+
+
+class _Replicate(_Placement):
+    __slots__ = ()
+
+    def is_replicate(self):
+        return True
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    def __hash__(self):
+        return hash(type(self).__name__)
+
+    def __repr__(self):
+        return "Replicate()"
+
+
+class _Partial(_Placement):
+    __slots__ = ("reduce_op",)
+
+    def __init__(self, reduce_op=None):
+        self.reduce_op = "sum" if reduce_op is None else reduce_op
+
+    def is_partial(self, reduce_op=None):
+        return reduce_op is None or reduce_op == self.reduce_op
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.reduce_op == self.reduce_op
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.reduce_op))
+
+    def __repr__(self):
+        return f"Partial({self.reduce_op})"
+
+
+_distributed_mod = _sys.modules["torch._C._distributed"]
+for _cls, _n in ((_Placement, "Placement"), (_Shard, "Shard"), (_StridedShard, "StridedShard"),
+                 (_Replicate, "Replicate"), (_Partial, "Partial")):
+    _cls.__name__ = _cls.__qualname__ = _n
+    _cls.__module__ = "torch._C._distributed"
+    setattr(_distributed_mod, _n, _cls)
+
+
+# dynamo's frame-evaluation hooks: torchnative does not compile frames, so no callback is ever
+# installed (setting one other than None/False refuses), per-code strategies are recorded, and
+# the queries answer for an interpreter that runs every frame as Python does.
+_eval_frame = _sys.modules["torch._C._dynamo.eval_frame"]
+_eval_frame._FrameAction = _enum.IntEnum("_FrameAction", {"DEFAULT": 0, "SKIP": 1, "RUN_ONLY": 2})
+
+
+class _FrameExecStrategy:
+    def __init__(self, cur_action=None, recursive_action=None):
+        self.cur_action = cur_action if cur_action is not None else _eval_frame._FrameAction.DEFAULT
+        self.recursive_action = recursive_action if recursive_action is not None else _eval_frame._FrameAction.DEFAULT
+
+
+_eval_frame._FrameExecStrategy = _FrameExecStrategy
+_code_strategies = {}
+_eval_frame.set_code_exec_strategy = lambda code, strategy: _code_strategies.__setitem__(code, strategy)
+_eval_frame.reset_code = lambda code: _code_strategies.pop(code, None)
+_eval_frame.get_eval_frame_callback = _returns(None, "get_eval_frame_callback")
+
+
+def _set_eval_frame(callback):
+    if callback not in (None, False):
+        raise NotImplementedError("torch.compile / dynamo frame evaluation is not implemented in torchnative")
+    return None
+
+
+_eval_frame.set_eval_frame = _set_eval_frame
+_eval_frame.set_skip_guard_eval_unsafe = _returns(False, "set_skip_guard_eval_unsafe")
+_eval_frame.set_guard_error_hook = _returns(None, "set_guard_error_hook")
+_eval_frame.set_guard_complete_hook = _returns(None, "set_guard_complete_hook")
+_eval_frame.get_c_recursion_limit = lambda: _sys.getrecursionlimit()
+_eval_frame.set_c_recursion_limit = lambda limit: None
+_TensorBase = TensorBase  # noqa: F821  (upstream's older name, still read by dynamo)
+
+
+def _parse_to(*args, **kwargs):
+    """nn.Module.to's argument parser: (device, dtype, non_blocking, memory_format) from the
+    forms Tensor.to takes: to(device, dtype, non_blocking), to(dtype, non_blocking),
+    to(tensor, non_blocking), with keywords."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    non_blocking = kwargs.pop("non_blocking", False)
+    memory_format = kwargs.pop("memory_format", None)
+    kwargs.pop("copy", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    rest = list(args)
+    if rest and isinstance(rest[0], TensorBase):  # noqa: F821
+        other = rest.pop(0)
+        device, dtype = other.device, other.dtype
+    elif rest and isinstance(rest[0], (str, device_type := _this.device, _builtins.int)) and not isinstance(rest[0], _builtins.bool):
+        device = rest.pop(0)
+    if rest and isinstance(rest[0], _this.dtype):
+        dtype = rest.pop(0)
+    if rest:
+        non_blocking = rest.pop(0)
+    if rest:
+        rest.pop(0)  # copy
+    if device is not None and not isinstance(device, _this.device):
+        device = _this.device(device)
+    if device is not None:
+        _check_device(device)
+    return device, dtype, non_blocking, memory_format
+
+
+_nn._parse_to = _parse_to
 globals().pop("__all__", None)
