@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # The torch face's tests: build and install the face into its own venv (scripts/face-venv.sh),
-# then run its pytest suite (vendoring byte-equality, the torch._C module) and the golden
-# harness's comparator self-test. Extra arguments go to pytest.
+# run its pytest suite (vendoring byte-equality, upstream's API on our torch._C, transformers
+# imports), the golden harness's comparator self-test, and the golden comparison against
+# upstream (every case; a case that agreed at the last update of
+# torch-face/golden/not_agreeing.txt must still agree). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 # Reuse what `cargo test --profile ci` built.
 export TORCHNATIVE_FACE_PROFILE="${TORCHNATIVE_FACE_PROFILE:-ci}"
 FACE_PYTHON="$(scripts/face-venv.sh)"
+ORACLE_PYTHON="${TORCHNATIVE_ORACLE_PYTHON:-$(scripts/oracle-venv.sh)}"
 (cd torch-face/tests && "$FACE_PYTHON" -m pytest -q -p no:cacheprovider "$@")
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --self-test
+# compare.py exits 1 while some cases do not agree; the ratchet decides what is a failure.
+python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" --allow-refused \
+    --json "$work/golden.json" --report "$work/golden.md" --show 0 || [ $? -eq 1 ]
+sed -n '1,25p' "$work/golden.md"
+python3 torch-face/golden/ratchet.py --json "$work/golden.json"

@@ -107,3 +107,16 @@ def test_import_time():
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
     # Recorded, not a speed target: docs/STATUS.md keeps the measured number.
     assert time.perf_counter() - start < 30
+
+
+def test_transformers_imports_on_the_face():
+    # transformers decides torch is present from the installed distribution's metadata.
+    code = (
+        "import transformers\n"
+        "from transformers import AutoModelForCausalLM, LlamaForCausalLM\n"
+        "import torch\n"
+        "assert torch._C.__file__.endswith('_C.abi3.so')\n"
+        "print(LlamaForCausalLM.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "LlamaForCausalLM"
