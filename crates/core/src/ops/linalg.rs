@@ -41,10 +41,31 @@ fn gemm_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     out
 }
 
-/// Row-major f64 product with the `gemm` crate.
+/// Row-major f64 product: small products use compensated dot products (error-free
+/// products and sums, so results are as accurate as upstream's BLAS on long inner
+/// dimensions); large ones the `gemm` crate.
 fn gemm_f64(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
     let mut out = vec![0f64; m * n];
     if m == 0 || n == 0 || k == 0 {
+        return out;
+    }
+    if m.saturating_mul(n).saturating_mul(k) <= 1 << 22 {
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut c) = (0.0f64, 0.0f64);
+                for kk in 0..k {
+                    let x = a[i * k + kk];
+                    let y = b[kk * n + j];
+                    let p = x * y;
+                    let pe = x.mul_add(y, -p);
+                    let t = s + p;
+                    let z = t - s;
+                    c += (s - (t - z)) + (p - z) + pe;
+                    s = t;
+                }
+                out[i * n + j] = s + c;
+            }
+        }
         return out;
     }
     // SAFETY: the slices hold exactly m*k, k*n and m*n elements and the strides describe
@@ -362,4 +383,596 @@ pub fn matrix_norm(
         ds.sort_unstable();
         r.squeeze_dims(&ds)
     }
+}
+
+// ----- products built on bmm: einsum, tensordot, kron, outer, dot, mv, cross, cdist -----
+
+/// `[B..., M, K]`-style contraction of two labelled operands through one `bmm`.
+/// `keep` holds the labels still needed after this step (output or later operands).
+fn contract_pair(
+    a: &Tensor,
+    la: &[char],
+    b: &Tensor,
+    lb: &[char],
+    keep: &[char],
+) -> Result<(Tensor, Vec<char>)> {
+    let op = "einsum";
+    let size_of =
+        |t: &Tensor, l: &[char], c: char| t.shape()[l.iter().position(|&x| x == c).unwrap_or(0)];
+    let mut batch = Vec::new();
+    let mut contracted = Vec::new();
+    let mut a_only = Vec::new();
+    let mut b_only = Vec::new();
+    for &c in la {
+        if lb.contains(&c) {
+            if keep.contains(&c) {
+                batch.push(c);
+            } else {
+                contracted.push(c);
+            }
+        } else {
+            a_only.push(c);
+        }
+    }
+    for &c in lb {
+        if !la.contains(&c) {
+            b_only.push(c);
+        }
+    }
+    // Broadcast shared labels (size 1 against n).
+    let mut shared_size = std::collections::HashMap::new();
+    for &c in batch.iter().chain(&contracted) {
+        let (sa, sb) = (size_of(a, la, c), size_of(b, lb, c));
+        if sa != sb && sa != 1 && sb != 1 {
+            return Err(invalid(
+                op,
+                format!(
+                    "operands do not broadcast with remapped shapes (subscript {c}: {sa} vs {sb})"
+                ),
+            ));
+        }
+        shared_size.insert(c, sa.max(sb));
+    }
+    let perm = |l: &[char], order: &[&[char]]| -> Vec<i64> {
+        order
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|c| l.iter().position(|x| x == c).unwrap_or(0) as i64)
+            .collect()
+    };
+    let pa = a.permute(&perm(la, &[&batch, &a_only, &contracted]))?;
+    let pb = b.permute(&perm(lb, &[&batch, &contracted, &b_only]))?;
+    let ea: Vec<i64> = batch
+        .iter()
+        .map(|c| shared_size[c] as i64)
+        .chain(a_only.iter().map(|&c| size_of(a, la, c) as i64))
+        .chain(contracted.iter().map(|c| shared_size[c] as i64))
+        .collect();
+    let eb: Vec<i64> = batch
+        .iter()
+        .chain(&contracted)
+        .map(|c| shared_size[c] as i64)
+        .chain(b_only.iter().map(|&c| size_of(b, lb, c) as i64))
+        .collect();
+    let pa = pa.expand(&ea)?;
+    let pb = pb.expand(&eb)?;
+    let bs: usize = batch.iter().map(|c| shared_size[c]).product();
+    let m: usize = a_only.iter().map(|&c| size_of(a, la, c)).product();
+    let k: usize = contracted.iter().map(|c| shared_size[c]).product();
+    let n: usize = b_only.iter().map(|&c| size_of(b, lb, c)).product();
+    let r = if contracted.is_empty() {
+        pa.reshape(&[bs as i64, m as i64, 1])?
+            .mul(&pb.reshape(&[bs as i64, 1, n as i64])?)?
+    } else {
+        let a3 = pa.reshape(&[bs as i64, m as i64, k as i64])?;
+        let b3 = pb.reshape(&[bs as i64, k as i64, n as i64])?;
+        a3.bmm(&b3)?
+    };
+    let shape: Vec<i64> = ea[..batch.len() + a_only.len()]
+        .iter()
+        .copied()
+        .chain(eb[batch.len() + contracted.len()..].iter().copied())
+        .collect();
+    let labels: Vec<char> = batch
+        .iter()
+        .chain(&a_only)
+        .chain(&b_only)
+        .copied()
+        .collect();
+    Ok((r.reshape(&shape)?, labels))
+}
+
+/// Takes diagonals for repeated labels of one operand and sums labels used nowhere else.
+fn einsum_prepare(t: &Tensor, labels: &[char], needed: &[char]) -> Result<(Tensor, Vec<char>)> {
+    let mut t = t.clone();
+    let mut l: Vec<char> = labels.to_vec();
+    // Repeated labels: diagonal (a view), moved to the end.
+    loop {
+        let mut found = None;
+        'outer: for i in 0..l.len() {
+            for j in i + 1..l.len() {
+                if l[i] == l[j] {
+                    found = Some((i, j));
+                    break 'outer;
+                }
+            }
+        }
+        let Some((i, j)) = found else { break };
+        if t.shape()[i] != t.shape()[j] {
+            return Err(invalid(
+                "einsum",
+                format!(
+                    "subscript {} is repeated for operand but the sizes don't match, {} != {}",
+                    l[i],
+                    t.shape()[i],
+                    t.shape()[j]
+                ),
+            ));
+        }
+        let c = l[i];
+        t = t.diagonal(0, i as i64, j as i64)?;
+        l.remove(j);
+        l.remove(i);
+        l.push(c);
+    }
+    let sum_dims: Vec<i64> = (0..l.len())
+        .filter(|&i| !needed.contains(&l[i]))
+        .map(|i| i as i64)
+        .collect();
+    if !sum_dims.is_empty() {
+        t = t.sum_dtype(&sum_dims, false, None)?;
+        l = l.into_iter().filter(|c| needed.contains(c)).collect();
+    }
+    Ok((t, l))
+}
+
+/// `torch.einsum(equation, operands)`: diagonals for repeated subscripts, sums for subscripts
+/// used once, and one `bmm` per further operand, left to right.
+pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
+    let op = "einsum";
+    if operands.is_empty() {
+        return Err(invalid(op, "must provide at least one operand"));
+    }
+    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l.to_string(), Some(r.to_string())),
+        None => (eq.clone(), None),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != operands.len() {
+        return Err(invalid(
+            op,
+            format!("more operands were provided than specified in the equation"),
+        ));
+    }
+    // Ellipsis dims get labels from a private range, right-aligned across operands.
+    let ell_labels: Vec<char> = (0..16)
+        .map(|i| char::from_u32(0x2460 + i).unwrap_or('?'))
+        .collect();
+    let mut max_ell = 0usize;
+    let mut parsed: Vec<Vec<char>> = Vec::new();
+    for (term, t) in terms.iter().zip(operands) {
+        let named = term.replace("...", "").chars().count();
+        for ch in term.replace("...", "").chars() {
+            if !ch.is_ascii_alphabetic() {
+                return Err(invalid(
+                    op,
+                    format!("invalid subscript given at index {term}: {ch}"),
+                ));
+            }
+        }
+        let has_ell = term.contains("...");
+        if (!has_ell && named != t.dim()) || (has_ell && named > t.dim()) {
+            return Err(invalid(
+                op,
+                format!(
+                    "the number of subscripts in the equation ({named}) does not match the number of dimensions ({}) for operand and no ellipsis was given",
+                    t.dim()
+                ),
+            ));
+        }
+        let ne = if has_ell { t.dim() - named } else { 0 };
+        max_ell = max_ell.max(ne);
+        let mut l = Vec::new();
+        if let Some((pre, post)) = term.split_once("...") {
+            l.extend(pre.chars());
+            l.extend((0..ne).map(|i| ell_labels[16 - ne + i]));
+            l.extend(post.chars());
+        } else {
+            l.extend(term.chars());
+        }
+        parsed.push(l);
+    }
+    let ell: Vec<char> = (0..max_ell).map(|i| ell_labels[16 - max_ell + i]).collect();
+    let out: Vec<char> = match &rhs {
+        Some(r) => {
+            let mut o = Vec::new();
+            if let Some((pre, post)) = r.split_once("...") {
+                o.extend(pre.chars());
+                o.extend(&ell);
+                o.extend(post.chars());
+            } else {
+                o.extend(r.chars());
+            }
+            for &c in &o {
+                if !ell.contains(&c) && !parsed.iter().any(|l| l.contains(&c)) {
+                    return Err(invalid(
+                        op,
+                        format!("output subscript {c} does not appear in the equation for any input operand"),
+                    ));
+                }
+            }
+            o
+        }
+        None => {
+            let mut counts = std::collections::BTreeMap::new();
+            for l in &parsed {
+                for &c in l {
+                    if !ell.contains(&c) {
+                        *counts.entry(c).or_insert(0) += 1;
+                    }
+                }
+            }
+            let mut o = ell.clone();
+            o.extend(counts.into_iter().filter(|&(_, n)| n == 1).map(|(c, _)| c));
+            o
+        }
+    };
+    // Left to right.
+    let needed_after = |from: usize, parsed: &[Vec<char>]| -> Vec<char> {
+        let mut v = out.clone();
+        for l in &parsed[from..] {
+            v.extend(l.iter().copied());
+        }
+        v
+    };
+    let (mut acc, mut la) = einsum_prepare(operands[0], &parsed[0], &needed_after(1, &parsed))?;
+    for i in 1..operands.len() {
+        let keep = needed_after(i + 1, &parsed);
+        let mut need_b = keep.clone();
+        need_b.extend(la.iter().copied());
+        let (b, lb) = einsum_prepare(operands[i], &parsed[i], &need_b)?;
+        let mut need_a = keep.clone();
+        need_a.extend(lb.iter().copied());
+        let (a, l2) = einsum_prepare(&acc, &la, &need_a)?;
+        let (r, lr) = contract_pair(&a, &l2, &b, &lb, &keep)?;
+        acc = r;
+        la = lr;
+    }
+    // Size-1 broadcast leftovers of ellipsis dims may differ; sum what the output drops.
+    let (acc, la) = einsum_prepare(&acc, &la, &out)?;
+    let perm: Vec<i64> = out
+        .iter()
+        .map(|c| la.iter().position(|x| x == c).map(|p| p as i64))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| invalid(op, "internal: output subscript lost"))?;
+    acc.permute(&perm)
+}
+
+/// `torch.tensordot(a, b, dims_a, dims_b)`.
+pub fn tensordot(a: &Tensor, b: &Tensor, dims_a: &[i64], dims_b: &[i64]) -> Result<Tensor> {
+    let op = "tensordot";
+    if dims_a.len() != dims_b.len() {
+        return Err(invalid(op, "both dimension lists should have same length"));
+    }
+    let da: Vec<usize> = dims_a
+        .iter()
+        .map(|&d| crate::layout::wrap_dim(op, d, a.dim()))
+        .collect::<Result<_>>()?;
+    let db: Vec<usize> = dims_b
+        .iter()
+        .map(|&d| crate::layout::wrap_dim(op, d, b.dim()))
+        .collect::<Result<_>>()?;
+    for (&x, &y) in da.iter().zip(&db) {
+        if a.shape()[x] != b.shape()[y] {
+            return Err(invalid(
+                op,
+                format!(
+                    "contracted dimensions need to match, but first has size {} in dim {x} and second has size {} in dim {y}",
+                    a.shape()[x],
+                    b.shape()[y]
+                ),
+            ));
+        }
+    }
+    let fa: Vec<usize> = (0..a.dim()).filter(|d| !da.contains(d)).collect();
+    let fb: Vec<usize> = (0..b.dim()).filter(|d| !db.contains(d)).collect();
+    let pa: Vec<i64> = fa.iter().chain(&da).map(|&d| d as i64).collect();
+    let pb: Vec<i64> = db.iter().chain(&fb).map(|&d| d as i64).collect();
+    let m: usize = fa.iter().map(|&d| a.shape()[d]).product();
+    let k: usize = da.iter().map(|&d| a.shape()[d]).product();
+    let n: usize = fb.iter().map(|&d| b.shape()[d]).product();
+    let a2 = a.permute(&pa)?.reshape(&[m as i64, k as i64])?;
+    let b2 = b.permute(&pb)?.reshape(&[k as i64, n as i64])?;
+    let shape: Vec<i64> = fa
+        .iter()
+        .map(|&d| a.shape()[d] as i64)
+        .chain(fb.iter().map(|&d| b.shape()[d] as i64))
+        .collect();
+    a2.mm(&b2)?.reshape(&shape)
+}
+
+/// `torch.kron(a, b)`.
+pub fn kron(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let n = a.dim().max(b.dim());
+    let pad = |t: &Tensor| -> Vec<usize> {
+        let mut s = vec![1; n - t.dim()];
+        s.extend(t.shape());
+        s
+    };
+    let (sa, sb) = (pad(a), pad(b));
+    let mut ia = Vec::new();
+    let mut ib = Vec::new();
+    for i in 0..n {
+        ia.extend([sa[i] as i64, 1]);
+        ib.extend([1, sb[i] as i64]);
+    }
+    let r = a.reshape(&ia)?.mul(&b.reshape(&ib)?)?;
+    let shape: Vec<i64> = (0..n).map(|i| (sa[i] * sb[i]) as i64).collect();
+    r.reshape(&shape)
+}
+
+/// `torch.outer(a, b)` (both 1-D).
+pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.dim() != 1 || b.dim() != 1 {
+        return Err(invalid(
+            "outer",
+            format!("expected 1D tensors, got {}D and {}D", a.dim(), b.dim()),
+        ));
+    }
+    a.unsqueeze(1)?.mul(b)
+}
+
+/// `torch.dot(a, b)`: 1-D tensors of one dtype and length.
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let op = "dot";
+    if a.dim() != 1 || b.dim() != 1 {
+        return Err(invalid(
+            op,
+            format!(
+                "1D tensors expected, but got {}D and {}D tensors",
+                a.dim(),
+                b.dim()
+            ),
+        ));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(invalid(
+            op,
+            format!(
+                "dot : expected both vectors to have same dtype, but found {} and {}",
+                a.dtype().name(),
+                b.dtype().name()
+            ),
+        ));
+    }
+    if a.numel() != b.numel() {
+        return Err(invalid(
+            op,
+            format!(
+                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+                a.numel(),
+                b.numel(),
+                a.numel(),
+                b.numel()
+            ),
+        ));
+    }
+    if a.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    a.matmul(b)
+}
+
+/// `torch.mv(mat, vec)`.
+pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    if mat.dim() != 2 || vec.dim() != 1 {
+        return Err(invalid(
+            "mv",
+            format!(
+                "vector + matrix @ vector expected, got {}, {}, {}",
+                1,
+                mat.dim(),
+                vec.dim()
+            ),
+        ));
+    }
+    if mat.shape()[1] != vec.shape()[0] {
+        return Err(mat_mismatch("mv", mat, vec));
+    }
+    mat.matmul(vec)
+}
+
+/// `beta * input + alpha * product` for the addmv/addr/addbmm family.
+pub fn add_scaled(input: &Tensor, product: &Tensor, scale: AddmmScale) -> Result<Tensor> {
+    scaled_sum(input, product, scale)
+}
+
+/// `torch.linalg.cross(a, b, dim)` (size 3 along `dim`, broadcasting the rest).
+pub fn cross(a: &Tensor, b: &Tensor, dim: i64) -> Result<Tensor> {
+    let op = "linalg.cross";
+    if a.dim() != b.dim() {
+        return Err(invalid(
+            op,
+            format!(
+                "inputs must have the same number of dimensions, got {} and {}",
+                a.dim(),
+                b.dim()
+            ),
+        ));
+    }
+    if a.dtype() == DType::Bool || b.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let a = a.broadcast_to(&shape)?;
+    let b = b.broadcast_to(&shape)?;
+    let d = crate::layout::wrap_dim(op, dim, shape.len())?;
+    if shape.is_empty() || shape[d] != 3 {
+        return Err(invalid(
+            op,
+            format!("dimension {dim} does not have size 3 (shape {shape:?})"),
+        ));
+    }
+    let c = |t: &Tensor, i: i64| t.narrow(d as i64, i, 1);
+    let x = c(&a, 1)?
+        .mul(&c(&b, 2)?)?
+        .sub(&c(&a, 2)?.mul(&c(&b, 1)?)?)?;
+    let y = c(&a, 2)?
+        .mul(&c(&b, 0)?)?
+        .sub(&c(&a, 0)?.mul(&c(&b, 2)?)?)?;
+    let z = c(&a, 0)?
+        .mul(&c(&b, 1)?)?
+        .sub(&c(&a, 1)?.mul(&c(&b, 0)?)?)?;
+    crate::ops::index::cat(&[&x, &y, &z], d as i64)
+}
+
+/// `torch.cdist(x1, x2, p)`: p-norm distances between the rows of `[..., P, M]` and
+/// `[..., R, M]` (computed directly in f64).
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64) -> Result<Tensor> {
+    let op = "cdist";
+    if !x1.dtype().is_float() || !x2.dtype().is_float() {
+        return Err(invalid(
+            op,
+            format!(
+                "cdist only supports floating-point dtypes, X1 got: {}",
+                x1.dtype().name()
+            ),
+        ));
+    }
+    if x1.dim() < 2 || x2.dim() < 2 {
+        return Err(invalid(op, "cdist only supports at least 2D tensors"));
+    }
+    if matches!(x1.dtype(), DType::F16 | DType::BF16) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x1.dtype(),
+        });
+    }
+    if x1.shape()[x1.dim() - 1] != x2.shape()[x2.dim() - 1] {
+        return Err(invalid(
+            op,
+            "X1 and X2 must have the same number of columns",
+        ));
+    }
+    if p < 0.0 {
+        return Err(invalid(op, "cdist only supports non-negative p values"));
+    }
+    let dtype = crate::dtype::promote_types(x1.dtype(), x2.dtype());
+    let (pn, m) = (x1.shape()[x1.dim() - 2], x1.shape()[x1.dim() - 1]);
+    let rn = x2.shape()[x2.dim() - 2];
+    let batch = broadcast_shapes(op, &x1.shape()[..x1.dim() - 2], &x2.shape()[..x2.dim() - 2])?;
+    let bs: usize = batch.iter().product();
+    let mut e1: Vec<usize> = batch.clone();
+    e1.extend([pn, m]);
+    let mut e2: Vec<usize> = batch.clone();
+    e2.extend([rn, m]);
+    let v1 = x1.broadcast_to(&e1)?.to_vec::<f64>()?;
+    let v2 = x2.broadcast_to(&e2)?.to_vec::<f64>()?;
+    let mut out = Vec::with_capacity(bs * pn * rn);
+    for bi in 0..bs {
+        for i in 0..pn {
+            let r1 = &v1[(bi * pn + i) * m..(bi * pn + i + 1) * m];
+            for j in 0..rn {
+                let r2 = &v2[(bi * rn + j) * m..(bi * rn + j + 1) * m];
+                let diffs = r1.iter().zip(r2).map(|(a, b)| (a - b).abs());
+                let d = if p == 0.0 {
+                    diffs.filter(|&x| x != 0.0).count() as f64
+                } else if p == f64::INFINITY {
+                    diffs.fold(0.0, f64::max)
+                } else if p == 1.0 {
+                    diffs.sum()
+                } else if p == 2.0 {
+                    diffs.map(|x| x * x).sum::<f64>().sqrt()
+                } else {
+                    diffs.map(|x| x.powf(p)).sum::<f64>().powf(1.0 / p)
+                };
+                out.push(d);
+            }
+        }
+    }
+    let mut shape = batch;
+    shape.extend([pn, rn]);
+    Tensor::from_f64s(&out, &shape, dtype)
+}
+
+/// `torch.pdist(x, p)`: distances between the rows of a 2-D tensor, upper triangle, row-major.
+pub fn pdist(x: &Tensor, p: f64) -> Result<Tensor> {
+    let op = "pdist";
+    if x.dim() != 2 {
+        return Err(invalid(
+            op,
+            format!("pdist only supports 2D tensors, got: {}D", x.dim()),
+        ));
+    }
+    if !x.dtype().is_float() {
+        return Err(invalid(op, "pdist only supports floating-point dtypes"));
+    }
+    if matches!(x.dtype(), DType::F16 | DType::BF16) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    let n = x.shape()[0];
+    let full = cdist(x, x, p)?.to_vec::<f64>()?;
+    let mut out = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            out.push(full[i * n + j]);
+        }
+    }
+    Tensor::from_f64s(&out, &[out.len()], x.dtype())
+}
+
+/// `torch.linalg.matrix_power(a, n)` for `n >= 0` (negative powers need an inverse).
+pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
+    let op = "linalg.matrix_power";
+    let d = a.dim();
+    if d < 2 || a.shape()[d - 1] != a.shape()[d - 2] {
+        return Err(invalid(
+            op,
+            "A must be batches of square matrices, but they are not square",
+        ));
+    }
+    if n < 0 {
+        return Err(Error::UnsupportedDType {
+            op: "linalg.matrix_power (negative powers)",
+            dtype: a.dtype(),
+        });
+    }
+    if n == 0 {
+        let k = a.shape()[d - 1];
+        let eye = crate::ops::creation::eye(k, None, a.dtype())?;
+        let shape: Vec<i64> = a.shape().iter().map(|&s| s as i64).collect();
+        return eye.expand(&shape)?.contiguous();
+    }
+    if n == 1 {
+        return a.deep_clone();
+    }
+    // Upstream: repeated squaring, multiplying the result by the squares of set bits.
+    let mut z: Option<Tensor> = None;
+    let mut result: Option<Tensor> = None;
+    let mut k = n;
+    while k > 0 {
+        z = Some(match z {
+            None => a.clone(),
+            Some(z) => z.matmul(&z)?,
+        });
+        if k & 1 == 1 {
+            let zz = z.as_ref().ok_or_else(|| invalid(op, "internal"))?;
+            result = Some(match result {
+                None => zz.clone(),
+                Some(r) => r.matmul(zz)?,
+            });
+        }
+        k >>= 1;
+    }
+    result.ok_or_else(|| invalid(op, "internal"))
 }
