@@ -366,6 +366,23 @@ impl Tensor {
         }
     }
 
+    /// `self` when its strides are already the row-major ones; otherwise a row-major tensor
+    /// (a copy when the layout is not contiguous; size-1 dims get upstream's strides too).
+    pub fn with_row_major_strides(&self) -> Result<Tensor> {
+        let want = crate::layout::contiguous_strides(self.shape());
+        if self.strides() == want.as_slice() {
+            return Ok(self.clone());
+        }
+        if self.is_contiguous() {
+            return Ok(self.relayout(Layout {
+                sizes: self.layout.sizes.clone(),
+                strides: want,
+                offset: self.layout.offset,
+            }));
+        }
+        self.copy_as(self.dtype, MemoryFormat::Contiguous)
+    }
+
     /// True when this tensor was made by a view op (upstream's `_is_view()`).
     pub fn is_view(&self) -> bool {
         self.base.is_some()

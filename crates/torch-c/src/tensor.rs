@@ -9,9 +9,7 @@
 
 use crate::dtype;
 use crate::error::core_err;
-use pyo3::exceptions::{
-    PyIndexError, PyRuntimeError, PyTypeError, PyValueError,
-};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PySlice, PyTuple, PyType};
@@ -954,7 +952,7 @@ fn advanced_index(view: &Tensor, advanced: Vec<(usize, Tensor)>) -> PyResult<Ten
     // A fresh result, not a view of the indexed copy.
     Ok(result
         .permute(&order)
-        .and_then(|r| r.contiguous())
+        .and_then(|r| r.with_row_major_strides())
         .map_err(core_err)?
         .without_base())
 }

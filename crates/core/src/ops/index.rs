@@ -302,7 +302,7 @@ impl Tensor {
         moved
             .index(&[index.reshape(&[-1])?])?
             .transpose(0, d as i64)?
-            .contiguous()
+            .with_row_major_strides()
     }
 
     /// `torch.gather(self, dim, index)`: `out[i][j] = self[index[i][j]][j]` for dim 0.
@@ -1008,6 +1008,12 @@ impl Tensor {
                 ),
             ));
         }
+        if self.dtype() == DType::Bool && (reduce == Reduction::Mean || !include_self) {
+            return Err(Error::UnsupportedDType {
+                op: "scatter_gather_tensor_cpu_reduce",
+                dtype: DType::Bool,
+            });
+        }
         let d = wrap_dim(op, dim, self.dim().max(1))?;
         check_index_shape(
             op,
@@ -1090,4 +1096,186 @@ impl Tensor {
             include_self,
         )
     }
+}
+
+/// `torch.searchsorted(sorted, values, right=...)`: for each value, the insertion index in
+/// the innermost rows of `sorted` (a 1-D `sorted` serves every value). int64 or int32 result.
+pub fn searchsorted(
+    sorted: &Tensor,
+    values: &Tensor,
+    right: bool,
+    out_int32: bool,
+) -> Result<Tensor> {
+    let op = "searchsorted_out_cpu";
+    if sorted.dtype() == DType::Bool || values.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    if sorted.dim() == 0 {
+        return Err(invalid(
+            op,
+            "boundaries tensor should have positive dimension, but got 0 dimension",
+        ));
+    }
+    let m = sorted.shape()[sorted.dim() - 1];
+    let batched = sorted.dim() > 1;
+    if batched
+        && (values.dim() != sorted.dim()
+            || values.shape()[..values.dim() - 1] != sorted.shape()[..sorted.dim() - 1])
+    {
+        return Err(invalid(
+            op,
+            "boundaries and input should have the same leading dimensions",
+        ));
+    }
+    let s = sorted.to_vec::<f64>()?;
+    let v = values.to_vec::<f64>()?;
+    let k = if values.dim() == 0 {
+        1
+    } else {
+        values.shape()[values.dim() - 1]
+    };
+    let mut out = Vec::with_capacity(v.len());
+    for (i, &x) in v.iter().enumerate() {
+        let row = if batched && k > 0 { i / k } else { 0 };
+        let seq = &s[row * m..row * m + m];
+        let pos = if right {
+            seq.partition_point(|&e| e <= x)
+        } else {
+            seq.partition_point(|&e| e < x)
+        };
+        out.push(pos as i64);
+    }
+    Tensor::from_i64s(
+        &out,
+        values.shape(),
+        if out_int32 { DType::I32 } else { DType::I64 },
+    )
+}
+
+/// `torch.histc(self, bins, min, max)`: equal-width histogram of a float tensor; with
+/// `min == max` the data's range is used (widened by 1 each way when it is a single value).
+pub fn histc(t: &Tensor, bins: i64, min: f64, max: f64) -> Result<Tensor> {
+    let op = "histogram_cpu";
+    if !t.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
+    if bins <= 0 {
+        return Err(invalid("histc", "bins must be > 0"));
+    }
+    let v = t.to_vec::<f64>()?;
+    let (mut lo, mut hi) = (min, max);
+    if lo == hi && !v.is_empty() {
+        lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    }
+    if lo == hi {
+        lo -= 1.0;
+        hi += 1.0;
+    }
+    if lo > hi {
+        return Err(invalid("histc", "max must be larger than min"));
+    }
+    let bins_u = bins as usize;
+    let mut counts = vec![0f64; bins_u];
+    // Edges computed in the input's precision, as upstream's kernel does.
+    let round = |x: f64| {
+        Tensor::scalar_tensor(Scalar::Float(x), t.dtype())
+            .to_vec::<f64>()
+            .map(|v| v[0])
+    };
+    let (lo, hi) = (round(lo)?, round(hi)?);
+    for &x in &v {
+        if x.is_nan() || x < lo || x > hi {
+            continue;
+        }
+        let mut pos = ((x - lo) / (hi - lo) * bins as f64) as usize;
+        if pos >= bins_u {
+            pos = bins_u - 1;
+        }
+        counts[pos] += 1.0;
+    }
+    Tensor::from_f64s(&counts, &[bins_u], t.dtype())
+}
+
+/// `torch.bincount(self, weights, minlength)`: counts (int64) or summed weights (float64)
+/// of each non-negative integer value.
+pub fn bincount(t: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<Tensor> {
+    let op = "bincount_cpu";
+    if t.dtype().is_float() || t.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
+    if t.dim() != 1 || minlength < 0 {
+        return Err(invalid(
+            "bincount",
+            "bincount only supports 1-d non-negative integral inputs.",
+        ));
+    }
+    let v = t.to_vec::<i64>()?;
+    if v.iter().any(|&x| x < 0) {
+        return Err(invalid(
+            "bincount",
+            "bincount only supports 1-d non-negative integral inputs.",
+        ));
+    }
+    let n = v
+        .iter()
+        .map(|&x| x as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(minlength as usize);
+    match weights {
+        None => {
+            let mut c = vec![0i64; n];
+            for &x in &v {
+                c[x as usize] += 1;
+            }
+            Tensor::from_i64s(&c, &[n], DType::I64)
+        }
+        Some(w) => {
+            if w.dim() != 1 || w.numel() != v.len() {
+                return Err(invalid(
+                    "bincount",
+                    "weights should be 1-d and have the same length as input",
+                ));
+            }
+            let wv = w.to_vec::<f64>()?;
+            let mut c = vec![0f64; n];
+            for (&x, &wt) in v.iter().zip(&wv) {
+                c[x as usize] += wt;
+            }
+            let dtype = if w.dtype() == DType::F32 {
+                DType::F32
+            } else {
+                DType::F64
+            };
+            Tensor::from_f64s(&c, &[n], dtype)
+        }
+    }
+}
+
+/// `torch.isin(elements, test_elements, invert=...)`: bool tensor shaped like `elements`.
+pub fn isin(elements: &Tensor, test: &Tensor, invert: bool) -> Result<Tensor> {
+    let dtype = result_type_of(&[elements, test])?;
+    let e = elements.to_dtype(dtype)?.to_vec::<f64>()?;
+    let mut tv = test.to_dtype(dtype)?.to_vec::<f64>()?;
+    tv.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let out: Vec<i64> = e
+        .iter()
+        .map(|x| {
+            let found = tv
+                .binary_search_by(|p| p.partial_cmp(x).unwrap_or(std::cmp::Ordering::Less))
+                .is_ok();
+            (found != invert) as i64
+        })
+        .collect();
+    Tensor::from_i64s(&out, elements.shape(), DType::Bool)
 }

@@ -102,50 +102,99 @@ pub(crate) fn register(t: &mut Table) {
 
     // ----- scatter / gather family -----
     // (`forms!` registers three names; the ones upstream does not define are removed below.)
-    forms!(t, "aten::scatter.src", "aten::scatter_.src", "aten::scatter.src_out", 4, |c| {
-        let x = c.tensor(0)?;
-        x.scatter(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?).map_err(core_err)
-    });
-    forms!(t, "aten::scatter.value", "aten::scatter_.value", "aten::scatter.value_out", 4, |c| {
-        let x = c.tensor(0)?;
-        x.scatter_value(c.int(1)?, &c.tensor(2)?, c.scalar(3)?)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::scatter.reduce", "aten::scatter_.reduce", "aten::scatter.reduce_out", 5, |c| {
-        let x = c.tensor(0)?;
-        let r = scatter_mode(&c.str(4)?)?;
-        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, true)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::scatter.value_reduce", "aten::scatter_.value_reduce", "aten::scatter.value_reduce_out", 5, |c| {
-        let x = c.tensor(0)?;
-        let r = scatter_mode(&c.str(4)?)?;
-        let v = Tensor::scalar_tensor(c.scalar(3)?, x.dtype());
-        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &v, r, true)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::scatter_add", "aten::scatter_add_", "aten::scatter_add.out", 4, |c| {
-        let x = c.tensor(0)?;
-        x.scatter_add(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::scatter_reduce.two", "aten::scatter_reduce_.two", "aten::scatter_reduce.two_out", 6, |c| {
-        let x = c.tensor(0)?;
-        let name = c.str(4)?;
-        let r = Reduction::parse(&name)
-            .filter(|_| name != "add" && name != "multiply")
-            .ok_or_else(|| {
-                PyRuntimeError::new_err(format!(
-                    "reduce argument must be either sum, prod, mean, amax or amin, got {name}"
-                ))
-            })?;
-        x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, c.bool(5)?)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::index_reduce", "aten::index_reduce_", "aten::index_reduce.out", 6, |c| {
-        let x = c.tensor(0)?;
-        let name = c.str(4)?;
-        let r = match name.as_str() {
+    forms!(
+        t,
+        "aten::scatter.src",
+        "aten::scatter_.src",
+        "aten::scatter.src_out",
+        4,
+        |c| {
+            let x = c.tensor(0)?;
+            x.scatter(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::scatter.value",
+        "aten::scatter_.value",
+        "aten::scatter.value_out",
+        4,
+        |c| {
+            let x = c.tensor(0)?;
+            x.scatter_value(c.int(1)?, &c.tensor(2)?, c.scalar(3)?)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::scatter.reduce",
+        "aten::scatter_.reduce",
+        "aten::scatter.reduce_out",
+        5,
+        |c| {
+            let x = c.tensor(0)?;
+            let r = scatter_mode(&c.str(4)?)?;
+            x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, true)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::scatter.value_reduce",
+        "aten::scatter_.value_reduce",
+        "aten::scatter.value_reduce_out",
+        5,
+        |c| {
+            let x = c.tensor(0)?;
+            let r = scatter_mode(&c.str(4)?)?;
+            let v = Tensor::scalar_tensor(c.scalar(3)?, x.dtype());
+            x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &v, r, true)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::scatter_add",
+        "aten::scatter_add_",
+        "aten::scatter_add.out",
+        4,
+        |c| {
+            let x = c.tensor(0)?;
+            x.scatter_add(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::scatter_reduce.two",
+        "aten::scatter_reduce_.two",
+        "aten::scatter_reduce.two_out",
+        6,
+        |c| {
+            let x = c.tensor(0)?;
+            let name = c.str(4)?;
+            let r = Reduction::parse(&name)
+                .filter(|_| name != "add" && name != "multiply")
+                .ok_or_else(|| {
+                    PyRuntimeError::new_err(format!(
+                        "reduce argument must be either sum, prod, mean, amax or amin, got {name}"
+                    ))
+                })?;
+            x.scatter_reduce(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?, r, c.bool(5)?)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::index_reduce",
+        "aten::index_reduce_",
+        "aten::index_reduce.out",
+        6,
+        |c| {
+            let x = c.tensor(0)?;
+            let name = c.str(4)?;
+            let r = match name.as_str() {
             "prod" | "mean" | "amax" | "amin" => Reduction::parse(&name),
             _ => None,
         }
@@ -154,53 +203,95 @@ pub(crate) fn register(t: &mut Table) {
                 "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {name}."
             ))
         })?;
-        let src = c.tensor(3)?;
-        same_dtype("index_reduce_", &x, &src)?;
-        x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, r, c.bool(5)?)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::index_add", "aten::index_add_", "aten::index_add.out", 5, |c| {
-        let x = c.tensor(0)?;
-        let src = c.tensor(3)?;
-        same_dtype("index_add_", &x, &src)?;
-        let alpha = c.scalar(4)?;
-        let src = if alpha.to_f64() == 1.0 {
-            src
-        } else {
-            src.mul(alpha)
-                .and_then(|s| s.to_dtype(x.dtype()))
-                .map_err(core_err)?
-        };
-        x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, Reduction::Sum, true)
-            .map_err(core_err)
-    });
-    forms!(t, "aten::index_copy", "aten::index_copy_", "aten::index_copy.out", 4, |c| {
-        let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
-        x.index_copy_(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
-            .map_err(core_err)?;
-        Ok(x)
-    });
-    forms!(t, "aten::index_fill.int_Scalar", "aten::index_fill_.int_Scalar", "aten::index_fill.int_Scalar_out", 4, |c| {
-        index_fill(&c.tensor(0)?, c.int(1)?, &c.tensor(2)?, c.scalar(3)?)
-    });
-    forms!(t, "aten::index_fill.int_Tensor", "aten::index_fill_.int_Tensor", "aten::index_fill.int_Tensor_out", 4, |c| {
-        let v = c.tensor(3)?;
-        if v.dim() != 0 {
-            return Err(PyRuntimeError::new_err(format!(
+            let src = c.tensor(3)?;
+            same_dtype("index_reduce_", &x, &src)?;
+            x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, r, c.bool(5)?)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::index_add",
+        "aten::index_add_",
+        "aten::index_add.out",
+        5,
+        |c| {
+            let x = c.tensor(0)?;
+            let src = c.tensor(3)?;
+            same_dtype("index_add_", &x, &src)?;
+            let alpha = c.scalar(4)?;
+            let src = if alpha.to_f64() == 1.0 {
+                src
+            } else {
+                src.mul(alpha)
+                    .and_then(|s| s.to_dtype(x.dtype()))
+                    .map_err(core_err)?
+            };
+            x.index_reduce(c.int(1)?, &c.tensor(2)?, &src, Reduction::Sum, true)
+                .map_err(core_err)
+        }
+    );
+    forms!(
+        t,
+        "aten::index_copy",
+        "aten::index_copy_",
+        "aten::index_copy.out",
+        4,
+        |c| {
+            let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
+            x.index_copy_(c.int(1)?, &c.tensor(2)?, &c.tensor(3)?)
+                .map_err(core_err)?;
+            Ok(x)
+        }
+    );
+    forms!(
+        t,
+        "aten::index_fill.int_Scalar",
+        "aten::index_fill_.int_Scalar",
+        "aten::index_fill.int_Scalar_out",
+        4,
+        |c| { index_fill(&c.tensor(0)?, c.int(1)?, &c.tensor(2)?, c.scalar(3)?) }
+    );
+    forms!(
+        t,
+        "aten::index_fill.int_Tensor",
+        "aten::index_fill_.int_Tensor",
+        "aten::index_fill.int_Tensor_out",
+        4,
+        |c| {
+            let v = c.tensor(3)?;
+            if v.dim() != 0 {
+                return Err(PyRuntimeError::new_err(format!(
                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
                 v.dim()
             )));
+            }
+            index_fill(
+                &c.tensor(0)?,
+                c.int(1)?,
+                &c.tensor(2)?,
+                v.item().map_err(core_err)?,
+            )
         }
-        index_fill(&c.tensor(0)?, c.int(1)?, &c.tensor(2)?, v.item().map_err(core_err)?)
-    });
-    forms!(t, "aten::index_put", "aten::index_put_", "aten::index_put.out", 4, |c| {
-        let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
-        index_put_into(c, &x)?;
-        Ok(x)
-    });
+    );
+    forms!(
+        t,
+        "aten::index_put",
+        "aten::index_put_",
+        "aten::index_put.out",
+        4,
+        |c| {
+            let x = c.tensor(0)?.deep_clone().map_err(core_err)?;
+            index_put_into(c, &x)?;
+            Ok(x)
+        }
+    );
     forms!(t, "aten::put", "aten::put_", "aten::put.out", 4, |c| {
         let x = c.tensor(0)?;
-        let flat = x.contiguous().and_then(|f| f.deep_clone()).map_err(core_err)?;
+        let flat = x
+            .contiguous()
+            .and_then(|f| f.deep_clone())
+            .map_err(core_err)?;
         let index = c.tensor(1)?;
         let source = c.tensor(2)?;
         if index.numel() != source.numel() {
@@ -223,106 +314,150 @@ pub(crate) fn register(t: &mut Table) {
             .map_err(core_err)?;
         Ok(flat)
     });
-    forms!(t, "aten::take", "aten::take_not_inplace", "aten::take.out", 2, |c| {
-        let x = c.tensor(0)?;
-        let index = c.tensor(1)?;
-        if index.dtype() != DType::I64 {
-            return Err(PyRuntimeError::new_err(format!(
-                "take(): Expected a long tensor for index, but got {}",
-                scalar_type_name(index.dtype())
-            )));
-        }
-        let n = x.numel() as i64;
-        for i in index.to_vec::<i64>().map_err(core_err)? {
-            if i < -n || i >= n {
-                return Err(PyIndexError::new_err(format!(
-                    "out of range: tried to access index {i} on a tensor of {n} elements."
+    forms!(
+        t,
+        "aten::take",
+        "aten::take_not_inplace",
+        "aten::take.out",
+        2,
+        |c| {
+            let x = c.tensor(0)?;
+            let index = c.tensor(1)?;
+            if index.dtype() != DType::I64 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "take(): Expected a long tensor for index, but got {}",
+                    scalar_type_name(index.dtype())
                 )));
             }
+            let n = x.numel() as i64;
+            for i in index.to_vec::<i64>().map_err(core_err)? {
+                if i < -n || i >= n {
+                    return Err(PyIndexError::new_err(format!(
+                        "out of range: tried to access index {i} on a tensor of {n} elements."
+                    )));
+                }
+            }
+            x.reshape(&[-1])
+                .and_then(|f| f.index(&[index]))
+                .map_err(core_err)
         }
-        x.reshape(&[-1])
-            .and_then(|f| f.index(&[index]))
-            .map_err(core_err)
-    });
-    forms!(t, "aten::take_along_dim", "aten::take_along_dim_not_inplace", "aten::take_along_dim.out", 3, |c| {
-        let x = c.tensor(0)?;
-        let idx = c.tensor(1)?;
-        if idx.dtype() != DType::I64 {
-            return Err(PyRuntimeError::new_err(format!(
-                "torch.take_along_dim(): dtype of indices should be Long but got {}",
-                scalar_type_name(idx.dtype())
-            )));
-        }
-        match c.opt_int(2)? {
-            None => x
-                .reshape(&[-1])
-                .and_then(|f| f.gather(0, &idx.reshape(&[-1])?))
-                .map_err(core_err),
-            Some(dim) => {
-                if x.dim() != idx.dim() {
-                    return Err(PyRuntimeError::new_err(
+    );
+    forms!(
+        t,
+        "aten::take_along_dim",
+        "aten::take_along_dim_not_inplace",
+        "aten::take_along_dim.out",
+        3,
+        |c| {
+            let x = c.tensor(0)?;
+            let idx = c.tensor(1)?;
+            if idx.dtype() != DType::I64 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "torch.take_along_dim(): dtype of indices should be Long but got {}",
+                    scalar_type_name(idx.dtype())
+                )));
+            }
+            match c.opt_int(2)? {
+                None => x
+                    .reshape(&[-1])
+                    .and_then(|f| f.gather(0, &idx.reshape(&[-1])?))
+                    .map_err(core_err),
+                Some(dim) => {
+                    if x.dim() != idx.dim() {
+                        return Err(PyRuntimeError::new_err(
                         "torch.take_along_dim(): input and indices should have the same number of dimensions",
                     ));
+                    }
+                    let d = torchnative_core::layout::wrap_dim("take_along_dim", dim, x.dim())
+                        .map_err(core_err)?;
+                    let mut xs: Vec<usize> = x.shape().to_vec();
+                    let mut is: Vec<usize> = idx.shape().to_vec();
+                    xs[d] = 1;
+                    is[d] = 1;
+                    let b = torchnative_core::layout::broadcast_shapes("take_along_dim", &xs, &is)
+                        .map_err(core_err)?;
+                    let mut xb: Vec<i64> = b.iter().map(|&v| v as i64).collect();
+                    let mut ib = xb.clone();
+                    xb[d] = x.shape()[d] as i64;
+                    ib[d] = idx.shape()[d] as i64;
+                    let xe = x.expand(&xb).map_err(core_err)?;
+                    let ie = idx.expand(&ib).map_err(core_err)?;
+                    xe.gather(d as i64, &ie).map_err(core_err)
                 }
-                let d = torchnative_core::layout::wrap_dim("take_along_dim", dim, x.dim())
-                    .map_err(core_err)?;
-                let mut xs: Vec<usize> = x.shape().to_vec();
-                let mut is: Vec<usize> = idx.shape().to_vec();
-                xs[d] = 1;
-                is[d] = 1;
-                let b = torchnative_core::layout::broadcast_shapes("take_along_dim", &xs, &is)
-                    .map_err(core_err)?;
-                let mut xb: Vec<i64> = b.iter().map(|&v| v as i64).collect();
-                let mut ib = xb.clone();
-                xb[d] = x.shape()[d] as i64;
-                ib[d] = idx.shape()[d] as i64;
-                let xe = x.expand(&xb).map_err(core_err)?;
-                let ie = idx.expand(&ib).map_err(core_err)?;
-                xe.gather(d as i64, &ie).map_err(core_err)
             }
         }
-    });
-    forms!(t, "aten::masked_scatter", "aten::masked_scatter_", "aten::masked_scatter.out", 3, |c| {
-        let x = c.tensor(0)?;
-        let mask = c.tensor(1)?;
-        let source = c.tensor(2)?;
-        if mask.dtype() != DType::Bool {
-            return Err(PyRuntimeError::new_err(format!(
-                "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
-                scalar_type_name(mask.dtype())
-            )));
-        }
-        same_dtype("masked_scatter_", &x, &source)?;
-        let shape = torchnative_core::layout::broadcast_shapes("masked_scatter", x.shape(), mask.shape())
+    );
+    forms!(
+        t,
+        "aten::masked_scatter",
+        "aten::masked_scatter_",
+        "aten::masked_scatter.out",
+        3,
+        |c| {
+            let x = c.tensor(0)?;
+            let mask = c.tensor(1)?;
+            let source = c.tensor(2)?;
+            if mask.dtype() != DType::Bool {
+                return Err(PyRuntimeError::new_err(format!(
+                    "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+                    scalar_type_name(mask.dtype())
+                )));
+            }
+            same_dtype("masked_scatter_", &x, &source)?;
+            let shape = torchnative_core::layout::broadcast_shapes(
+                "masked_scatter",
+                x.shape(),
+                mask.shape(),
+            )
             .map_err(core_err)?;
-        let bshape: Vec<i64> = shape.iter().map(|&v| v as i64).collect();
-        let out = x.expand(&bshape).and_then(|e| e.contiguous()).and_then(|e| e.deep_clone()).map_err(core_err)?;
-        let m = mask.expand(&bshape).and_then(|m| m.contiguous()).map_err(core_err)?;
-        let count = m.to_vec::<bool>().map_err(core_err)?.iter().filter(|&&b| b).count();
-        if source.numel() < count {
-            return Err(PyRuntimeError::new_err(
+            let bshape: Vec<i64> = shape.iter().map(|&v| v as i64).collect();
+            let out = x
+                .expand(&bshape)
+                .and_then(|e| e.contiguous())
+                .and_then(|e| e.deep_clone())
+                .map_err(core_err)?;
+            let m = mask
+                .expand(&bshape)
+                .and_then(|m| m.contiguous())
+                .map_err(core_err)?;
+            let count = m
+                .to_vec::<bool>()
+                .map_err(core_err)?
+                .iter()
+                .filter(|&&b| b)
+                .count();
+            if source.numel() < count {
+                return Err(PyRuntimeError::new_err(
                 "masked_scatter: expected source to have at least as many elements as ones in mask",
             ));
+            }
+            let vals = source
+                .reshape(&[-1])
+                .and_then(|s| s.narrow(0, 0, count))
+                .map_err(core_err)?;
+            out.index_put_(&[m], &vals, false).map_err(core_err)?;
+            Ok(out)
         }
-        let vals = source
-            .reshape(&[-1])
-            .and_then(|s| s.narrow(0, 0, count))
-            .map_err(core_err)?;
-        out.index_put_(&[m], &vals, false).map_err(core_err)?;
-        Ok(out)
-    });
-    forms!(t, "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out", 3, |c| {
-        let v = c.tensor(2)?;
-        if v.dim() != 0 {
-            return Err(PyRuntimeError::new_err(format!(
+    );
+    forms!(
+        t,
+        "aten::masked_fill.Tensor",
+        "aten::masked_fill_.Tensor",
+        "aten::masked_fill.Tensor_out",
+        3,
+        |c| {
+            let v = c.tensor(2)?;
+            if v.dim() != 0 {
+                return Err(PyRuntimeError::new_err(format!(
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
                 v.dim()
             )));
+            }
+            c.tensor(0)?
+                .masked_fill(&c.tensor(1)?, v.item().map_err(core_err)?)
+                .map_err(core_err)
         }
-        c.tensor(0)?
-            .masked_fill(&c.tensor(1)?, v.item().map_err(core_err)?)
-            .map_err(core_err)
-    });
+    );
     for fake in [
         "aten::index_fill.int_Scalar_out",
         "aten::index_fill.int_Tensor_out",
@@ -347,7 +482,8 @@ pub(crate) fn register(t: &mut Table) {
         c.write_into(2, r)
     });
     t.insert("aten::index_select.out", |c| {
-        let r = c.tensor(0)?
+        let r = c
+            .tensor(0)?
             .index_select(c.int(1)?, &c.tensor(2)?)
             .map_err(core_err)?;
         c.write_into(3, r)
@@ -357,8 +493,12 @@ pub(crate) fn register(t: &mut Table) {
         c.write_into(4, r)
     });
     t.insert("aten::gather", |c| Ok(Out::Tensor(gather(c)?)));
-    t.insert("aten::nonzero", |c| Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?)));
-    t.insert("aten::argwhere", |c| Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?)));
+    t.insert("aten::nonzero", |c| {
+        Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?))
+    });
+    t.insert("aten::argwhere", |c| {
+        Ok(Out::Tensor(nonzero_t(&c.tensor(0)?)?))
+    });
     t.insert("aten::nonzero.out", |c| {
         let r = nonzero_t(&c.tensor(0)?)?;
         c.write_into(1, r)
@@ -374,9 +514,274 @@ pub(crate) fn register(t: &mut Table) {
         v.resize(size * nd, fill);
         ok(Tensor::from_i64s(&v, &[size, nd], DType::I64))
     });
+    // ----- sorting, joining, repeating, searching (the shape family) -----
+    t.insert("aten::sort.stable", |c| {
+        let options = torchnative_core::SortOptions {
+            descending: c.bool(3)?,
+        };
+        let (v, i) = c.tensor(0)?.sort(c.int(2)?, options).map_err(core_err)?;
+        Ok(Out::Tensors(vec![v, i]))
+    });
+    t.insert("aten::argsort", |c| {
+        let options = torchnative_core::SortOptions {
+            descending: c.bool(2)?,
+        };
+        ok(c.tensor(0)?.argsort(c.int(1)?, options))
+    });
+    t.insert("aten::argsort.stable", |c| {
+        let options = torchnative_core::SortOptions {
+            descending: c.bool(3)?,
+        };
+        ok(c.tensor(0)?.argsort(c.int(2)?, options))
+    });
+    t.insert("aten::msort", |c| {
+        let (v, _) = c
+            .tensor(0)?
+            .sort(0, torchnative_core::SortOptions::default())
+            .map_err(core_err)?;
+        ok(Ok(v))
+    });
+    t.insert("aten::concat", |c| cat_dim(c, None));
+    t.insert("aten::concatenate", |c| cat_dim(c, None));
+    t.insert("aten::hstack", |c| {
+        let ts = atleast_all(c, 1)?;
+        let dim = if ts.first().is_some_and(|t| t.dim() == 1) {
+            0
+        } else {
+            1
+        };
+        ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), dim))
+    });
+    t.insert("aten::vstack", |c| {
+        let ts = atleast_all(c, 2)?;
+        ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), 0))
+    });
+    t.insert("aten::row_stack", |c| {
+        let ts = atleast_all(c, 2)?;
+        ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), 0))
+    });
+    t.insert("aten::dstack", |c| {
+        let ts = atleast_all(c, 3)?;
+        ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), 2))
+    });
+    t.insert("aten::column_stack", |c| {
+        let ts = c
+            .tensors(0)?
+            .into_iter()
+            .map(|t| {
+                if t.dim() <= 1 {
+                    t.reshape(&[t.numel() as i64, 1])
+                } else {
+                    Ok(t)
+                }
+            })
+            .collect::<torchnative_core::Result<Vec<_>>>()
+            .map_err(core_err)?;
+        ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), 1))
+    });
+    t.insert("aten::flip", |c| {
+        let x = c.tensor(0)?;
+        let r = x.flip(&c.ints(1)?).map_err(core_err)?;
+        ok(like_layout(&r, &x))
+    });
+    t.insert("aten::fliplr", |c| {
+        let x = c.tensor(0)?;
+        if x.dim() < 2 {
+            return Err(PyRuntimeError::new_err("Input must be >= 2-d."));
+        }
+        let r = x.flip(&[1]).map_err(core_err)?;
+        ok(like_layout(&r, &x))
+    });
+    t.insert("aten::flipud", |c| {
+        let x = c.tensor(0)?;
+        if x.dim() < 1 {
+            return Err(PyRuntimeError::new_err("Input must be >= 1-d."));
+        }
+        let r = x.flip(&[0]).map_err(core_err)?;
+        ok(like_layout(&r, &x))
+    });
+    t.insert("aten::repeat", |c| {
+        let x = c.tensor(0)?;
+        let reps = c.ints(1)?;
+        if reps.len() < x.dim() {
+            return Err(PyRuntimeError::new_err(
+                "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+            ));
+        }
+        ok(x.repeat(&to_shape(&reps)?))
+    });
+    t.insert("aten::tile", |c| {
+        let x = c.tensor(0)?;
+        let mut reps = c.ints(1)?;
+        while reps.len() < x.dim() {
+            reps.insert(0, 1);
+        }
+        ok(x.repeat(&to_shape(&reps)?))
+    });
+    t.insert("aten::repeat_interleave.self_int", |c| {
+        let n = to_shape(&[c.int(1)?])?[0];
+        ok(c.tensor(0)?.repeat_interleave(n, c.opt_int(2)?))
+    });
+    t.insert("aten::repeat_interleave.self_Tensor", |c| {
+        ok(c.tensor(0)?
+            .repeat_interleave_tensor(&c.tensor(1)?, c.opt_int(2)?))
+    });
+    t.insert("aten::repeat_interleave.Tensor", |c| {
+        let reps = c.tensor(0)?;
+        if reps.dim() > 1 {
+            return Err(PyRuntimeError::new_err(
+                "repeat_interleave only accept 1D vector as repeat",
+            ));
+        }
+        let n = reps.numel();
+        let idx: Vec<i64> = (0..n as i64).collect();
+        let base = Tensor::from_i64s(&idx, &[n], DType::I64).map_err(core_err)?;
+        ok(base.repeat_interleave_tensor(&reps, Some(0)))
+    });
+    t.insert("aten::diff", |c| {
+        let x = c.tensor(0)?;
+        let n = c.int(1)?;
+        let dim = c.int(2)?;
+        if x.dim() == 0 {
+            return Err(PyRuntimeError::new_err(
+                "diff expects input to be at least one-dimensional",
+            ));
+        }
+        if n < 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "order must be non-negative but got {n}"
+            )));
+        }
+        let mut parts = Vec::new();
+        if let Some(p) = c.opt_tensor(3)? {
+            parts.push(p);
+        }
+        parts.push(x.clone());
+        if let Some(a) = c.opt_tensor(4)? {
+            parts.push(a);
+        }
+        let mut cur = if parts.len() == 1 {
+            x
+        } else {
+            torchnative_core::cat(&parts.iter().collect::<Vec<_>>(), dim).map_err(core_err)?
+        };
+        for _ in 0..n {
+            let len = cur.size(dim).map_err(core_err)?;
+            if len == 0 {
+                break;
+            }
+            let hi = cur.narrow(dim, 1, len - 1).map_err(core_err)?;
+            let lo = cur.narrow(dim, 0, len - 1).map_err(core_err)?;
+            cur = if cur.dtype() == DType::Bool {
+                hi.logical_xor(&lo)
+            } else {
+                hi.sub(&lo)
+            }
+            .map_err(core_err)?;
+        }
+        ok(Ok(cur))
+    });
+    t.insert("aten::searchsorted.Tensor", |c| {
+        let right = side_right(c)?;
+        ok(torchnative_core::ops::index::searchsorted(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            right,
+            c.bool(2)?,
+        ))
+    });
+    t.insert("aten::searchsorted.Scalar", |c| {
+        let s = c.tensor(0)?;
+        let v = Tensor::scalar_tensor(c.scalar(1)?, s.dtype());
+        let right = side_right(c)?;
+        ok(torchnative_core::ops::index::searchsorted(
+            &s,
+            &v,
+            right,
+            c.bool(2)?,
+        ))
+    });
+    t.insert("aten::bucketize.Tensor", |c| {
+        let b = c.tensor(1)?;
+        if b.dim() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "boundaries tensor must be 1 dimension, but got dim({})",
+                b.dim()
+            )));
+        }
+        ok(torchnative_core::ops::index::searchsorted(
+            &b,
+            &c.tensor(0)?,
+            c.bool(3)?,
+            c.bool(2)?,
+        ))
+    });
+    t.insert("aten::bucketize.Scalar", |c| {
+        let b = c.tensor(1)?;
+        let v = Tensor::scalar_tensor(c.scalar(0)?, b.dtype());
+        ok(torchnative_core::ops::index::searchsorted(
+            &b,
+            &v,
+            c.bool(3)?,
+            c.bool(2)?,
+        ))
+    });
+    t.insert("aten::histc", |c| {
+        ok(torchnative_core::ops::index::histc(
+            &c.tensor(0)?,
+            c.int(1)?,
+            c.scalar(2)?.to_f64(),
+            c.scalar(3)?.to_f64(),
+        ))
+    });
+    t.insert("aten::bincount", |c| {
+        let w = c.opt_tensor(1)?;
+        ok(torchnative_core::ops::index::bincount(
+            &c.tensor(0)?,
+            w.as_ref(),
+            c.int(2)?,
+        ))
+    });
+    t.insert("aten::isin.Tensor_Tensor", |c| {
+        ok(torchnative_core::ops::index::isin(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.bool(3)?,
+        ))
+    });
+    t.insert("aten::isin.Tensor_Scalar", |c| {
+        let e = c.tensor(0)?;
+        let s = Tensor::wrap_scalar(c.scalar(1)?);
+        ok(torchnative_core::ops::index::isin(&e, &s, c.bool(3)?))
+    });
+    t.insert("aten::isin.Scalar_Tensor", |c| {
+        let e = Tensor::wrap_scalar(c.scalar(0)?);
+        ok(torchnative_core::ops::index::isin(
+            &e,
+            &c.tensor(1)?,
+            c.bool(3)?,
+        ))
+    });
+    t.insert("aten::type_as", |c| {
+        let x = c.tensor(0)?;
+        let d = c.tensor(1)?.dtype();
+        if x.dtype() == d {
+            return Ok(Out::Arg(0));
+        }
+        ok(x.to_dtype(d))
+    });
+    t.insert("aten::equal", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        if a.shape() != b.shape() {
+            return Ok(Out::Scalar(Scalar::Bool(false)));
+        }
+        let same = a
+            .eq(&b)
+            .and_then(|e| e.to_vec::<bool>())
+            .map_err(core_err)?;
+        Ok(Out::Scalar(Scalar::Bool(same.iter().all(|&v| v))))
+    });
 }
-
-
 
 fn scatter_mode(name: &str) -> PyResult<Reduction> {
     match name {
@@ -504,11 +909,9 @@ fn gather(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
     }
     let dim = c.int(1)?;
     x.gather(dim, &index).map_err(|e| match e {
-        torchnative_core::Error::IndexOutOfRange { index: i, size, .. } => {
-            PyRuntimeError::new_err(format!(
-                "index {i} is out of bounds for dimension {dim} with size {size}"
-            ))
-        }
+        torchnative_core::Error::IndexOutOfRange { index: i, size, .. } => PyRuntimeError::new_err(
+            format!("index {i} is out of bounds for dimension {dim} with size {size}"),
+        ),
         e => core_err(e),
     })
 }
@@ -523,10 +926,67 @@ fn nonzero_t(x: &Tensor) -> PyResult<Tensor> {
         .and_then(|t| t.contiguous())
         .map_err(core_err)?;
     // Storage holds the transposed ([ndim, count]) data; view it as [count, ndim].
-    let out = Tensor::empty_strided(&[n, d], &[1, n.max(1)], DType::I64, x.device())
-        .map_err(core_err)?;
+    let out = Tensor::empty_strided(&[n, d], &[1, n], DType::I64, x.device()).map_err(core_err)?;
     if n > 0 && d > 0 {
         out.copy_(&cm.t().map_err(core_err)?).map_err(core_err)?;
     }
     Ok(out)
+}
+
+fn cat_dim(c: &Ctx<'_, '_>, dim: Option<i64>) -> PyResult<Out> {
+    let ts = c.tensors(0)?;
+    let dim = match dim {
+        Some(d) => d,
+        None => c.int(1)?,
+    };
+    ok(torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), dim))
+}
+
+/// The tensors of argument 0 with at least `n` dims (`atleast_{n}d`).
+fn atleast_all(c: &Ctx<'_, '_>, n: usize) -> PyResult<Vec<Tensor>> {
+    c.tensors(0)?
+        .into_iter()
+        .map(|x| {
+            Ok(match (n, x.dim()) {
+                (_, d) if d >= n => x,
+                (1, _) => x.reshape(&[1])?,
+                (2, 0) => x.reshape(&[1, 1])?,
+                (2, _) => x.unsqueeze(0)?,
+                (_, 0) => x.reshape(&[1, 1, 1])?,
+                (_, 1) => x.unsqueeze(0)?.unsqueeze(-1)?,
+                _ => x.unsqueeze(-1)?,
+            })
+        })
+        .collect::<torchnative_core::Result<Vec<_>>>()
+        .map_err(core_err)
+}
+
+/// `r` (row-major) laid out like `like` (upstream's TensorIterator output of a unary op).
+fn like_layout(r: &Tensor, like: &Tensor) -> torchnative_core::Result<Tensor> {
+    if like.is_contiguous() {
+        return Ok(r.clone());
+    }
+    let strides =
+        torchnative_core::tensor::MemoryFormat::Preserve.strides_for(like.shape(), like.strides());
+    let out = Tensor::empty_strided(r.shape(), &strides, r.dtype(), r.device())?;
+    out.copy_(r)?;
+    Ok(out)
+}
+
+/// `right=` / `side=` of searchsorted (side wins; "left" with right=True is an error).
+fn side_right(c: &Ctx<'_, '_>) -> PyResult<bool> {
+    let right = c.bool(3)?;
+    if c.values[4].is_none() {
+        return Ok(right);
+    }
+    match c.str(4)?.as_str() {
+        "right" => Ok(true),
+        "left" if !right => Ok(false),
+        "left" => Err(PyRuntimeError::new_err(
+            "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True",
+        )),
+        other => Err(PyRuntimeError::new_err(format!(
+            "torch.searchsorted(): side can only be 'left' or 'right' but got {other}"
+        ))),
+    }
 }
