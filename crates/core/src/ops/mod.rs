@@ -7,3 +7,4 @@ pub mod linalg;
 pub mod nn;
 pub mod pointwise;
 pub mod reduce;
+pub mod special;

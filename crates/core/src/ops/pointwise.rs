@@ -233,27 +233,9 @@ fn float_result(dtype: DType) -> DType {
     }
 }
 
-/// `erf` by the series erf(x) = 2/sqrt(pi) e^{-x^2} sum x^{2n+1} 2^n / (2n+1)!!, whose terms
-/// are all positive (no cancellation); beyond |x| = 6 erf is ±1 to f64 precision.
+/// The error function (the C math library's, as PyTorch's CPU kernels use).
 pub fn erf(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    let a = x.abs();
-    if a >= 6.0 {
-        return x.signum();
-    }
-    let x2 = a * a;
-    let mut term = a;
-    let mut sum = a;
-    let mut k = 0.0;
-    while term > sum * 1e-17 {
-        k += 1.0;
-        term *= 2.0 * x2 / (2.0 * k + 1.0);
-        sum += term;
-    }
-    let r = 2.0 / std::f64::consts::PI.sqrt() * (-x2).exp() * sum;
-    r.min(1.0).copysign(x)
+    super::special::erf(x)
 }
 
 /// Python-style floor division of floats, as PyTorch's `div_floor_floating` does it.
@@ -645,7 +627,10 @@ impl Tensor {
     /// `torch.neg` (refused for bool).
     pub fn neg(&self) -> Result<Tensor> {
         if self.dtype() == DType::Bool {
-            return Err(invalid("neg", "negation, the `-` operator, on a bool tensor is not supported; use logical_not / `~`"));
+            return Err(Error::UnsupportedDType {
+                op: "neg",
+                dtype: DType::Bool,
+            });
         }
         let d = self.dtype();
         map_n(
@@ -726,7 +711,7 @@ impl Tensor {
     pub fn relu(&self) -> Result<Tensor> {
         no_bool("relu", self)?;
         let d = self.dtype();
-        let ff = |[a]: [f64; 1]| if a.is_nan() { a } else { a.max(0.0) };
+        let ff = |[a]: [f64; 1]| if a < 0.0 { 0.0 } else { a };
         map_n("relu", [self], d, d, Kernel::Both(&ff, &|[a]| Ok(a.max(0))))
     }
 
@@ -1019,6 +1004,567 @@ impl Tensor {
         let hi = max.map(Tensor::wrap_scalar);
         self.clamp(lo.as_ref(), hi.as_ref())
     }
+}
+
+/// Rounds `v` to the precision of the float dtype `d` (the value stays an f64).
+fn round_to(d: DType, v: f64) -> f64 {
+    match d {
+        DType::F32 => v as f32 as f64,
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        _ => v,
+    }
+}
+
+fn bool_unary(
+    op: &'static str,
+    t: &Tensor,
+    f: fn(f64) -> bool,
+    g: fn(i64) -> bool,
+) -> Result<Tensor> {
+    let d = t.dtype();
+    let ff = move |[x]: [f64; 1]| f(x) as u8 as f64;
+    let fi = move |[x]: [i64; 1]| Ok(g(x) as i64);
+    map_n(op, [t], d, DType::Bool, Kernel::Both(&ff, &fi))
+}
+
+impl Tensor {
+    /// `torch.acosh` (integers -> default float).
+    pub fn acosh(&self) -> Result<Tensor> {
+        float_unary("acosh", self, super::special::acosh)
+    }
+    /// `torch.asinh`.
+    pub fn asinh(&self) -> Result<Tensor> {
+        float_unary("asinh", self, super::special::asinh)
+    }
+    /// `torch.atanh`.
+    pub fn atanh(&self) -> Result<Tensor> {
+        float_unary("atanh", self, super::special::atanh)
+    }
+    /// `torch.deg2rad`: x * (pi / 180).
+    pub fn deg2rad(&self) -> Result<Tensor> {
+        float_unary("deg2rad", self, |x| x * 0.017_453_292_519_943_295)
+    }
+    /// `torch.rad2deg`: x * (180 / pi).
+    pub fn rad2deg(&self) -> Result<Tensor> {
+        float_unary("rad2deg", self, |x| x * 57.295_779_513_082_32)
+    }
+    /// `torch.digamma`.
+    pub fn digamma(&self) -> Result<Tensor> {
+        float_unary("digamma", self, super::special::digamma)
+    }
+    /// `torch.lgamma`.
+    pub fn lgamma(&self) -> Result<Tensor> {
+        float_unary("lgamma", self, super::special::lgamma)
+    }
+    /// `torch.erfc`.
+    pub fn erfc(&self) -> Result<Tensor> {
+        float_unary("erfc", self, super::special::erfc)
+    }
+    /// `torch.erfinv`.
+    pub fn erfinv(&self) -> Result<Tensor> {
+        float_unary("erfinv", self, super::special::erfinv)
+    }
+    /// `torch.i0`.
+    pub fn i0(&self) -> Result<Tensor> {
+        float_unary("i0", self, super::special::i0)
+    }
+    /// `torch.sinc`: sin(pi x) / (pi x), 1 at 0.
+    pub fn sinc(&self) -> Result<Tensor> {
+        // pi * x is formed in the op's math type (f32 below float64), as upstream does.
+        let d = float_result(self.dtype());
+        let f = move |[x]: [f64; 1]| {
+            if x == 0.0 {
+                1.0
+            } else {
+                let p = if d == DType::F64 {
+                    std::f64::consts::PI * x
+                } else {
+                    (std::f32::consts::PI * x as f32) as f64
+                };
+                p.sin() / p
+            }
+        };
+        map_n("sinc", [self], d, d, Kernel::Float(&f))
+    }
+    /// `torch.logit(x, eps)`: ln(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given
+    /// and non-negative.
+    pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
+        let d = float_result(self.dtype());
+        let f = move |[x]: [f64; 1]| {
+            let x = match eps {
+                Some(e) if e >= 0.0 => {
+                    let lo = round_to(d, e);
+                    let hi = round_to(d, 1.0 - e);
+                    if x < lo {
+                        lo
+                    } else if x > hi {
+                        hi
+                    } else {
+                        x
+                    }
+                }
+                _ => x,
+            };
+            (x / (1.0 - x)).ln()
+        };
+        map_n("logit", [self], d, d, Kernel::Float(&f))
+    }
+    /// `torch.frac`: x - trunc(x) (float dtypes only).
+    pub fn frac(&self) -> Result<Tensor> {
+        float_only_unary("frac", self, &|x| x - x.trunc())
+    }
+    /// `torch.angle` of a real tensor: pi for negatives, 0 otherwise, NaN stays NaN.
+    pub fn angle(&self) -> Result<Tensor> {
+        float_unary("angle", self, |x| {
+            if x.is_nan() {
+                x
+            } else if x < 0.0 {
+                std::f64::consts::PI
+            } else {
+                0.0
+            }
+        })
+    }
+    /// `torch.square`: `pow(self, 2)` (bool -> int64).
+    pub fn square(&self) -> Result<Tensor> {
+        self.pow(Scalar::Int(2))
+    }
+    /// `torch.signbit`.
+    pub fn signbit(&self) -> Result<Tensor> {
+        bool_unary("signbit", self, |x| x.is_sign_negative(), |x| x < 0)
+    }
+    /// `torch.isposinf`.
+    pub fn isposinf(&self) -> Result<Tensor> {
+        bool_unary("isposinf", self, |x| x == f64::INFINITY, |_| false)
+    }
+    /// `torch.isneginf`.
+    pub fn isneginf(&self) -> Result<Tensor> {
+        bool_unary("isneginf", self, |x| x == f64::NEG_INFINITY, |_| false)
+    }
+    /// `torch.isreal` of a real tensor: all true.
+    pub fn isreal(&self) -> Result<Tensor> {
+        bool_unary("isreal", self, |_| true, |_| true)
+    }
+    /// `torch.nan_to_num`: NaN, +inf and -inf replaced (by 0 and the dtype's largest and
+    /// lowest finite values unless given); integer and bool tensors are copied.
+    pub fn nan_to_num(
+        &self,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> Result<Tensor> {
+        let d = self.dtype();
+        let max = match d {
+            DType::F64 => f64::MAX,
+            DType::F32 => f32::MAX as f64,
+            DType::F16 => half::f16::MAX.to_f64(),
+            DType::BF16 => half::bf16::MAX.to_f64(),
+            _ => 0.0,
+        };
+        let (n, p, m) = (
+            nan.unwrap_or(0.0),
+            posinf.unwrap_or(max),
+            neginf.unwrap_or(-max),
+        );
+        let ff = move |[x]: [f64; 1]| {
+            if x.is_nan() {
+                n
+            } else if x == f64::INFINITY {
+                p
+            } else if x == f64::NEG_INFINITY {
+                m
+            } else {
+                x
+            }
+        };
+        map_n("nan_to_num", [self], d, d, Kernel::Both(&ff, &|[x]| Ok(x)))
+    }
+    /// `torch.round(x, decimals=d)` (float dtypes only), computed in the tensor's dtype as
+    /// PyTorch does: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d.
+    pub fn round_decimals(&self, decimals: i64) -> Result<Tensor> {
+        let d = self.dtype();
+        if !d.is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "round",
+                dtype: d,
+            });
+        }
+        let neg = decimals < 0;
+        let p = round_to(d, 10f64.powi(decimals.unsigned_abs().min(400) as i32));
+        // Half types: each product/quotient is computed in f32, then rounded to the dtype.
+        let r = move |v: f64| {
+            if d == DType::F64 {
+                v
+            } else {
+                round_to(d, v as f32 as f64)
+            }
+        };
+        let f = move |[x]: [f64; 1]| {
+            if neg {
+                let q = r(x / p).round_ties_even();
+                q * p
+            } else {
+                let q = r(x * p).round_ties_even();
+                q / p
+            }
+        };
+        map_n("round", [self], d, d, Kernel::Float(&f))
+    }
+}
+
+fn float_binary(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    f: &dyn Fn(f64, f64) -> f64,
+) -> Result<Tensor> {
+    let d = float_result(promoted(a, b)?);
+    map_n(op, [a, b], d, d, Kernel::Float(&|[x, y]| f(x, y)))
+}
+
+fn float_only_binary(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    f: &dyn Fn(f64, f64) -> f64,
+) -> Result<Tensor> {
+    let d = promoted(a, b)?;
+    if !d.is_float() {
+        return Err(Error::UnsupportedDType { op, dtype: d });
+    }
+    map_n(op, [a, b], d, d, Kernel::Float(&|[x, y]| f(x, y)))
+}
+
+/// The next representable value of float dtype `d` after `a` in the direction of `b`.
+fn next_after_in(d: DType, a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == b {
+        return b;
+    }
+    let up = b > a;
+    fn step(bits: u64, toward_larger_magnitude: bool) -> u64 {
+        if toward_larger_magnitude {
+            bits + 1
+        } else {
+            bits - 1
+        }
+    }
+    // Moving away from zero increases the magnitude bits; from ±0 the first step is the
+    // smallest subnormal of the target's sign.
+    match d {
+        DType::F32 => {
+            let x = a as f32;
+            if x == 0.0 {
+                let tiny = f32::from_bits(1);
+                return (if up { tiny } else { -tiny }) as f64;
+            }
+            let larger = (x > 0.0) == up;
+            f32::from_bits(step(x.to_bits() as u64, larger) as u32) as f64
+        }
+        DType::F16 => {
+            let x = half::f16::from_f64(a);
+            if x.to_f64() == 0.0 {
+                let tiny = half::f16::from_bits(1).to_f64();
+                return if up { tiny } else { -tiny };
+            }
+            let larger = (x.to_f64() > 0.0) == up;
+            half::f16::from_bits(step(x.to_bits() as u64, larger) as u16).to_f64()
+        }
+        DType::BF16 => {
+            let x = half::bf16::from_f64(a);
+            if x.to_f64() == 0.0 {
+                let tiny = half::bf16::from_bits(1).to_f64();
+                return if up { tiny } else { -tiny };
+            }
+            let larger = (x.to_f64() > 0.0) == up;
+            half::bf16::from_bits(step(x.to_bits() as u64, larger) as u16).to_f64()
+        }
+        _ => {
+            if a == 0.0 {
+                let tiny = f64::from_bits(1);
+                return if up { tiny } else { -tiny };
+            }
+            let larger = (a > 0.0) == up;
+            f64::from_bits(step(a.to_bits(), larger))
+        }
+    }
+}
+
+fn gcd_i64(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        let t = a % b;
+        a = b;
+        b = t;
+    }
+    a as i64
+}
+
+impl Tensor {
+    /// `torch.copysign` (integers -> default float).
+    pub fn copysign(&self, other: impl Operand) -> Result<Tensor> {
+        float_binary("copysign", self, &other.to_operand(), &|a, b| a.copysign(b))
+    }
+    /// `torch.floor_divide`: division rounded toward negative infinity.
+    pub fn floor_divide(&self, other: impl Operand) -> Result<Tensor> {
+        self.div_mode(other, RoundingMode::Floor)
+    }
+    /// `torch.float_power`: computed and returned in float64.
+    pub fn float_power(&self, exponent: impl Operand) -> Result<Tensor> {
+        let e = exponent.to_operand();
+        let d = DType::F64;
+        map_n(
+            "float_power",
+            [self, &e],
+            d,
+            d,
+            Kernel::Float(&|[a, b]| a.powf(b)),
+        )
+    }
+    /// `torch.fmax`: the maximum, ignoring a NaN operand.
+    pub fn fmax(&self, other: impl Operand) -> Result<Tensor> {
+        let o = other.to_operand();
+        let d = promoted(self, &o)?;
+        map_n(
+            "fmax",
+            [self, &o],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a.max(b), &|[a, b]| Ok(a.max(b))),
+        )
+    }
+    /// `torch.fmin`: the minimum, ignoring a NaN operand.
+    pub fn fmin(&self, other: impl Operand) -> Result<Tensor> {
+        let o = other.to_operand();
+        let d = promoted(self, &o)?;
+        map_n(
+            "fmin",
+            [self, &o],
+            d,
+            d,
+            Kernel::Both(&|[a, b]| a.min(b), &|[a, b]| Ok(a.min(b))),
+        )
+    }
+    fn int_only_binary(
+        &self,
+        op: &'static str,
+        other: &Tensor,
+        f: fn(i64, i64) -> i64,
+    ) -> Result<Tensor> {
+        let d = promoted(self, other)?;
+        if d.is_float() || d == DType::Bool {
+            return Err(Error::UnsupportedDType { op, dtype: d });
+        }
+        map_n(op, [self, other], d, d, Kernel::Int(&|[a, b]| Ok(f(a, b))))
+    }
+    /// `torch.gcd` (integers only; non-negative result).
+    pub fn gcd(&self, other: impl Operand) -> Result<Tensor> {
+        self.int_only_binary("gcd", &other.to_operand(), gcd_i64)
+    }
+    /// `torch.lcm` (integers only).
+    pub fn lcm(&self, other: impl Operand) -> Result<Tensor> {
+        self.int_only_binary("lcm", &other.to_operand(), |a, b| {
+            let g = gcd_i64(a, b);
+            if g == 0 {
+                0
+            } else {
+                (a / g).wrapping_mul(b).wrapping_abs()
+            }
+        })
+    }
+    /// `torch.heaviside(input, values)`: 0 below zero, 1 above, `values` at zero.
+    pub fn heaviside(&self, values: &Tensor) -> Result<Tensor> {
+        if self.dtype() != values.dtype() {
+            return Err(invalid(
+                "heaviside",
+                "heaviside is not yet implemented for tensors with different dtypes",
+            ));
+        }
+        let d = promoted(self, values)?;
+        let ff = |[a, b]: [f64; 2]| if a == 0.0 { b } else { (a > 0.0) as u8 as f64 };
+        let fi = |[a, b]: [i64; 2]| Ok(if a == 0 { b } else { (a > 0) as i64 });
+        map_n("heaviside", [self, values], d, d, Kernel::Both(&ff, &fi))
+    }
+    /// `torch.hypot` (float dtypes only).
+    pub fn hypot(&self, other: impl Operand) -> Result<Tensor> {
+        float_only_binary("hypot", self, &other.to_operand(), &|a, b| a.hypot(b))
+    }
+    /// `torch.igamma`: the regularized lower incomplete gamma function P(a, x).
+    pub fn igamma(&self, other: impl Operand) -> Result<Tensor> {
+        float_only_binary("igamma", self, &other.to_operand(), &|a, x| {
+            super::special::igamma(a, x)
+        })
+    }
+    /// `torch.igammac`: the regularized upper incomplete gamma function Q(a, x).
+    pub fn igammac(&self, other: impl Operand) -> Result<Tensor> {
+        float_only_binary("igammac", self, &other.to_operand(), &|a, x| {
+            super::special::igammac(a, x)
+        })
+    }
+    /// `torch.logaddexp`: ln(e^a + e^b) without overflow (float dtypes only).
+    pub fn logaddexp(&self, other: impl Operand) -> Result<Tensor> {
+        float_only_binary("logaddexp", self, &other.to_operand(), &|a, b| {
+            if a.is_infinite() && a == b {
+                a
+            } else {
+                let m = a.max(b);
+                m + (-(a - b).abs()).exp().ln_1p()
+            }
+        })
+    }
+    /// `torch.logaddexp2`: log2(2^a + 2^b).
+    pub fn logaddexp2(&self, other: impl Operand) -> Result<Tensor> {
+        float_only_binary("logaddexp2", self, &other.to_operand(), &|a, b| {
+            if a.is_infinite() && a == b {
+                a
+            } else {
+                let m = a.max(b);
+                m + (-(a - b).abs()).exp2().ln_1p() / std::f64::consts::LN_2
+            }
+        })
+    }
+    /// `torch.nextafter` (float dtypes only), stepping in the result dtype.
+    pub fn nextafter(&self, other: impl Operand) -> Result<Tensor> {
+        let o = other.to_operand();
+        let d = promoted(self, &o)?;
+        if !d.is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "nextafter",
+                dtype: d,
+            });
+        }
+        map_n(
+            "nextafter",
+            [self, &o],
+            d,
+            d,
+            Kernel::Float(&|[a, b]| next_after_in(d, a, b)),
+        )
+    }
+    /// `torch.xlogy`: x * ln(y), 0 where x == 0 (unless y is NaN).
+    pub fn xlogy(&self, other: impl Operand) -> Result<Tensor> {
+        float_binary("xlogy", self, &other.to_operand(), &|x, y| {
+            if y.is_nan() {
+                f64::NAN
+            } else if x == 0.0 {
+                0.0
+            } else {
+                x * y.ln()
+            }
+        })
+    }
+    /// `torch.ldexp`: self * 2^other (float result).
+    pub fn ldexp(&self, other: impl Operand) -> Result<Tensor> {
+        float_binary("ldexp", self, &other.to_operand(), &|x, e| x * e.exp2())
+    }
+    fn shift(&self, op: &'static str, other: &Tensor, left: bool) -> Result<Tensor> {
+        let d = promoted(self, other)?;
+        if d.is_float() || d == DType::Bool {
+            return Err(Error::UnsupportedDType { op, dtype: d });
+        }
+        let bits: i64 = match d {
+            DType::I8 | DType::U8 => 8,
+            DType::I16 => 16,
+            DType::I32 => 32,
+            _ => 64,
+        };
+        let unsigned = d == DType::U8;
+        let f = move |[a, b]: [i64; 2]| {
+            Ok(if left {
+                if !(0..bits).contains(&b) {
+                    0
+                } else {
+                    ((a as u64) << b) as i64
+                }
+            } else if !(0..bits).contains(&b) {
+                if unsigned || a >= 0 {
+                    0
+                } else {
+                    -1
+                }
+            } else {
+                a >> b
+            })
+        };
+        map_n(op, [self, other], d, d, Kernel::Int(&f))
+    }
+    /// `torch.bitwise_left_shift` (integers; shifts of the width or more, or negative, give 0).
+    pub fn bitwise_left_shift(&self, other: impl Operand) -> Result<Tensor> {
+        self.shift("lshift", &other.to_operand(), true)
+    }
+    /// `torch.bitwise_right_shift` (arithmetic for signed dtypes).
+    pub fn bitwise_right_shift(&self, other: impl Operand) -> Result<Tensor> {
+        self.shift("rshift", &other.to_operand(), false)
+    }
+    /// `torch.lerp(self, end, weight)` (float dtypes), with upstream's two-sided formula.
+    pub fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        let d = result_type_of(&[self, end])?;
+        if !d.is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "lerp",
+                dtype: d,
+            });
+        }
+        let f = |[s, e, w]: [f64; 3]| {
+            if w.abs() < 0.5 {
+                s + w * (e - s)
+            } else {
+                e - (e - s) * (1.0 - w)
+            }
+        };
+        map_n("lerp", [self, end, weight], d, d, Kernel::Float(&f))
+    }
+}
+
+/// `torch.addcmul(self, t1, t2, value=v)` = self + v * t1 * t2 and `torch.addcdiv`
+/// (= self + v * t1 / t2; integer division refused as upstream).
+pub fn addcmul_addcdiv(
+    s: &Tensor,
+    t1: &Tensor,
+    t2: &Tensor,
+    value: Scalar,
+    div: bool,
+) -> Result<Tensor> {
+    let op = if div { "addcdiv" } else { "addcmul" };
+    let d = result_type_of(&[s, t1, t2])?;
+    if div && !t1.dtype().is_float() && !t2.dtype().is_float() {
+        return Err(invalid(
+            op,
+            "Integer division with addcdiv is no longer supported, and in a future release \
+             addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv \
+             behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) \
+             for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The \
+             future addcdiv behavior is just the latter implementation: (input + value * tensor1 / \
+             tensor2), for inputs of any dtype.",
+        ));
+    }
+    let vf = value.to_f64();
+    let vi =
+        match value {
+            Scalar::Float(_) if !d.is_float() => return Err(invalid(
+                op,
+                "For integral input tensors, argument value must not be a floating point number.",
+            )),
+            _ => value.to_f64() as i64,
+        };
+    let ff = move |[a, x, y]: [f64; 3]| {
+        if div {
+            a + vf * (x / y)
+        } else {
+            a + vf * x * y
+        }
+    };
+    let fi = move |[a, x, y]: [i64; 3]| {
+        Ok(if d == DType::Bool {
+            (a != 0 || (vi != 0 && x != 0 && y != 0)) as i64
+        } else {
+            a.wrapping_add(vi.wrapping_mul(x).wrapping_mul(y))
+        })
+    };
+    map_n(op, [s, t1, t2], d, d, Kernel::Both(&ff, &fi))
 }
 
 #[cfg(test)]

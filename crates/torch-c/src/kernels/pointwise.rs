@@ -3,41 +3,183 @@
 #![allow(unused_imports)]
 
 use super::*;
+use torchnative_core::RoundingMode;
+
+/// Upstream's TensorIterator refuses to write into a tensor whose elements share memory
+/// (an expanded tensor) before it looks at dtypes.
+fn check_no_internal_overlap(c: &Ctx<'_, '_>, i: usize) -> PyResult<()> {
+    let t = c.tensor(i)?;
+    if t.shape()
+        .iter()
+        .zip(t.strides())
+        .any(|(&n, &s)| n > 1 && s == 0)
+    {
+        return Err(PyRuntimeError::new_err(
+            "unsupported operation: more than one element of the written-to tensor refers to a \
+             single memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
+fn opt_float(c: &Ctx<'_, '_>, i: usize) -> PyResult<Option<f64>> {
+    match &c.values[i] {
+        Value::None => Ok(None),
+        _ => c.float(i).map(Some),
+    }
+}
+
+/// `unary!` whose in-place form first refuses a self-overlapping destination, as upstream.
+macro_rules! unary_ck {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(x: &Tensor) -> torchnative_core::Result<Tensor> {
+            let g: fn(&Tensor) -> torchnative_core::Result<Tensor> = $f;
+            g(x)
+        }
+        $t.insert(concat!("aten::", $name), |c| ok(f(&c.tensor(0)?)));
+        $t.insert(concat!("aten::", $name, "_"), |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = f(&c.tensor(0)?).map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, ".out"), |c| {
+            let r = f(&c.tensor(0)?).map_err(core_err)?;
+            c.write_into(1, r)
+        });
+    }};
+}
+
+/// A unary op with only functional and out= forms.
+macro_rules! unary_fo {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(x: &Tensor) -> torchnative_core::Result<Tensor> {
+            let g: fn(&Tensor) -> torchnative_core::Result<Tensor> = $f;
+            g(x)
+        }
+        $t.insert(concat!("aten::", $name), |c| ok(f(&c.tensor(0)?)));
+        $t.insert(concat!("aten::", $name, ".out"), |c| {
+            let r = f(&c.tensor(0)?).map_err(core_err)?;
+            c.write_into(1, r)
+        });
+    }};
+}
 
 pub(crate) fn register(t: &mut Table) {
     // ----- pointwise -----
-    unary!(t, "abs", |x| x.abs());
+    unary_ck!(t, "abs", |x| x.abs());
     unary!(t, "neg", |x| x.neg());
-    unary!(t, "exp", |x| x.exp());
-    unary!(t, "log", |x| x.log());
-    unary!(t, "log1p", |x| x.log1p());
-    unary!(t, "log2", |x| x.log2());
-    unary!(t, "log10", |x| x.log10());
-    unary!(t, "exp2", |x| x.exp2());
-    unary!(t, "expm1", |x| x.expm1());
-    unary!(t, "sqrt", |x| x.sqrt());
-    unary!(t, "rsqrt", |x| x.rsqrt());
-    unary!(t, "sin", |x| x.sin());
-    unary!(t, "cos", |x| x.cos());
-    unary!(t, "tan", |x| x.tan());
-    unary!(t, "tanh", |x| x.tanh());
-    unary!(t, "sinh", |x| x.sinh());
-    unary!(t, "cosh", |x| x.cosh());
-    unary!(t, "asin", |x| x.asin());
-    unary!(t, "acos", |x| x.acos());
-    unary!(t, "atan", |x| x.atan());
-    unary!(t, "sigmoid", |x| x.sigmoid());
-    unary!(t, "erf", |x| x.erf());
-    unary!(t, "reciprocal", |x| x.reciprocal());
-    unary!(t, "trunc", |x| x.trunc());
-    unary!(t, "floor", |x| x.floor());
-    unary!(t, "ceil", |x| x.ceil());
-    unary!(t, "round", |x| x.round());
-    unary!(t, "sign", |x| x.sign());
+    unary_ck!(t, "exp", |x| x.exp());
+    unary_ck!(t, "log", |x| x.log());
+    unary_ck!(t, "log1p", |x| x.log1p());
+    unary_ck!(t, "log2", |x| x.log2());
+    unary_ck!(t, "log10", |x| x.log10());
+    unary_ck!(t, "exp2", |x| x.exp2());
+    unary_ck!(t, "expm1", |x| x.expm1());
+    unary_ck!(t, "sqrt", |x| x.sqrt());
+    unary_ck!(t, "rsqrt", |x| x.rsqrt());
+    unary_ck!(t, "sin", |x| x.sin());
+    unary_ck!(t, "cos", |x| x.cos());
+    unary_ck!(t, "tan", |x| x.tan());
+    unary_ck!(t, "tanh", |x| x.tanh());
+    unary_ck!(t, "sinh", |x| x.sinh());
+    unary_ck!(t, "cosh", |x| x.cosh());
+    unary_ck!(t, "asin", |x| x.asin());
+    unary_ck!(t, "acos", |x| x.acos());
+    unary_ck!(t, "atan", |x| x.atan());
+    unary_ck!(t, "sigmoid", |x| x.sigmoid());
+    unary_ck!(t, "erf", |x| x.erf());
+    unary_ck!(t, "reciprocal", |x| x.reciprocal());
+    unary_ck!(t, "trunc", |x| x.trunc());
+    unary_ck!(t, "floor", |x| x.floor());
+    unary_ck!(t, "ceil", |x| x.ceil());
+    unary_ck!(t, "round", |x| x.round());
+    unary_ck!(t, "sign", |x| x.sign());
     unary!(t, "relu", |x| x.relu());
-    unary!(t, "silu", |x| x.silu());
-    unary!(t, "bitwise_not", |x| x.bitwise_not());
-    unary!(t, "logical_not", |x| x.logical_not());
+    unary_ck!(t, "silu", |x| x.silu());
+    unary_ck!(t, "bitwise_not", |x| x.bitwise_not());
+    unary_ck!(t, "logical_not", |x| x.logical_not());
+    unary_ck!(t, "absolute", |x| x.abs());
+    unary!(t, "negative", |x| x.neg());
+    unary_ck!(t, "arcsin", |x| x.asin());
+    unary_ck!(t, "arccos", |x| x.acos());
+    unary_ck!(t, "arctan", |x| x.atan());
+    unary_ck!(t, "acosh", |x| x.acosh());
+    unary_ck!(t, "asinh", |x| x.asinh());
+    unary_ck!(t, "atanh", |x| x.atanh());
+    unary_ck!(t, "arccosh", |x| x.acosh());
+    unary_ck!(t, "arcsinh", |x| x.asinh());
+    unary_ck!(t, "arctanh", |x| x.atanh());
+    unary_ck!(t, "fix", |x| x.trunc());
+    unary_ck!(t, "deg2rad", |x| x.deg2rad());
+    unary_ck!(t, "rad2deg", |x| x.rad2deg());
+    unary_ck!(t, "digamma", |x| x.digamma());
+    unary_ck!(t, "lgamma", |x| x.lgamma());
+    unary_ck!(t, "erfc", |x| x.erfc());
+    unary_ck!(t, "erfinv", |x| x.erfinv());
+    unary_ck!(t, "i0", |x| x.i0());
+    unary_ck!(t, "sinc", |x| x.sinc());
+    unary_ck!(t, "frac", |x| x.frac());
+    unary_ck!(t, "sgn", |x| x.sign());
+    unary_ck!(t, "square", |x| x.square());
+    unary_fo!(t, "angle", |x| x.angle());
+    unary_fo!(t, "signbit", |x| x.signbit());
+    unary_fo!(t, "isposinf", |x| x.isposinf());
+    unary_fo!(t, "isneginf", |x| x.isneginf());
+    t.insert("aten::isreal", |c| ok(c.tensor(0)?.isreal()));
+    t.insert("aten::positive", |c| {
+        let x = c.tensor(0)?;
+        if x.dtype() == DType::Bool {
+            return Err(core_err(torchnative_core::Error::UnsupportedDType {
+                op: "positive",
+                dtype: DType::Bool,
+            }));
+        }
+        Ok(Out::Arg(0))
+    });
+    // Real tensors: conj_physical is the identity.
+    t.insert("aten::conj_physical", |_| Ok(Out::Arg(0)));
+    t.insert("aten::conj_physical_", |_| Ok(Out::Arg(0)));
+    t.insert("aten::conj_physical.out", |c| c.write_into(1, c.tensor(0)?));
+    t.insert("aten::logit", |c| ok(c.tensor(0)?.logit(opt_float(c, 1)?)));
+    t.insert("aten::logit_", |c| {
+        check_no_internal_overlap(c, 0)?;
+        let r = c.tensor(0)?.logit(opt_float(c, 1)?).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::logit.out", |c| {
+        let r = c.tensor(0)?.logit(opt_float(c, 1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    fn nan_to_num(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+        c.tensor(0)?
+            .nan_to_num(opt_float(c, 1)?, opt_float(c, 2)?, opt_float(c, 3)?)
+            .map_err(core_err)
+    }
+    t.insert("aten::nan_to_num", |c| nan_to_num(c).map(Out::Tensor));
+    t.insert("aten::nan_to_num_", |c| {
+        if !c.tensor(0)?.dtype().is_float() {
+            return Ok(Out::Arg(0));
+        }
+        check_no_internal_overlap(c, 0)?;
+        let r = nan_to_num(c)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::nan_to_num.out", |c| {
+        let r = nan_to_num(c)?;
+        c.write_into(4, r)
+    });
+    t.insert("aten::round.decimals", |c| {
+        ok(c.tensor(0)?.round_decimals(c.int(1)?))
+    });
+    t.insert("aten::round_.decimals", |c| {
+        check_no_internal_overlap(c, 0)?;
+        let r = c.tensor(0)?.round_decimals(c.int(1)?).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::round.decimals_out", |c| {
+        let r = c.tensor(0)?.round_decimals(c.int(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
     t.insert("aten::isnan", |c| ok(c.tensor(0)?.isnan()));
     t.insert("aten::isinf", |c| ok(c.tensor(0)?.isinf()));
     t.insert("aten::isfinite", |c| {
@@ -197,5 +339,204 @@ pub(crate) fn register(t: &mut Table) {
     });
     t.insert("aten::clamp_max", |c| {
         ok(c.tensor(0)?.clamp_scalar(None, Some(c.scalar(1)?)))
+    });
+    register_more(t);
+}
+
+/// A Tensor or Scalar argument as a tensor (scalars become wrapped numbers).
+fn arg(c: &Ctx<'_, '_>, i: usize) -> PyResult<Tensor> {
+    match &c.values[i] {
+        Value::Tensor(_) => c.tensor(i),
+        _ => Ok(Tensor::wrap_scalar(c.scalar(i)?)),
+    }
+}
+
+/// Registers a binary op's functional overloads, in-place overloads (self-overlap refused
+/// first) and out= overloads (`out` is argument 2), each operand a Tensor or a Scalar.
+macro_rules! bin {
+    ($t:ident, $f:expr; [$($fname:literal),*]; [$($iname:literal),*]; [$($oname:literal),*]) => {{
+        fn f(a: &Tensor, b: &Tensor) -> torchnative_core::Result<Tensor> {
+            let g: fn(&Tensor, &Tensor) -> torchnative_core::Result<Tensor> = $f;
+            g(a, b)
+        }
+        $( $t.insert(concat!("aten::", $fname), |c| ok(f(&arg(c, 0)?, &arg(c, 1)?))); )*
+        $( $t.insert(concat!("aten::", $iname), |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = f(&arg(c, 0)?, &arg(c, 1)?).map_err(core_err)?;
+            c.write_into(0, r)
+        }); )*
+        $( $t.insert(concat!("aten::", $oname), |c| {
+            let r = f(&arg(c, 0)?, &arg(c, 1)?).map_err(core_err)?;
+            c.write_into(2, r)
+        }); )*
+    }};
+}
+
+fn rounding_mode(c: &Ctx<'_, '_>, i: usize) -> PyResult<RoundingMode> {
+    match &c.values[i] {
+        Value::None => Ok(RoundingMode::None),
+        _ => match c.str(i)?.as_str() {
+            "trunc" => Ok(RoundingMode::Trunc),
+            "floor" => Ok(RoundingMode::Floor),
+            other => Err(PyRuntimeError::new_err(format!(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'"
+            ))),
+        },
+    }
+}
+
+fn div_mode(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    arg(c, 0)?
+        .div_mode(&arg(c, 1)?, rounding_mode(c, 2)?)
+        .map_err(core_err)
+}
+
+fn float_power_inplace(c: &Ctx<'_, '_>) -> PyResult<Out> {
+    let s = c.tensor(0)?;
+    if s.dtype() != DType::F64 {
+        return Err(PyRuntimeError::new_err(format!(
+            "the base given to float_power_ has dtype {} but the operation's result requires dtype Double",
+            scalar_type_name(s.dtype())
+        )));
+    }
+    check_no_internal_overlap(c, 0)?;
+    let r = s.float_power(&arg(c, 1)?).map_err(core_err)?;
+    c.write_into(0, r)
+}
+
+fn lerp(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    c.tensor(0)?
+        .lerp(&c.tensor(1)?, &arg(c, 2)?)
+        .map_err(core_err)
+}
+
+/// `self + value * t1 * t2` (`div`: `t1 / t2`).
+fn addc(c: &Ctx<'_, '_>, div: bool) -> PyResult<Tensor> {
+    let (s, t1, t2, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?, c.scalar(3)?);
+    torchnative_core::ops::pointwise::addcmul_addcdiv(&s, &t1, &t2, v, div).map_err(core_err)
+}
+
+pub(crate) fn register_more(t: &mut Table) {
+    bin!(t, |a, b| a.copysign(b);
+        ["copysign.Tensor", "copysign.Scalar"];
+        ["copysign_.Tensor", "copysign_.Scalar"];
+        ["copysign.out", "copysign.Scalar_out"]);
+    bin!(t, |a, b| a.floor_divide(b);
+        ["floor_divide", "floor_divide.Scalar"];
+        ["floor_divide_.Tensor", "floor_divide_.Scalar"];
+        ["floor_divide.out"]);
+    bin!(t, |a, b| a.div(b);
+        ["true_divide.Tensor", "true_divide.Scalar", "divide.Tensor", "divide.Scalar"];
+        ["true_divide_.Tensor", "true_divide_.Scalar", "divide_.Tensor", "divide_.Scalar",
+         "div_.Tensor", "div_.Scalar"];
+        ["true_divide.out", "divide.out", "div.out"]);
+    for name in [
+        "aten::div.Tensor_mode",
+        "aten::div.Scalar_mode",
+        "aten::divide.Tensor_mode",
+        "aten::divide.Scalar_mode",
+    ] {
+        t.insert(name, |c| div_mode(c).map(Out::Tensor));
+    }
+    for name in [
+        "aten::div_.Tensor_mode",
+        "aten::div_.Scalar_mode",
+        "aten::divide_.Tensor_mode",
+        "aten::divide_.Scalar_mode",
+    ] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = div_mode(c)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::div.out_mode", "aten::divide.out_mode"] {
+        t.insert(name, |c| {
+            let r = div_mode(c)?;
+            c.write_into(3, r)
+        });
+    }
+    bin!(t, |a, b| a.float_power(b);
+        ["float_power.Tensor_Tensor", "float_power.Scalar", "float_power.Tensor_Scalar"];
+        [];
+        ["float_power.Tensor_Tensor_out", "float_power.Scalar_out", "float_power.Tensor_Scalar_out"]);
+    t.insert("aten::float_power_.Scalar", float_power_inplace);
+    t.insert("aten::float_power_.Tensor", float_power_inplace);
+    bin!(t, |a, b| a.fmax(b); ["fmax"]; []; ["fmax.out"]);
+    bin!(t, |a, b| a.fmin(b); ["fmin"]; []; ["fmin.out"]);
+    bin!(t, |a, b| a.gcd(b); ["gcd"]; ["gcd_"]; ["gcd.out"]);
+    bin!(t, |a, b| a.lcm(b); ["lcm"]; ["lcm_"]; ["lcm.out"]);
+    bin!(t, |a, b| a.heaviside(b); ["heaviside"]; ["heaviside_"]; ["heaviside.out"]);
+    bin!(t, |a, b| a.hypot(b); ["hypot"]; ["hypot_"]; ["hypot.out"]);
+    bin!(t, |a, b| a.igamma(b); ["igamma"]; ["igamma_"]; ["igamma.out"]);
+    bin!(t, |a, b| a.igammac(b); ["igammac"]; ["igammac_"]; ["igammac.out"]);
+    bin!(t, |a, b| a.logaddexp(b); ["logaddexp"]; []; ["logaddexp.out"]);
+    bin!(t, |a, b| a.logaddexp2(b); ["logaddexp2"]; []; ["logaddexp2.out"]);
+    bin!(t, |a, b| a.nextafter(b); ["nextafter"]; ["nextafter_"]; ["nextafter.out"]);
+    bin!(t, |a, b| a.xlogy(b);
+        ["xlogy.Tensor", "xlogy.Scalar_Self", "xlogy.Scalar_Other"];
+        ["xlogy_.Tensor", "xlogy_.Scalar_Other"];
+        ["xlogy.OutTensor", "xlogy.OutScalar_Self", "xlogy.OutScalar_Other"]);
+    bin!(t, |a, b| a.ldexp(b); ["ldexp.Tensor"]; ["ldexp_"]; ["ldexp.out"]);
+    bin!(t, |a, b| a.bitwise_left_shift(b);
+        ["bitwise_left_shift.Tensor", "bitwise_left_shift.Tensor_Scalar",
+         "bitwise_left_shift.Scalar_Tensor", "__lshift__.Tensor", "__lshift__.Scalar"];
+        ["bitwise_left_shift_.Tensor", "bitwise_left_shift_.Tensor_Scalar",
+         "__ilshift__.Tensor", "__ilshift__.Scalar"];
+        ["bitwise_left_shift.Tensor_out", "bitwise_left_shift.Tensor_Scalar_out",
+         "bitwise_left_shift.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.bitwise_right_shift(b);
+        ["bitwise_right_shift.Tensor", "bitwise_right_shift.Tensor_Scalar",
+         "bitwise_right_shift.Scalar_Tensor", "__rshift__.Tensor", "__rshift__.Scalar"];
+        ["bitwise_right_shift_.Tensor", "bitwise_right_shift_.Tensor_Scalar",
+         "__irshift__.Tensor", "__irshift__.Scalar"];
+        ["bitwise_right_shift.Tensor_out", "bitwise_right_shift.Tensor_Scalar_out",
+         "bitwise_right_shift.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.atan2(b); []; ["atan2_"]; ["atan2.out", "arctan2.out"]);
+    bin!(t, |a, b| a.atan2(b); ["arctan2"]; ["arctan2_"]; []);
+    bin!(t, |a, b| a.maximum(b); []; []; ["maximum.out"]);
+    bin!(t, |a, b| a.minimum(b); []; []; ["minimum.out"]);
+    bin!(t, |a, b| a.logical_and(b); []; ["logical_and_"]; ["logical_and.out"]);
+    bin!(t, |a, b| a.logical_or(b); []; ["logical_or_"]; ["logical_or.out"]);
+    bin!(t, |a, b| a.logical_xor(b); []; ["logical_xor_"]; ["logical_xor.out"]);
+    bin!(t, |a, b| a.remainder(b); ["remainder.Scalar_Tensor"]; []; ["remainder.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.bitwise_and(b); ["bitwise_and.Scalar_Tensor"]; []; ["bitwise_and.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.bitwise_or(b); ["bitwise_or.Scalar_Tensor"]; []; ["bitwise_or.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.bitwise_xor(b); ["bitwise_xor.Scalar_Tensor"]; []; ["bitwise_xor.Scalar_Tensor_out"]);
+    bin!(t, |a, b| a.pow(b); []; ["pow_.Scalar", "pow_.Tensor"]; ["pow.Tensor_Tensor_out", "pow.Tensor_Scalar_out", "pow.Scalar_out"]);
+    t.insert("aten::lerp.Scalar", |c| lerp(c).map(Out::Tensor));
+    t.insert("aten::lerp.Tensor", |c| lerp(c).map(Out::Tensor));
+    for name in ["aten::lerp_.Scalar", "aten::lerp_.Tensor"] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = lerp(c)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::lerp.Scalar_out", "aten::lerp.Tensor_out"] {
+        t.insert(name, |c| {
+            let r = lerp(c)?;
+            c.write_into(3, r)
+        });
+    }
+    t.insert("aten::addcmul", |c| addc(c, false).map(Out::Tensor));
+    t.insert("aten::addcdiv", |c| addc(c, true).map(Out::Tensor));
+    t.insert("aten::addcmul_", |c| {
+        check_no_internal_overlap(c, 0)?;
+        let r = addc(c, false)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::addcdiv_", |c| {
+        check_no_internal_overlap(c, 0)?;
+        let r = addc(c, true)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::addcmul.out", |c| {
+        let r = addc(c, false)?;
+        c.write_into(4, r)
+    });
+    t.insert("aten::addcdiv.out", |c| {
+        let r = addc(c, true)?;
+        c.write_into(4, r)
     });
 }
