@@ -10,7 +10,7 @@ use crate::error::core_err;
 use crate::kernels::{Ctx, Kernel};
 use crate::tensor::TensorBase;
 use crate::value::{Out, Value};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use std::collections::HashMap;
@@ -377,4 +377,215 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         let shape: Vec<usize> = if probs.dim() == 2 { vec![rows, n_sample] } else { vec![n_sample] };
         Ok(Out::Tensor(Tensor::from_vec(samples, &shape).map_err(core_err)?))
     });
+
+    // ----- *_like: a new tensor laid out like `self` (preserve format), filled in memory order -----
+    t.insert("aten::rand_like", |c| {
+        like_fill(c, 1, 3, NO_GENERATOR, Fill::Uniform)
+    });
+    t.insert("aten::rand_like.generator", |c| {
+        like_fill(c, 2, 4, 1, Fill::Uniform)
+    });
+    t.insert("aten::randn_like", |c| {
+        like_fill(c, 1, 3, NO_GENERATOR, Fill::Normal)
+    });
+    t.insert("aten::randn_like.generator", |c| {
+        like_fill(c, 2, 4, 1, Fill::Normal)
+    });
+    t.insert("aten::randint_like", |c| {
+        let high = c.int(1)?;
+        like_fill(c, 2, 4, NO_GENERATOR, Fill::Int(0, high))
+    });
+    t.insert("aten::randint_like.generator", |c| {
+        let high = c.int(1)?;
+        like_fill(c, 3, 5, 2, Fill::Int(0, high))
+    });
+    t.insert("aten::randint_like.low_dtype", |c| {
+        let (low, high) = (c.int(1)?, c.int(2)?);
+        like_fill(c, 3, 5, NO_GENERATOR, Fill::Int(low, high))
+    });
+    t.insert("aten::randint_like.low_generator_dtype", |c| {
+        let (low, high) = (c.int(1)?, c.int(2)?);
+        like_fill(c, 4, 6, 3, Fill::Int(low, high))
+    });
+    // cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None)
+    t.insert("aten::cauchy_", |c| {
+        let (median, sigma) = (c.float(1)?, c.float(2)?);
+        let x = c.tensor(0)?;
+        if !x.dtype().is_float() {
+            return Err(PyNotImplementedError::new_err(format!(
+                "\"cauchy_cpu\" not implemented for '{}'",
+                crate::kernels::scalar_type_name(x.dtype())
+            )));
+        }
+        if sigma <= 0.0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "cauchy_ expects sigma > 0.0, but found sigma={sigma}"
+            )));
+        }
+        fill_self!(c, 3, |g, d| serial_fill(g, d, |u| median
+            + sigma * (std::f64::consts::PI * (u - 0.5)).tan()))
+    });
+    // geometric_(Tensor(a!) self, float p, *, Generator? generator=None)
+    t.insert("aten::geometric_", |c| {
+        let p = c.float(1)?;
+        if !(p > 0.0 && p < 1.0) {
+            return Err(PyRuntimeError::new_err(format!(
+                "geometric_ expects p to be in (0, 1), but got p={p}"
+            )));
+        }
+        fill_self!(c, 2, |g, d| serial_fill(g, d, |u| (u.ln() / (-p).ln_1p())
+            .ceil()))
+    });
+    // ----- normal with tensor mean/std: standard normal samples scaled by std, plus mean -----
+    t.insert("aten::normal.Tensor_Tensor", |c| {
+        normal_tensors(c, Some(c.tensor(0)?), Some(c.tensor(1)?), 0.0, 1.0, 2)
+    });
+    t.insert("aten::normal.Tensor_float", |c| {
+        normal_tensors(c, Some(c.tensor(0)?), None, 0.0, c.float(1)?, 2)
+    });
+    t.insert("aten::normal.float_Tensor", |c| {
+        normal_tensors(c, None, Some(c.tensor(1)?), c.float(0)?, 1.0, 2)
+    });
+    t.insert("aten::normal.float_float", |c| {
+        check_cpu(c, 6)?;
+        let (mean, std) = (c.float(0)?, c.float(1)?);
+        if std < 0.0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "normal expects std >= 0.0, but found std {std}"
+            )));
+        }
+        let shape = shape_of(c, 2)?;
+        let dtype = float_dtype(c, 4)?;
+        Ok(Out::Tensor(fill_new!(c, 3, &shape, dtype, |g, d| {
+            tr::normal_(g, d, mean, std)
+        })))
+    });
+}
+
+/// `uniform_real_distribution<double>(0, 1)`: 53 random bits scaled to [0, 1).
+fn uniform_f64(g: &mut CpuGenerator) -> f64 {
+    (g.random64() & ((1u64 << 53) - 1)) as f64 * (1.0 / 9_007_199_254_740_992.0)
+}
+
+/// Serial per-element draws in f64, cast once (upstream's cpu_serial_kernel distributions).
+fn serial_fill<T: torchnative_core::Element>(
+    g: &mut CpuGenerator,
+    out: &mut [T],
+    f: impl Fn(f64) -> f64,
+) -> torchnative_core::Result<()> {
+    for o in out.iter_mut() {
+        *o = T::from_f64(f(uniform_f64(g)));
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Fill {
+    Uniform,
+    Normal,
+    Int(i64, i64),
+}
+
+/// The strides `*_like` factories give (upstream's empty_like with preserve_format).
+fn like_strides(x: &Tensor) -> Vec<usize> {
+    torchnative_core::tensor::MemoryFormat::Preserve.strides_for(x.shape(), x.strides())
+}
+
+/// `rand_like` / `randn_like` / `randint_like`: values drawn in memory order into a buffer
+/// laid out like `self`.
+fn like_fill(
+    c: &Ctx<'_, '_>,
+    dtype_arg: usize,
+    device_arg: usize,
+    gen: usize,
+    fill: Fill,
+) -> PyResult<Out> {
+    let x = c.tensor(0)?;
+    let dtype = c.opt_dtype(dtype_arg)?.unwrap_or(x.dtype());
+    if !matches!(c.values[device_arg], Value::None) {
+        check_cpu(c, device_arg)?;
+    }
+    let strides = like_strides(&x);
+    if x.device() == Device::Meta {
+        return Ok(Out::Tensor(
+            Tensor::empty_strided(x.shape(), &strides, dtype, Device::Meta).map_err(core_err)?,
+        ));
+    }
+    let n = x.numel();
+    let flat = match fill {
+        Fill::Uniform | Fill::Normal if !dtype.is_float() => {
+            return Err(PyNotImplementedError::new_err(format!(
+                "\"{}\" not implemented for '{}'",
+                if matches!(fill, Fill::Uniform) {
+                    "check_uniform_bounds"
+                } else {
+                    "normal_kernel_cpu"
+                },
+                crate::kernels::scalar_type_name(dtype)
+            )))
+        }
+        Fill::Uniform => fill_new!(c, gen, &[n], dtype, |g, d| tr::uniform_(g, d, 0.0, 1.0)),
+        Fill::Normal => fill_new!(c, gen, &[n], dtype, |g, d| tr::normal_(g, d, 0.0, 1.0)),
+        Fill::Int(low, high) => fill_new!(c, gen, &[n], dtype, |g, d| tr::randint(g, d, low, high)),
+    };
+    Ok(Out::Tensor(
+        flat.as_strided(x.shape(), &strides, 0)
+            .map_err(core_err)?
+            .without_base(),
+    ))
+}
+
+/// `normal(mean, std)` with tensor operands: `randn * std + mean` over the broadcast shape,
+/// in the operands' dtype (as upstream's normal_impl_ does).
+fn normal_tensors(
+    c: &Ctx<'_, '_>,
+    mean: Option<Tensor>,
+    std: Option<Tensor>,
+    mean_f: f64,
+    std_f: f64,
+    gen: usize,
+) -> PyResult<Out> {
+    let shape = match (&mean, &std) {
+        (Some(m), Some(s)) => {
+            torchnative_core::layout::broadcast_shapes("normal", m.shape(), s.shape())
+                .map_err(core_err)?
+        }
+        (Some(m), None) => m.shape().to_vec(),
+        (None, Some(s)) => s.shape().to_vec(),
+        (None, None) => vec![],
+    };
+    let dtype = mean
+        .as_ref()
+        .or(std.as_ref())
+        .map_or(DType::F32, |t| t.dtype());
+    if !dtype.is_float() {
+        return Err(PyNotImplementedError::new_err(format!(
+            "\"normal_kernel_cpu\" not implemented for '{}'",
+            crate::kernels::scalar_type_name(dtype)
+        )));
+    }
+    if let Some(s) = &std {
+        let v = s.to_vec::<f64>().map_err(core_err)?;
+        if v.iter().any(|&x| x < 0.0) {
+            return Err(PyRuntimeError::new_err(
+                "normal expects all elements of std >= 0.0",
+            ));
+        }
+    } else if std_f < 0.0 {
+        return Err(PyRuntimeError::new_err(format!(
+            "normal expects std >= 0.0, but found std {std_f}"
+        )));
+    }
+    let z = fill_new!(c, gen, &shape, dtype, |g, d| tr::normal_(g, d, 0.0, 1.0));
+    let scaled = match &std {
+        Some(s) => z.mul(s),
+        None => z.mul(torchnative_core::Scalar::Float(std_f)),
+    }
+    .map_err(core_err)?;
+    let out = match &mean {
+        Some(m) => scaled.add(m),
+        None => scaled.add(torchnative_core::Scalar::Float(mean_f)),
+    }
+    .map_err(core_err)?;
+    Ok(Out::Tensor(out.to_dtype(dtype).map_err(core_err)?))
 }

@@ -818,7 +818,8 @@ pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         ));
     }
     let d = wrap_dim(op, dim, first.dim())?;
-    let dtype = result_type_of(&parts)?;
+    // Skipped legacy empty 1-D inputs still take part in type promotion, as upstream's.
+    let dtype = result_type_of(tensors)?;
     let mut shape = first.shape().to_vec();
     shape[d] = 0;
     for t in &parts {

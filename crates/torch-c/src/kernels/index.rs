@@ -85,6 +85,11 @@ pub(crate) fn register(t: &mut Table) {
             .map_err(core_err)
     });
     t.insert("aten::topk", |c| {
+        if c.tensor(0)?.dtype() == DType::Bool {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "topk does not support bool dtypes on CPU",
+            ));
+        }
         let k = to_shape(&[c.int(1)?])?[0];
         let (v, i) = c
             .tensor(0)?
@@ -542,6 +547,24 @@ pub(crate) fn register(t: &mut Table) {
         ok(Ok(v))
     });
     t.insert("aten::concat", |c| cat_dim(c, None));
+    t.insert("aten::cat.out", |c| {
+        let ts = c.tensors(0)?;
+        let r =
+            torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), c.int(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::concat.out", |c| {
+        let ts = c.tensors(0)?;
+        let r =
+            torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), c.int(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::concatenate.out", |c| {
+        let ts = c.tensors(0)?;
+        let r =
+            torchnative_core::cat(&ts.iter().collect::<Vec<_>>(), c.int(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
     t.insert("aten::concatenate", |c| cat_dim(c, None));
     t.insert("aten::hstack", |c| {
         let ts = atleast_all(c, 1)?;
