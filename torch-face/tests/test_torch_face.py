@@ -59,9 +59,11 @@ def test_views_share_memory_with_upstream_strides():
 
 
 def test_refusals_name_the_thing():
-    x = torch.eye(2)
-    with pytest.raises(NotImplementedError, match=r"operator aten::kron has no kernel in torchnative"):
-        torch.kron(x, x)
+    # An operator with a schema but no kernel anywhere (compiled, Python or decomposition).
+    lib = torch.library.Library("tnrefuse", "DEF")
+    lib.define("nothing(Tensor x) -> Tensor")
+    with pytest.raises(NotImplementedError, match=r"operator tnrefuse::nothing has no kernel in torchnative"):
+        torch.ops.tnrefuse.nothing(torch.ones(1))
     with pytest.raises(RuntimeError, match="device 'cuda' is not available in torchnative"):
         torch.zeros(2, device="cuda")
     assert torch.device("cuda:1").index == 1

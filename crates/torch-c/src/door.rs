@@ -46,6 +46,9 @@ pub enum Target {
     Name(String),
     /// Exactly one overload (`torch.ops.aten.add.Tensor`).
     Overload(FunctionSchema),
+    /// Every overload of a qualified operator, whatever its Python bindings
+    /// (`torch.ops.aten.add(...)`, an overload packet's call).
+    Qualified(String),
 }
 
 /// A callable operator (`torch.add`, `torch._C._nn.linear`, an `OpOverload`'s function).
@@ -54,6 +57,9 @@ pub struct OpFunction {
     pub target: Target,
     #[pyo3(get)]
     pub __name__: String,
+    /// A Tensor method: called unbound (`Tensor.view(x, 2, 2)`, as `__torch_function__`
+    /// overrides call it), the first argument is the receiver.
+    pub is_method: bool,
 }
 
 #[pymethods]
@@ -64,7 +70,13 @@ impl OpFunction {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        call(slf.as_any(), &slf.get().target, None, args, kwargs)
+        let op = slf.get();
+        if op.is_method && !args.is_empty() {
+            let receiver = args.get_item(0)?;
+            let rest = args.get_slice(1, args.len());
+            return call(slf.as_any(), &op.target, Some(&receiver), &rest, kwargs);
+        }
+        call(slf.as_any(), &op.target, None, args, kwargs)
     }
     fn __repr__(&self) -> String {
         format!("<built-in function {}>", self.__name__)
@@ -214,6 +226,18 @@ pub fn call(
     let user_schemas;
     let candidates: Vec<&FunctionSchema> = match target {
         Target::Overload(s) => vec![s],
+        Target::Qualified(q) => {
+            user_schemas = USER_SCHEMAS
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            registry()
+                .overloads_of(q)
+                .map(|f| &f.schema)
+                .chain(user_schemas.iter().filter(|s| &s.name == q))
+                .filter(|s| s.arguments.iter().any(|a| a.is_out) == wants_out)
+                .collect()
+        }
         Target::Name(name) => {
             let mut c: Vec<&FunctionSchema> = registry()
                 .overloads(name)
@@ -248,7 +272,7 @@ pub fn call(
         }
     }
     let name = match target {
-        Target::Name(n) => n.clone(),
+        Target::Name(n) | Target::Qualified(n) => n.clone(),
         Target::Overload(s) => s.full_name(),
     };
     if candidates.is_empty() {

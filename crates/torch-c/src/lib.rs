@@ -175,12 +175,13 @@ fn _tn_registry_names() -> Vec<(String, bool, bool, String)> {
     out
 }
 
-/// The callable for every overload of `name` (`torch.add`, `Tensor.add`).
+/// A Tensor method for every overload of `name` (`Tensor.add`, and `Tensor.__add__`).
 #[pyfunction]
 fn _tn_op(name: String) -> OpFunction {
     OpFunction {
         __name__: name.clone(),
         target: Target::Name(name),
+        is_method: true,
     }
 }
 
@@ -224,6 +225,16 @@ fn _tn_function(py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
     Ok(f.into_any().unbind())
 }
 
+/// An overload packet's callable (`torch.ops.aten.add`): every overload of the operator.
+#[pyfunction]
+fn _tn_packet(qualified: String) -> OpFunction {
+    OpFunction {
+        __name__: qualified.clone(),
+        target: Target::Qualified(qualified),
+        is_method: false,
+    }
+}
+
 /// The callable for exactly one overload (`torch.ops.aten.add.Tensor`).
 #[pyfunction]
 fn _tn_op_overload(qualified: &str, overload: &str) -> PyResult<OpFunction> {
@@ -233,6 +244,7 @@ fn _tn_op_overload(qualified: &str, overload: &str) -> PyResult<OpFunction> {
     Ok(OpFunction {
         __name__: schema.full_name(),
         target: Target::Overload(schema),
+        is_method: false,
     })
 }
 
@@ -509,6 +521,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tn_registry_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_function, m)?)?;
+    m.add_function(wrap_pyfunction!(_tn_packet, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op_overload, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_overload_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_parse_schema, m)?)?;

@@ -285,6 +285,7 @@ for _dunder, _opname in {
     "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
     "__neg__": "neg", "__invert__": "bitwise_not", "__abs__": "abs",
 }.items():
+    # Upstream binds the operator to the op's own method: overrides see `add`, not `__add__`.
     setattr(TensorBase, _dunder, _tn_op(_opname))  # noqa: F821
 TensorBase.__hash__ = object.__hash__  # noqa: F821
 TensorBase.__pos__ = lambda self: self  # noqa: F821
@@ -532,8 +533,7 @@ def _jit_get_operation(qualified):
     overloads = _tn_overload_names(qualified)  # noqa: F821
     if not overloads:
         raise RuntimeError(f"No such operator {qualified}")
-    name = qualified.split("::")[-1]
-    return _tn_op(name), overloads  # noqa: F821
+    return _tn_packet(qualified), overloads  # noqa: F821
 
 
 def _dispatch_find_schema_or_throw(qualified, overload):

@@ -435,6 +435,8 @@ pub enum Out {
     /// Return the Python object bound to argument `i` (in-place and out= ops return their
     /// destination itself, so `x.add_(1) is x`).
     Arg(usize),
+    /// A `ScalarType` result (`torch.promote_types`).
+    DType(DType),
 }
 
 /// Converts a kernel result to Python.
@@ -452,6 +454,7 @@ pub fn to_python(py: Python<'_>, out: Out, values: &[Value]) -> PyResult<Py<PyAn
         Out::Scalar(Scalar::Int(i)) | Out::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Out::Scalar(Scalar::Float(f)) => f.into_pyobject(py)?.into_any().unbind(),
         Out::Arg(i) => arg_object(py, &values[i])?,
+        Out::DType(d) => crate::dtype::to_py(py, d)?.into_any(),
     })
 }
 

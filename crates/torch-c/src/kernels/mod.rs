@@ -109,6 +109,11 @@ impl Ctx<'_, '_> {
             v => Err(wrong(i, "a str", v)),
         }
     }
+    pub fn dtype(&self, i: usize) -> PyResult<DType> {
+        self.opt_dtype(i)?.ok_or_else(|| {
+            PyTypeError::new_err(format!("internal: argument {i} should be a dtype"))
+        })
+    }
     pub fn opt_dtype(&self, i: usize) -> PyResult<Option<DType>> {
         match &self.values[i] {
             Value::None => Ok(None),
@@ -304,6 +309,7 @@ mod linalg;
 mod nn;
 mod pointwise;
 mod reduce;
+mod types;
 mod views;
 
 fn build() -> Table {
@@ -316,6 +322,7 @@ fn build() -> Table {
     index::register(&mut t);
     nn::register(&mut t);
     flags::register(&mut t);
+    types::register(&mut t);
     crate::random::register(&mut t);
     t
 }
