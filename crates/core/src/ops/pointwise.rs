@@ -419,7 +419,10 @@ impl Tensor {
             return Ok(t);
         }
         if self.dtype() == DType::Bool || other.dtype() == DType::Bool {
-            return Err(invalid("sub", "subtraction, the `-` operator, with a bool tensor is not supported; use logical_not / `~` to invert a mask"));
+            return Err(Error::UnsupportedDType {
+                op: "sub",
+                dtype: DType::Bool,
+            });
         }
         let d = promoted(self, &other)?;
         map_n(
@@ -501,7 +504,8 @@ impl Tensor {
     pub fn pow(&self, exponent: impl Operand) -> Result<Tensor> {
         let e = exponent.to_operand();
         let d = promoted(self, &e)?;
-        if d == DType::Bool {
+        // A bool tensor to a bool scalar power is upstream's copy / fill-with-ones shortcut.
+        if d == DType::Bool && (!e.is_wrapped_number() || self.is_wrapped_number()) {
             return Err(Error::UnsupportedDType {
                 op: "pow",
                 dtype: DType::Bool,
@@ -1541,15 +1545,11 @@ pub fn addcmul_addcdiv(
              tensor2), for inputs of any dtype.",
         ));
     }
+    if d == DType::Bool {
+        return Err(Error::UnsupportedDType { op, dtype: d });
+    }
     let vf = value.to_f64();
-    let vi =
-        match value {
-            Scalar::Float(_) if !d.is_float() => return Err(invalid(
-                op,
-                "For integral input tensors, argument value must not be a floating point number.",
-            )),
-            _ => value.to_f64() as i64,
-        };
+    let vi = value.to_f64() as i64;
     let ff = move |[a, x, y]: [f64; 3]| {
         if div {
             a + vf * (x / y)
@@ -1565,6 +1565,239 @@ pub fn addcmul_addcdiv(
         })
     };
     map_n(op, [s, t1, t2], d, d, Kernel::Both(&ff, &fi))
+}
+
+/// `torch.add(a, b, alpha=alpha)` / `torch.sub(...)`: `a ± alpha * b` in the promoted dtype
+/// (bool: logical or), with upstream's checks on alpha.
+pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar, sub: bool) -> Result<Tensor> {
+    let op = if sub { "sub" } else { "add" };
+    if sub && (a.dtype() == DType::Bool || b.dtype() == DType::Bool) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: DType::Bool,
+        });
+    }
+    let d = promoted(a, b)?;
+    match alpha {
+        Scalar::Bool(_) if d != DType::Bool => {
+            return Err(invalid(
+                op,
+                "Boolean alpha only supported for Boolean results.",
+            ))
+        }
+        Scalar::Float(_) if !d.is_float() => {
+            return Err(invalid(
+                op,
+                "For integral input tensors, argument alpha must not be a floating point number.",
+            ))
+        }
+        _ => {}
+    }
+    if alpha.to_f64() == 1.0 {
+        return if sub { a.sub(b) } else { a.add(b) };
+    }
+    let af = if sub { -alpha.to_f64() } else { alpha.to_f64() };
+    let ai = match alpha {
+        Scalar::Int(i) => i,
+        other => other.to_f64() as i64,
+    };
+    let ai = if sub { ai.wrapping_neg() } else { ai };
+    let ff = move |[x, y]: [f64; 2]| x + af * y;
+    let fi = move |[x, y]: [i64; 2]| {
+        Ok(if d == DType::Bool {
+            (x != 0 || (ai != 0 && y != 0)) as i64
+        } else {
+            x.wrapping_add(ai.wrapping_mul(y))
+        })
+    };
+    map_n(op, [a, b], d, d, Kernel::Both(&ff, &fi))
+}
+
+/// The representable range of an integer dtype.
+fn int_range(d: DType) -> (i64, i64) {
+    match d {
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::Bool => (0, 1),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+/// `torch.clamp` with scalar bounds, as upstream: an integer bound is checked against the
+/// integer result dtype's range (a min above it or a max below it is an error; otherwise the
+/// bound saturates), a NaN bound gives NaN, and when min > max every element becomes max.
+pub fn clamp_scalars(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(invalid(
+            "clamp",
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let lo = min.map(Tensor::wrap_scalar);
+    let hi = max.map(Tensor::wrap_scalar);
+    let mut ops: Vec<&Tensor> = vec![x];
+    ops.extend(lo.as_ref());
+    ops.extend(hi.as_ref());
+    let d = result_type_of(&ops)?;
+    if d == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op: "clamp",
+            dtype: d,
+        });
+    }
+    let (tlo, thi) = int_range(d);
+    let mut ilo = i64::MIN;
+    let mut ihi = i64::MAX;
+    if !d.is_float() {
+        if let Some(m) = min {
+            let v = m.to_f64() as i64;
+            if v > thi {
+                return Err(invalid(
+                    "clamp",
+                    format!(
+                        "Clamp min value {v} is outside the representable range of {}",
+                        c10_name(d)
+                    ),
+                ));
+            }
+            ilo = v.max(tlo);
+        }
+        if let Some(m) = max {
+            let v = m.to_f64() as i64;
+            if v < tlo {
+                return Err(invalid(
+                    "clamp",
+                    format!(
+                        "Clamp max value {v} is outside the representable range of {}",
+                        c10_name(d)
+                    ),
+                ));
+            }
+            ihi = v.min(thi);
+        }
+    }
+    let flo = min.map(|m| round_to(d, m.to_f64()));
+    let fhi = max.map(|m| round_to(d, m.to_f64()));
+    let ff = move |[v]: [f64; 1]| {
+        let mut r = v;
+        if let Some(l) = flo {
+            if l.is_nan() {
+                return l;
+            }
+            if r < l {
+                r = l;
+            }
+        }
+        if let Some(h) = fhi {
+            if h.is_nan() {
+                return h;
+            }
+            if r > h {
+                r = h;
+            }
+        }
+        r
+    };
+    let fi = move |[v]: [i64; 1]| Ok(v.max(ilo).min(ihi));
+    map_n("clamp", [x], d, d, Kernel::Both(&ff, &fi))
+}
+
+/// c10's ScalarType name of a dtype, as upstream's messages spell it.
+fn c10_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::I64 => "Long",
+        DType::I32 => "Int",
+        DType::I16 => "Short",
+        DType::I8 => "Char",
+        DType::U8 => "Byte",
+        DType::Bool => "Bool",
+    }
+}
+
+/// `torch.clamp` with tensor bounds: bounds take part in type promotion; NaN propagates;
+/// bool is supported with one bound only (as upstream's clamp_min / clamp_max kernels).
+pub fn clamp_tensors(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    let mut ops: Vec<&Tensor> = vec![x];
+    ops.extend(min);
+    ops.extend(max);
+    if ops.len() == 1 {
+        return Err(invalid(
+            "clamp",
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let d = result_type_of(&ops)?;
+    if d == DType::Bool && ops.len() == 3 {
+        return Err(Error::UnsupportedDType {
+            op: "clamp",
+            dtype: d,
+        });
+    }
+    let ff2 = |lower: bool| {
+        move |[v, b]: [f64; 2]| {
+            if v.is_nan() || b.is_nan() {
+                f64::NAN
+            } else if lower {
+                if v < b {
+                    b
+                } else {
+                    v
+                }
+            } else if v > b {
+                b
+            } else {
+                v
+            }
+        }
+    };
+    match (min, max) {
+        (Some(l), None) => {
+            let f = ff2(true);
+            map_n(
+                "clamp",
+                [x, l],
+                d,
+                d,
+                Kernel::Both(&f, &|[v, b]| Ok(v.max(b))),
+            )
+        }
+        (None, Some(h)) => {
+            let f = ff2(false);
+            map_n(
+                "clamp",
+                [x, h],
+                d,
+                d,
+                Kernel::Both(&f, &|[v, b]| Ok(v.min(b))),
+            )
+        }
+        (Some(l), Some(h)) => {
+            let ff = |[v, l, h]: [f64; 3]| {
+                if v.is_nan() || l.is_nan() || h.is_nan() {
+                    f64::NAN
+                } else {
+                    v.max(l).min(h)
+                }
+            };
+            map_n(
+                "clamp",
+                [x, l, h],
+                d,
+                d,
+                Kernel::Both(&ff, &|[v, l, h]| Ok(v.max(l).min(h))),
+            )
+        }
+        (None, None) => Err(invalid(
+            "clamp",
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ pub fn lgamma(x: f64) -> f64 {
 }
 
 /// ψ(10), where the upward recurrence of integer arguments lands exactly.
-const PSI_10: f64 = 2.251_752_589_066_721_1;
+const PSI_10: f64 = 2.251_752_589_066_721;
 
 /// The digamma function ψ(x) = Γ'(x)/Γ(x): ψ(±0) = ∓inf, NaN at the negative integers and
 /// -inf; reflection below 0, upward recurrence to 10, then the asymptotic series.

@@ -341,6 +341,7 @@ pub(crate) fn register(t: &mut Table) {
         ok(c.tensor(0)?.clamp_scalar(None, Some(c.scalar(1)?)))
     });
     register_more(t);
+    register_alpha_clamp(t);
 }
 
 /// A Tensor or Scalar argument as a tensor (scalars become wrapped numbers).
@@ -539,4 +540,203 @@ pub(crate) fn register_more(t: &mut Table) {
         let r = addc(c, true)?;
         c.write_into(4, r)
     });
+}
+
+fn add_sub(c: &Ctx<'_, '_>, sub: bool) -> PyResult<Tensor> {
+    torchnative_core::ops::pointwise::add_alpha(&arg(c, 0)?, &arg(c, 1)?, c.scalar(2)?, sub)
+        .map_err(core_err)
+}
+
+fn clamp_s(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    torchnative_core::ops::pointwise::clamp_scalars(
+        &c.tensor(0)?,
+        c.opt_scalar(1)?,
+        c.opt_scalar(2)?,
+    )
+    .map_err(core_err)
+}
+
+fn clamp_t(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let (lo, hi) = (c.opt_tensor(1)?, c.opt_tensor(2)?);
+    torchnative_core::ops::pointwise::clamp_tensors(&c.tensor(0)?, lo.as_ref(), hi.as_ref())
+        .map_err(core_err)
+}
+
+fn clamp_one(c: &Ctx<'_, '_>, lower: bool) -> PyResult<Tensor> {
+    let x = c.tensor(0)?;
+    let r = match &c.values[1] {
+        Value::Tensor(_) => {
+            let b = c.tensor(1)?;
+            let (lo, hi) = if lower {
+                (Some(&b), None)
+            } else {
+                (None, Some(&b))
+            };
+            torchnative_core::ops::pointwise::clamp_tensors(&x, lo, hi)
+        }
+        _ => {
+            let b = c.scalar(1)?;
+            let (lo, hi) = if lower {
+                (Some(b), None)
+            } else {
+                (None, Some(b))
+            };
+            torchnative_core::ops::pointwise::clamp_scalars(&x, lo, hi)
+        }
+    };
+    r.map_err(core_err)
+}
+
+fn where_args(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    torchnative_core::where_(&c.tensor(0)?, &arg(c, 1)?, &arg(c, 2)?).map_err(core_err)
+}
+
+pub(crate) fn register_alpha_clamp(t: &mut Table) {
+    for (name, sub) in [
+        ("aten::add.Tensor", false),
+        ("aten::add.Scalar", false),
+        ("aten::sub.Tensor", true),
+        ("aten::sub.Scalar", true),
+        ("aten::subtract.Tensor", true),
+        ("aten::subtract.Scalar", true),
+    ] {
+        let k: Kernel = if sub {
+            |c| add_sub(c, true).map(Out::Tensor)
+        } else {
+            |c| add_sub(c, false).map(Out::Tensor)
+        };
+        t.insert(name, k);
+    }
+    for (name, sub) in [
+        ("aten::add_.Tensor", false),
+        ("aten::add_.Scalar", false),
+        ("aten::sub_.Tensor", true),
+        ("aten::sub_.Scalar", true),
+        ("aten::subtract_.Tensor", true),
+        ("aten::subtract_.Scalar", true),
+    ] {
+        let k: Kernel = if sub {
+            |c| {
+                // sub refuses bool operands before TensorIterator's overlap check.
+                let r = add_sub(c, true)?;
+                c.write_into(0, r)
+            }
+        } else {
+            |c| {
+                check_no_internal_overlap(c, 0)?;
+                let r = add_sub(c, false)?;
+                c.write_into(0, r)
+            }
+        };
+        t.insert(name, k);
+    }
+    t.insert("aten::add.out", |c| {
+        let r = add_sub(c, false)?;
+        c.write_into(3, r)
+    });
+    t.insert("aten::sub.out", |c| {
+        let r = add_sub(c, true)?;
+        c.write_into(3, r)
+    });
+    t.insert("aten::subtract.out", |c| {
+        let r = add_sub(c, true)?;
+        c.write_into(3, r)
+    });
+    // rsub(self, other, alpha) = other - alpha * self.
+    t.insert("aten::rsub.Tensor", |c| {
+        torchnative_core::ops::pointwise::add_alpha(&arg(c, 1)?, &arg(c, 0)?, c.scalar(2)?, true)
+            .map_err(core_err)
+            .map(Out::Tensor)
+    });
+    t.insert("aten::rsub.Scalar", |c| {
+        torchnative_core::ops::pointwise::add_alpha(&arg(c, 1)?, &arg(c, 0)?, c.scalar(2)?, true)
+            .map_err(core_err)
+            .map(Out::Tensor)
+    });
+
+    for name in ["aten::clamp", "aten::clip"] {
+        t.insert(name, |c| clamp_s(c).map(Out::Tensor));
+    }
+    for name in ["aten::clamp.Tensor", "aten::clip.Tensor"] {
+        t.insert(name, |c| clamp_t(c).map(Out::Tensor));
+    }
+    for name in ["aten::clamp_", "aten::clip_"] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = clamp_s(c)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::clamp_.Tensor", "aten::clip_.Tensor"] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = clamp_t(c)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::clamp.out", "aten::clip.out"] {
+        t.insert(name, |c| {
+            let r = clamp_s(c)?;
+            c.write_into(3, r)
+        });
+    }
+    for name in ["aten::clamp.Tensor_out", "aten::clip.Tensor_out"] {
+        t.insert(name, |c| {
+            let r = clamp_t(c)?;
+            c.write_into(3, r)
+        });
+    }
+    for name in ["aten::clamp_min", "aten::clamp_min.Tensor"] {
+        t.insert(name, |c| clamp_one(c, true).map(Out::Tensor));
+    }
+    for name in ["aten::clamp_max", "aten::clamp_max.Tensor"] {
+        t.insert(name, |c| clamp_one(c, false).map(Out::Tensor));
+    }
+    for name in ["aten::clamp_min_", "aten::clamp_min_.Tensor"] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = clamp_one(c, true)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::clamp_max_", "aten::clamp_max_.Tensor"] {
+        t.insert(name, |c| {
+            check_no_internal_overlap(c, 0)?;
+            let r = clamp_one(c, false)?;
+            c.write_into(0, r)
+        });
+    }
+    for name in ["aten::clamp_min.out", "aten::clamp_min.Tensor_out"] {
+        t.insert(name, |c| {
+            let r = clamp_one(c, true)?;
+            c.write_into(2, r)
+        });
+    }
+    for name in ["aten::clamp_max.out", "aten::clamp_max.Tensor_out"] {
+        t.insert(name, |c| {
+            let r = clamp_one(c, false)?;
+            c.write_into(2, r)
+        });
+    }
+
+    for name in [
+        "aten::where.self",
+        "aten::where.ScalarSelf",
+        "aten::where.ScalarOther",
+        "aten::where.Scalar",
+    ] {
+        t.insert(name, |c| where_args(c).map(Out::Tensor));
+    }
+    t.insert("aten::where.self_out", |c| {
+        let r = where_args(c)?;
+        c.write_into(3, r)
+    });
+
+    // In-place forms that must refuse a self-overlapping destination before anything else.
+    bin!(t, |a, b| a.bitwise_and(b); []; ["bitwise_and_.Tensor", "bitwise_and_.Scalar"]; []);
+    bin!(t, |a, b| a.bitwise_or(b); []; ["bitwise_or_.Tensor", "bitwise_or_.Scalar"]; []);
+    bin!(t, |a, b| a.bitwise_xor(b); []; ["bitwise_xor_.Tensor", "bitwise_xor_.Scalar"]; []);
+    bin!(t, |a, b| a.fmod(b); []; ["fmod_.Tensor", "fmod_.Scalar"]; []);
+    bin!(t, |a, b| a.remainder(b); []; ["remainder_.Tensor", "remainder_.Scalar"]; []);
+    bin!(t, |a, b| a.mul(b); []; ["mul_.Tensor", "mul_.Scalar"]; []);
 }
