@@ -1870,4 +1870,56 @@ def _parse_to(*args, **kwargs):
 
 
 _nn._parse_to = _parse_to
+
+
+# Indexing honours __torch_function__ like every operator (upstream's C++ __getitem__ checks).
+_index_get = TensorBase.__getitem__  # noqa: F821
+_index_set = TensorBase.__setitem__  # noqa: F821
+
+
+def _getitem(self, index):
+    if type(self) is not _this._tensor_class and _has_torch_function_unary(self):
+        import torch
+
+        return torch.overrides.handle_torch_function(torch.Tensor.__getitem__, (self,), self, index)
+    return _index_get(self, index)
+
+
+def _setitem(self, index, value):
+    if type(self) is not _this._tensor_class and _has_torch_function((self, value)):
+        import torch
+
+        return torch.overrides.handle_torch_function(torch.Tensor.__setitem__, (self, value), self, index, value)
+    return _index_set(self, index, value)
+
+
+TensorBase.__getitem__ = _getitem  # noqa: F821
+TensorBase.__setitem__ = _setitem  # noqa: F821
+_getitem.__name__ = _getitem.__qualname__ = "__getitem__"
+_setitem.__name__ = _setitem.__qualname__ = "__setitem__"
+
+# torch.nonzero's hand-written binding adds `as_tuple` (upstream's nonzero_numpy).
+_nonzero_op = _VariableFunctions.nonzero
+_nonzero_method = TensorBase.nonzero  # noqa: F821
+
+
+def _nonzero_tuple(input):
+    return tuple((input.unsqueeze(0) if input.dim() == 0 else input).nonzero().unbind(1))
+
+
+def _nonzero(input, *, out=None, as_tuple=False):
+    if as_tuple:
+        if out is not None:
+            raise TypeError("nonzero(): as_tuple=True does not take out=")
+        return _nonzero_tuple(input)
+    return _nonzero_op(input) if out is None else _nonzero_op(input, out=out)
+
+
+def _nonzero_of(self, *, as_tuple=False):
+    return _nonzero_tuple(self) if as_tuple else _nonzero_method.__get__(self)()
+
+
+_nonzero.__name__ = _nonzero_of.__name__ = "nonzero"
+_VariableFunctions.nonzero = _nonzero
+TensorBase.nonzero = _nonzero_of  # noqa: F821
 globals().pop("__all__", None)
