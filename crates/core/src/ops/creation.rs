@@ -1,7 +1,7 @@
 //! Tensor factories: `zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and `*_like`.
 
 use crate::dtype::{DType, Device, Scalar, DEFAULT_FLOAT};
-use crate::error::{filled_vec, invalid, reserve_vec, Result};
+use crate::error::{filled_vec, invalid, reserve_vec, Error, Result};
 use crate::layout::checked_numel;
 use crate::tensor::Tensor;
 
@@ -67,6 +67,12 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         .iter()
         .any(|s| matches!(s, Scalar::Float(_)));
     let dtype = dtype.unwrap_or(if any_float { DEFAULT_FLOAT } else { DType::I64 });
+    if dtype == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op: "arange_cpu",
+            dtype,
+        });
+    }
     let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
     if st == 0.0 || !st.is_finite() || !s.is_finite() || !e.is_finite() {
         return Err(invalid(
@@ -111,20 +117,28 @@ pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<DType>) -> Res
         return Tensor::from_f64s(&[start], &[1], dtype);
     }
     let half = steps / 2;
-    let v: Vec<f64> = if dtype == DType::F32 {
+    let v: Vec<f64> = if matches!(dtype, DType::F16 | DType::BF16) {
+        // Reduced floats: plain float arithmetic (no fused multiply-add), as upstream's.
         let (s, e) = (start as f32, end as f32);
         let step = (e - s) / (steps - 1) as f32;
         (0..steps)
             .map(|i| if i < half { s + step * i as f32 } else { e - step * (steps - i - 1) as f32 } as f64)
+            .collect()
+    } else if dtype == DType::F32 {
+        let (s, e) = (start as f32, end as f32);
+        let step = (e - s) / (steps - 1) as f32;
+        (0..steps)
+            // Fused multiply-add, as upstream's vectorized kernel computes each element.
+            .map(|i| if i < half { step.mul_add(i as f32, s) } else { (-step).mul_add((steps - i - 1) as f32, e) } as f64)
             .collect()
     } else {
         let step = (end - start) / (steps - 1) as f64;
         (0..steps)
             .map(|i| {
                 if i < half {
-                    start + step * i as f64
+                    step.mul_add(i as f64, start)
                 } else {
-                    end - step * (steps - i - 1) as f64
+                    (-step).mul_add((steps - i - 1) as f64, end)
                 }
             })
             .collect()
