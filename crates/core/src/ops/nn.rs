@@ -353,3 +353,377 @@ pub fn scaled_dot_product_attention(
     let probs = where_(&any_allowed, &probs, &zero)?;
     probs.matmul(&vv)?.to_dtype(q.dtype())
 }
+
+// ----- torch face functionals: group/batch/instance norm, losses -----
+
+/// The shape `[1, C, 1, ...]` used to broadcast a per-channel vector over `x`.
+fn channel_shape(x: &Tensor) -> Vec<i64> {
+    let mut s = vec![1i64; x.dim()];
+    if x.dim() > 1 {
+        s[1] = x.shape()[1] as i64;
+    } else if x.dim() == 1 {
+        s[0] = x.shape()[0] as i64;
+    }
+    s
+}
+
+fn affine(
+    y: Tensor,
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    c: DType,
+) -> Result<Tensor> {
+    let cs = channel_shape(x);
+    let mut y = y;
+    if let Some(w) = weight {
+        y = y.mul(&w.to_dtype(c)?.reshape(&cs)?)?;
+    }
+    if let Some(b) = bias {
+        y = y.add(&b.to_dtype(c)?.reshape(&cs)?)?;
+    }
+    Ok(y)
+}
+
+/// `torch.nn.functional.group_norm(x [N, C, *], groups, weight, bias, eps)`.
+pub fn group_norm(
+    x: &Tensor,
+    groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let op = "group_norm";
+    let c = compute_dtype(op, x)?;
+    if x.dim() < 2 || groups == 0 || x.shape()[1] % groups != 0 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected number of channels in input to be divisible by num_groups, but got input of shape {:?} and num_groups={groups}",
+                x.shape()
+            ),
+        ));
+    }
+    let xf = x.to_dtype(DType::F64)?;
+    let n = x.shape()[0] as i64;
+    let g = xf.reshape(&[n, groups as i64, -1])?;
+    let mean = g.mean(&[2], true)?;
+    let var = g.var(
+        &[2],
+        crate::ops::reduce::VarOptions {
+            correction: 0.0,
+            keepdim: true,
+        },
+    )?;
+    let y = g.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+    let y = affine(y.reshape(&shape)?, x, weight, bias, DType::F64)?;
+    let _ = c;
+    y.to_dtype(x.dtype())
+}
+
+/// `torch.nn.functional.batch_norm`: batch statistics in training (updating the running
+/// stats in place with `momentum`, unbiased variance), running statistics otherwise.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    let op = "batch_norm";
+    compute_dtype(op, x)?;
+    if x.dim() < 2 {
+        return Err(invalid(op, "expected at least 2D input"));
+    }
+    let xf = x.to_dtype(DType::F64)?;
+    let dims: Vec<i64> = (0..x.dim() as i64).filter(|&d| d != 1).collect();
+    let cs = channel_shape(x);
+    let (mean, var) = if training {
+        let count = x.numel() / x.shape()[1].max(1);
+        if count <= 1 {
+            return Err(invalid(
+                op,
+                format!(
+                    "Expected more than 1 value per channel when training, got input size {:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        let mean = xf.mean(&dims, false)?;
+        let var = xf.var(
+            &dims,
+            crate::ops::reduce::VarOptions {
+                correction: 0.0,
+                keepdim: false,
+            },
+        )?;
+        if let Some(rm) = running_mean {
+            let upd = rm
+                .to_dtype(DType::F64)?
+                .mul(1.0 - momentum)?
+                .add(&mean.mul(momentum)?)?;
+            rm.copy_(&upd)?;
+        }
+        if let Some(rv) = running_var {
+            let unbiased = var.mul(count as f64 / (count as f64 - 1.0))?;
+            let upd = rv
+                .to_dtype(DType::F64)?
+                .mul(1.0 - momentum)?
+                .add(&unbiased.mul(momentum)?)?;
+            rv.copy_(&upd)?;
+        }
+        (mean, var)
+    } else {
+        match (running_mean, running_var) {
+            (Some(m), Some(v)) => (m.to_dtype(DType::F64)?, v.to_dtype(DType::F64)?),
+            _ => {
+                return Err(invalid(
+                    op,
+                    "running_mean and running_var must be defined in evaluation mode",
+                ))
+            }
+        }
+    };
+    let y = xf
+        .sub(&mean.reshape(&cs)?)?
+        .div(&var.add(eps)?.sqrt()?.reshape(&cs)?)?;
+    affine(y, x, weight, bias, DType::F64)?.to_dtype(x.dtype())
+}
+
+/// `torch.nn.functional.instance_norm` with input statistics (per sample and channel).
+pub fn instance_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let op = "instance_norm";
+    compute_dtype(op, x)?;
+    if x.dim() < 3 {
+        return Err(invalid(op, "expected at least 3D input"));
+    }
+    let xf = x.to_dtype(DType::F64)?;
+    let dims: Vec<i64> = (2..x.dim() as i64).collect();
+    let mean = xf.mean(&dims, true)?;
+    let var = xf.var(
+        &dims,
+        crate::ops::reduce::VarOptions {
+            correction: 0.0,
+            keepdim: true,
+        },
+    )?;
+    let y = xf.sub(&mean)?.div(&var.add(eps)?.sqrt()?)?;
+    affine(y, x, weight, bias, DType::F64)?.to_dtype(x.dtype())
+}
+
+/// Loss reductions (upstream's `at::Reduction`: 0 none, 1 mean, 2 sum).
+fn reduce_loss(l: Tensor, reduction: i64, out: DType) -> Result<Tensor> {
+    match reduction {
+        0 => l.to_dtype(out),
+        1 => l.mean(&[], false)?.to_dtype(out),
+        2 => l.sum(&[], false)?.to_dtype(out),
+        r => Err(invalid(
+            "loss",
+            format!("{r} is not a valid value for reduction"),
+        )),
+    }
+}
+
+/// `nll_loss_nd(logp [N, C, *] or [C], target [N, *] or [], weight, reduction, ignore_index)`.
+pub fn nll_loss(
+    logp: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    let op = "nll_loss";
+    compute_dtype(op, logp)?;
+    if target.dtype().is_float() || target.dtype() == DType::Bool {
+        return Err(invalid(
+            op,
+            format!(
+                "expected scalar type Long but found {}",
+                target.dtype().name()
+            ),
+        ));
+    }
+    let (nb, ncls, inner) = match logp.dim() {
+        0 => return Err(invalid(op, "input tensor should be 1D or more")),
+        1 => (1usize, logp.shape()[0], 1usize),
+        _ => (
+            logp.shape()[0],
+            logp.shape()[1],
+            logp.shape()[2..].iter().product(),
+        ),
+    };
+    let expect: Vec<usize> = match logp.dim() {
+        1 => vec![],
+        _ => std::iter::once(logp.shape()[0])
+            .chain(logp.shape()[2..].iter().copied())
+            .collect(),
+    };
+    if target.shape() != expect.as_slice() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: logp.shape().to_vec(),
+            rhs: target.shape().to_vec(),
+            reason: "expected target of the input's batch shape".into(),
+        });
+    }
+    let lv = logp.to_vec::<f64>()?;
+    let tv = target.to_vec::<i64>()?;
+    let wv = match weight {
+        Some(w) => {
+            if w.numel() != ncls {
+                return Err(invalid(
+                    op,
+                    format!("weight tensor should be defined either for all {ncls} classes or no classes but got weight tensor of shape: {:?}", w.shape()),
+                ));
+            }
+            w.to_vec::<f64>()?
+        }
+        None => vec![1.0; ncls],
+    };
+    let mut losses = Vec::with_capacity(nb * inner);
+    let mut wsum = 0.0;
+    for b in 0..nb {
+        for i in 0..inner {
+            let t = tv[b * inner + i];
+            if t == ignore_index {
+                losses.push(0.0);
+                continue;
+            }
+            if t < 0 || t as usize >= ncls {
+                return Err(Error::IndexOutOfRange {
+                    op,
+                    index: t,
+                    size: ncls,
+                });
+            }
+            let w = wv[t as usize];
+            wsum += w;
+            losses.push(-w * lv[(b * ncls + t as usize) * inner + i]);
+        }
+    }
+    let d = logp.dtype();
+    match reduction {
+        0 => Tensor::from_f64s(&losses, &expect, d),
+        1 => Tensor::from_f64s(&[losses.iter().sum::<f64>() / wsum], &[], d),
+        2 => Tensor::from_f64s(&[losses.iter().sum::<f64>()], &[], d),
+        r => Err(invalid(
+            op,
+            format!("{r} is not a valid value for reduction"),
+        )),
+    }
+}
+
+/// `cross_entropy_loss(input, target, weight, reduction, ignore_index, label_smoothing)` with
+/// class-index or class-probability targets.
+pub fn cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let op = "cross_entropy";
+    compute_dtype(op, input)?;
+    let class_dim: i64 = if input.dim() >= 2 { 1 } else { 0 };
+    let ncls = input.shape().get(class_dim as usize).copied().unwrap_or(1);
+    let logp = input.log_softmax(class_dim)?;
+    let lp = logp.to_dtype(DType::F64)?;
+    let wshape: Vec<i64> = {
+        let mut s = vec![1i64; input.dim()];
+        if !s.is_empty() {
+            s[class_dim as usize] = ncls as i64;
+        }
+        s
+    };
+    let w64 = match weight {
+        Some(w) => Some(w.to_dtype(DType::F64)?.reshape(&wshape)?),
+        None => None,
+    };
+    if target.dtype().is_float() {
+        if target.shape() != input.shape() {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: input.shape().to_vec(),
+                rhs: target.shape().to_vec(),
+                reason: "probability targets must have the input's shape".into(),
+            });
+        }
+        let mut t = target.to_dtype(DType::F64)?;
+        if label_smoothing > 0.0 {
+            t = t
+                .mul(1.0 - label_smoothing)?
+                .add(label_smoothing / ncls as f64)?;
+        }
+        let mut prod = lp.mul(&t)?;
+        if let Some(w) = &w64 {
+            prod = prod.mul(w)?;
+        }
+        let loss = prod.sum(&[class_dim], false)?.neg()?;
+        return match reduction {
+            1 => {
+                let n = (input.numel() / ncls.max(1)) as f64;
+                loss.sum(&[], false)?.div(n)?.to_dtype(input.dtype())
+            }
+            r => reduce_loss(loss, r, input.dtype()),
+        };
+    }
+    let nll = nll_loss(&logp, target, weight, reduction, ignore_index)?;
+    if label_smoothing <= 0.0 {
+        return Ok(nll);
+    }
+    let ignore = target.eq(ignore_index)?;
+    let mut sm = match &w64 {
+        Some(w) => lp.mul(w)?.sum(&[class_dim], false)?.neg()?,
+        None => lp.sum(&[class_dim], false)?.neg()?,
+    };
+    sm = sm.masked_fill(&ignore, Scalar::Float(0.0))?;
+    let ret = match reduction {
+        1 => {
+            let denom = match weight {
+                Some(w) => {
+                    let keep = ignore.logical_not()?;
+                    let t = target.masked_fill(&ignore, Scalar::Int(0))?;
+                    let wt = w
+                        .to_dtype(DType::F64)?
+                        .index_select(0, &t.reshape(&[-1])?)?;
+                    wt.mul(&keep.reshape(&[-1])?)?.sum(&[], false)?
+                }
+                None => ignore
+                    .logical_not()?
+                    .sum(&[], false)?
+                    .to_dtype(DType::F64)?,
+            };
+            sm.sum(&[], false)?.div(&denom)?
+        }
+        2 => sm.sum(&[], false)?,
+        _ => sm,
+    };
+    nll.to_dtype(DType::F64)?
+        .mul(1.0 - label_smoothing)?
+        .add(&ret.mul(label_smoothing / ncls as f64)?)?
+        .to_dtype(input.dtype())
+}
+
+/// `kl_div(input, target, reduction, log_target)`.
+pub fn kl_div(input: &Tensor, target: &Tensor, reduction: i64, log_target: bool) -> Result<Tensor> {
+    let out = crate::dtype::promote_types(input.dtype(), target.dtype());
+    let x = input.to_dtype(DType::F64)?;
+    let t = target.to_dtype(DType::F64)?;
+    let l = if log_target {
+        t.exp()?.mul(&t.sub(&x)?)?
+    } else {
+        t.xlogy(&t)?.sub(&t.mul(&x)?)?
+    };
+    reduce_loss(l, reduction, out)
+}

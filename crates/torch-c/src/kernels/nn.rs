@@ -1,11 +1,422 @@
-//! Neural-network functionals: layer_norm...
+//! Neural-network functionals: norms (layer/rms/group/batch/instance), attention,
+//! convolutions, pooling, padding and losses.
 
 #![allow(unused_imports)]
 
 use super::*;
+use torchnative_core::ops::conv::{self, ConvOptions, PadMode, PoolKind, PoolOptions};
+use torchnative_core::ops::nn as cnn;
+
+type R = torchnative_core::Result<Tensor>;
+
+/// Lays `result` out like `like` (same dim order by stride), as upstream's kernels that
+/// allocate with `empty_like(input)` do. Same shapes required; otherwise unchanged.
+fn follow_layout(result: Tensor, like: &Tensor) -> R {
+    if result.shape() != like.shape() || like.is_contiguous() || like.dim() < 2 {
+        return Ok(result);
+    }
+    let n = like.dim();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| like.strides()[b].cmp(&like.strides()[a]).then(a.cmp(&b)));
+    if order.iter().enumerate().all(|(i, &d)| i == d) {
+        return Ok(result);
+    }
+    let perm: Vec<i64> = order.iter().map(|&d| d as i64).collect();
+    let mut inverse = vec![0i64; n];
+    for (pos, &d) in order.iter().enumerate() {
+        inverse[d] = pos as i64;
+    }
+    result.permute(&perm)?.contiguous()?.permute(&inverse)
+}
+
+fn err(op: &'static str, reason: impl Into<String>) -> PyErr {
+    core_err(torchnative_core::Error::InvalidArgument {
+        op,
+        reason: reason.into(),
+    })
+}
+
+// ----- attention -----
+
+fn sdpa(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let op = "scaled_dot_product_attention";
+    let (q, k, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+    let mask = c.opt_tensor(3)?;
+    let dropout = c.float(4)?;
+    let is_causal = c.bool(5)?;
+    let scale = match &c.values[6] {
+        crate::value::Value::None => None,
+        _ => Some(c.float(6)?),
+    };
+    let gqa = c.bool(7)?;
+    if mask.is_some() && is_causal {
+        return Err(err(
+            op,
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
+        ));
+    }
+    if dropout > 0.0 {
+        return Err(core_err(torchnative_core::Error::UnsupportedDType {
+            op: "scaled_dot_product_attention (dropout_p > 0)",
+            dtype: q.dtype(),
+        }));
+    }
+    let n = q.dim();
+    if n >= 3 && k.dim() == n {
+        let (hq, hk) = (q.shape()[n - 3], k.shape()[n - 3]);
+        if hq != hk && (!gqa || hk == 0 || hq % hk != 0) {
+            return Err(err(
+                op,
+                format!(
+                    "The size of tensor a ({hq}) must match the size of tensor b ({hk}) at non-singleton dimension {}",
+                    n - 3
+                ),
+            ));
+        }
+    }
+    // Upstream's causal mask is top-left aligned: query i attends keys j <= i.
+    let mut attn_mask = mask;
+    if is_causal && n >= 2 {
+        let (lq, lk) = (q.shape()[n - 2], k.shape()[n - 2]);
+        let allowed: Vec<bool> = (0..lq * lk)
+            .map(|i| i % lk.max(1) <= i / lk.max(1))
+            .collect();
+        attn_mask = Some(Tensor::from_vec(allowed, &[lq, lk]).map_err(core_err)?);
+    }
+    let opts = torchnative_core::SdpaOptions {
+        attn_mask,
+        is_causal: false,
+        scale,
+        window: None,
+    };
+    let r = torchnative_core::scaled_dot_product_attention(&q, &k, &v, &opts).map_err(core_err)?;
+    // The output follows the query's layout.
+    let like = if r.shape() == q.shape() { &q } else { &r };
+    follow_layout(r.clone(), like).map_err(core_err)
+}
+
+// ----- convolution -----
+
+fn conv_call(
+    c: &Ctx<'_, '_>,
+    nd: usize,
+    padding: ConvPadding,
+    transposed: bool,
+) -> PyResult<Tensor> {
+    let op = "conv";
+    let (x, w, b) = (c.tensor(0)?, c.tensor(1)?, c.opt_tensor(2)?);
+    let stride = conv::expand_param(op, "stride", &c.ints(3)?, nd).map_err(core_err)?;
+    // conv_transpose: (.., stride, padding, output_padding, groups, dilation)
+    let (dil_i, groups_i) = if transposed { (7, 6) } else { (5, 6) };
+    let dilation = conv::expand_param(op, "dilation", &c.ints(dil_i)?, nd).map_err(core_err)?;
+    let groups = c.int(groups_i)?;
+    let output_padding = if transposed {
+        conv::expand_param(op, "output_padding", &c.ints(5)?, nd).map_err(core_err)?
+    } else {
+        vec![0; nd]
+    };
+    let unbatched = x.dim() == nd + 1;
+    let xb = if unbatched {
+        x.unsqueeze(0).map_err(core_err)?
+    } else {
+        x.clone()
+    };
+    if xb.dim() != nd + 2 {
+        return Err(err(
+            op,
+            format!(
+                "Expected {}D (unbatched) or {}D (batched) input to conv{nd}d, but got input of size: {:?}",
+                nd + 1,
+                nd + 2,
+                x.shape()
+            ),
+        ));
+    }
+    let (pad_lo, pad_hi) = match padding {
+        ConvPadding::Ints => {
+            let p = conv::expand_param(op, "padding", &c.ints(4)?, nd).map_err(core_err)?;
+            (p.clone(), p)
+        }
+        ConvPadding::Str => match c.str(4)?.as_str() {
+            "valid" => (vec![0; nd], vec![0; nd]),
+            "same" => {
+                if stride.iter().any(|&s| s != 1) {
+                    return Err(err(
+                        op,
+                        "padding='same' is not supported for strided convolutions",
+                    ));
+                }
+                let ks = &w.shape()[2..];
+                let mut lo = Vec::new();
+                let mut hi = Vec::new();
+                for d in 0..nd {
+                    let total = dilation[d] * (ks.get(d).copied().unwrap_or(1) as i64 - 1);
+                    lo.push(total / 2);
+                    hi.push(total - total / 2);
+                }
+                (lo, hi)
+            }
+            s => return Err(err(op, format!("Invalid padding string: '{s}'"))),
+        },
+    };
+    let o = ConvOptions {
+        stride,
+        pad_lo,
+        pad_hi,
+        dilation,
+        groups,
+        transposed,
+        output_padding,
+    };
+    let r = conv::conv(&xb, &w, b.as_ref(), &o).map_err(core_err)?;
+    let r = if unbatched {
+        r.squeeze_dims(&[0]).map_err(core_err)?
+    } else {
+        follow_layout_channels(r, &xb).map_err(core_err)?
+    };
+    Ok(r)
+}
+
+/// channels_last input -> channels_last output (upstream's suggested memory format).
+fn follow_layout_channels(r: Tensor, x: &Tensor) -> R {
+    if x.dim() == 4 && !x.is_contiguous() {
+        let s = x.strides();
+        let (c, h, w) = (s[1], s[2], s[3]);
+        if c == 1 && w >= c && h >= w {
+            return r
+                .permute(&[0, 2, 3, 1])?
+                .contiguous()?
+                .permute(&[0, 3, 1, 2]);
+        }
+    }
+    Ok(r)
+}
+
+#[derive(Clone, Copy)]
+enum ConvPadding {
+    Ints,
+    Str,
+}
+
+fn convolution(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let op = "convolution";
+    let (x, w, b) = (c.tensor(0)?, c.tensor(1)?, c.opt_tensor(2)?);
+    let nd = w.dim().saturating_sub(2);
+    let p = conv::expand_param(op, "padding", &c.ints(4)?, nd).map_err(core_err)?;
+    let o = ConvOptions {
+        stride: conv::expand_param(op, "stride", &c.ints(3)?, nd).map_err(core_err)?,
+        pad_lo: p.clone(),
+        pad_hi: p,
+        dilation: conv::expand_param(op, "dilation", &c.ints(5)?, nd).map_err(core_err)?,
+        transposed: c.bool(6)?,
+        output_padding: conv::expand_param(op, "output_padding", &c.ints(7)?, nd)
+            .map_err(core_err)?,
+        groups: c.int(8)?,
+    };
+    conv::conv(&x, &w, b.as_ref(), &o).map_err(core_err)
+}
+
+// ----- pooling -----
+
+fn pool_opts(
+    c: &Ctx<'_, '_>,
+    nd: usize,
+    dilation: Option<usize>,
+    ceil_i: usize,
+) -> PyResult<PoolOptions> {
+    let op = "pool";
+    let kernel = conv::expand_param(op, "kernel_size", &c.ints(1)?, nd).map_err(core_err)?;
+    let s = c.ints(2)?;
+    let stride = if s.is_empty() {
+        kernel.clone()
+    } else {
+        conv::expand_param(op, "stride", &s, nd).map_err(core_err)?
+    };
+    Ok(PoolOptions {
+        kernel,
+        stride,
+        padding: conv::expand_param(op, "padding", &c.ints(3)?, nd).map_err(core_err)?,
+        dilation: match dilation {
+            Some(i) => conv::expand_param(op, "dilation", &c.ints(i)?, nd).map_err(core_err)?,
+            None => vec![1; nd],
+        },
+        ceil_mode: c.bool(ceil_i)?,
+    })
+}
+
+fn max_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<(Tensor, Tensor)> {
+    let o = pool_opts(c, nd, Some(4), 5)?;
+    conv::pool(&c.tensor(0)?, PoolKind::Max, &o).map_err(core_err)
+}
+
+fn avg_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
+    let o = pool_opts(c, nd, None, 4)?;
+    let divisor = if nd == 2 { c.opt_int(6)? } else { None };
+    if divisor == Some(0) {
+        return Err(err("avg_pool2d", "divisor must be not zero"));
+    }
+    let kind = PoolKind::Avg {
+        count_include_pad: c.bool(5)?,
+        divisor,
+    };
+    Ok(conv::pool(&c.tensor(0)?, kind, &o).map_err(core_err)?.0)
+}
+
+fn pair(r: (Tensor, Tensor)) -> PyResult<Out> {
+    Ok(Out::Tensors(vec![r.0, r.1]))
+}
+
+// ----- padding -----
+
+fn pad(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let x = c.tensor(0)?;
+    let p = c.ints(1)?;
+    let mode = c.str(2)?;
+    let value = match &c.values[3] {
+        crate::value::Value::None => None,
+        _ => Some(c.float(3)?),
+    };
+    let m = match mode.as_str() {
+        "constant" => {
+            let v = match value {
+                Some(v) if x.dtype().is_float() => Scalar::Float(v),
+                Some(v) => Scalar::Int(v as i64),
+                None => Scalar::Int(0),
+            };
+            return conv::constant_pad(&x, &p, v).map_err(core_err);
+        }
+        "reflect" => PadMode::Reflect,
+        "replicate" => PadMode::Replicate,
+        "circular" => PadMode::Circular,
+        m => return Err(err("pad", format!("Unrecognised padding mode {m}"))),
+    };
+    if value.is_some_and(|v| v != 0.0) {
+        return Err(err(
+            "pad",
+            format!("Padding mode \"{mode}\" doesn't take in value argument"),
+        ));
+    }
+    conv::pad_mode(&x, &p, m).map_err(core_err)
+}
+
+// ----- dropout (upstream's CPU path: input * empty_like(input).bernoulli_(1 - p) / (1 - p)) -----
+
+/// A tensor of `shape`/`dtype` filled by `bernoulli_(p)` from the default generator.
+fn bernoulli_noise(c: &Ctx<'_, '_>, shape: &[usize], dtype: DType, p: f64) -> PyResult<Tensor> {
+    let t = Tensor::empty_on(shape, dtype, Device::Cpu).map_err(core_err)?;
+    let gen = crate::random::default_generator(c.py)?;
+    let g = gen.bind(c.py).borrow();
+    let mut guard = g.lock();
+    torchnative_core::with_dtype!(dtype, T => t.with_data_mut::<T, _>(|d: &mut [T]| {
+        torchnative_core::torch_random::bernoulli_scalar_(&mut guard, d, p)
+    }))
+    .map_err(core_err)?
+    .map_err(core_err)?;
+    Ok(t)
+}
+
+/// `None` when dropout leaves the input unchanged (`p == 0`, eval, empty input).
+fn dropout_result(c: &Ctx<'_, '_>, feature: bool) -> PyResult<Option<Tensor>> {
+    let x = c.tensor(0)?;
+    let p = c.float(1)?;
+    let train = c.bool(2)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(err(
+            "dropout",
+            format!("dropout probability has to be between 0 and 1, but got {p}"),
+        ));
+    }
+    if p == 0.0 || !train || x.numel() == 0 {
+        return Ok(None);
+    }
+    if p == 1.0 {
+        let z = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
+        return Ok(Some(x.mul(&z).map_err(core_err)?));
+    }
+    let shape: Vec<usize> = if feature {
+        if x.dim() < 2 {
+            return Err(err(
+                "feature_dropout",
+                "Feature dropout requires at least 2 dimensions in the input",
+            ));
+        }
+        let mut s = vec![x.shape()[0], x.shape()[1]];
+        s.extend(std::iter::repeat_n(1, x.dim() - 2));
+        s
+    } else {
+        x.shape().to_vec()
+    };
+    let noise = bernoulli_noise(c, &shape, x.dtype(), 1.0 - p)?;
+    let noise = noise.div(1.0 - p).map_err(core_err)?;
+    Ok(Some(x.mul(&noise).map_err(core_err)?))
+}
 
 pub(crate) fn register(t: &mut Table) {
-    // ----- nn -----
+    t.insert("aten::dropout", |c| match dropout_result(c, false)? {
+        Some(r) => Ok(Out::Tensor(r)),
+        None => Ok(Out::Arg(0)),
+    });
+    t.insert("aten::feature_dropout", |c| {
+        match dropout_result(c, true)? {
+            Some(r) => Ok(Out::Tensor(r)),
+            None => Ok(Out::Arg(0)),
+        }
+    });
+    t.insert("aten::dropout_", |c| match dropout_result(c, false)? {
+        Some(r) => c.write_into(0, r),
+        None => Ok(Out::Arg(0)),
+    });
+    t.insert("aten::feature_dropout_", |c| {
+        match dropout_result(c, true)? {
+            Some(r) => c.write_into(0, r),
+            None => Ok(Out::Arg(0)),
+        }
+    });
+    t.insert("aten::alpha_dropout", |c| {
+        let x = c.tensor(0)?;
+        let p = c.float(1)?;
+        if p == 0.0 || !c.bool(2)? || x.numel() == 0 {
+            return Ok(Out::Arg(0));
+        }
+        if p == 1.0 {
+            let z = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
+            return ok(x.mul(&z));
+        }
+        const ALPHA: f64 = 1.7580993408473766;
+        let a = 1.0 / ((ALPHA * ALPHA * p + 1.0) * (1.0 - p)).sqrt();
+        let noise = bernoulli_noise(c, x.shape(), x.dtype(), 1.0 - p)?;
+        let r = (|| {
+            let b = noise.add(-1.0)?.mul(ALPHA * a)?.add(ALPHA * a * p)?;
+            let n = noise.mul(a)?;
+            x.mul(&n)?.add(&b)
+        })();
+        ok(r)
+    });
+    // native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)
+    t.insert("aten::native_dropout", |c| {
+        let x = c.tensor(0)?;
+        let p = c.float(1)?;
+        let train = match &c.values[2] {
+            crate::value::Value::None => true,
+            _ => c.bool(2)?,
+        };
+        if !train || x.numel() == 0 {
+            let ones = Tensor::empty_on(x.shape(), DType::Bool, Device::Cpu)
+                .and_then(|m| {
+                    m.fill_(Scalar::Bool(true))?;
+                    Ok(m)
+                })
+                .map_err(core_err)?;
+            return Ok(Out::Tensors(vec![x.deep_clone().map_err(core_err)?, ones]));
+        }
+        let p1m = 1.0 - p;
+        let scale = if p1m == 0.0 { 0.0 } else { 1.0 / p1m };
+        let mask = bernoulli_noise(c, x.shape(), DType::Bool, p1m)?;
+        let out = x.mul(&mask).and_then(|o| o.mul(scale)).map_err(core_err)?;
+        Ok(Out::Tensors(vec![out, mask]))
+    });
+
+    // ----- norms -----
     t.insert("aten::layer_norm", |c| {
         let x = c.tensor(0)?;
         let shape = to_shape(&c.ints(1)?)?;
@@ -15,6 +426,155 @@ pub(crate) fn register(t: &mut Table) {
             c.opt_tensor(2)?.as_ref(),
             c.opt_tensor(3)?.as_ref(),
             c.float(4)?,
+        ))
+    });
+    t.insert("aten::rms_norm", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let eps = match &c.values[3] {
+            crate::value::Value::None => None,
+            _ => Some(c.float(3)?),
+        };
+        ok(torchnative_core::rms_norm(
+            &x,
+            &shape,
+            c.opt_tensor(2)?.as_ref(),
+            eps,
+        ))
+    });
+    t.insert("aten::group_norm", |c| {
+        let g = c.int(1)?;
+        ok(cnn::group_norm(
+            &c.tensor(0)?,
+            g.max(0) as usize,
+            c.opt_tensor(2)?.as_ref(),
+            c.opt_tensor(3)?.as_ref(),
+            c.float(4)?,
+        ))
+    });
+    t.insert("aten::batch_norm", |c| {
+        ok(cnn::batch_norm(
+            &c.tensor(0)?,
+            c.opt_tensor(1)?.as_ref(),
+            c.opt_tensor(2)?.as_ref(),
+            c.opt_tensor(3)?.as_ref(),
+            c.opt_tensor(4)?.as_ref(),
+            c.bool(5)?,
+            c.float(6)?,
+            c.float(7)?,
+        ))
+    });
+    t.insert("aten::instance_norm", |c| {
+        if !c.bool(5)? {
+            // eval mode with running stats: batch_norm over the running statistics
+            return ok(cnn::batch_norm(
+                &c.tensor(0)?,
+                c.opt_tensor(1)?.as_ref(),
+                c.opt_tensor(2)?.as_ref(),
+                c.opt_tensor(3)?.as_ref(),
+                c.opt_tensor(4)?.as_ref(),
+                false,
+                c.float(6)?,
+                c.float(7)?,
+            ));
+        }
+        ok(cnn::instance_norm(
+            &c.tensor(0)?,
+            c.opt_tensor(1)?.as_ref(),
+            c.opt_tensor(2)?.as_ref(),
+            c.float(7)?,
+        ))
+    });
+
+    // ----- attention -----
+    t.insert("aten::scaled_dot_product_attention", |c| {
+        Ok(Out::Tensor(sdpa(c)?))
+    });
+
+    // ----- convolution -----
+    t.insert("aten::conv1d", |c| {
+        Ok(Out::Tensor(conv_call(c, 1, ConvPadding::Ints, false)?))
+    });
+    t.insert("aten::conv2d", |c| {
+        Ok(Out::Tensor(conv_call(c, 2, ConvPadding::Ints, false)?))
+    });
+    t.insert("aten::conv3d", |c| {
+        Ok(Out::Tensor(conv_call(c, 3, ConvPadding::Ints, false)?))
+    });
+    t.insert("aten::conv1d.padding", |c| {
+        Ok(Out::Tensor(conv_call(c, 1, ConvPadding::Str, false)?))
+    });
+    t.insert("aten::conv2d.padding", |c| {
+        Ok(Out::Tensor(conv_call(c, 2, ConvPadding::Str, false)?))
+    });
+    t.insert("aten::conv3d.padding", |c| {
+        Ok(Out::Tensor(conv_call(c, 3, ConvPadding::Str, false)?))
+    });
+    t.insert("aten::conv_transpose1d", |c| {
+        Ok(Out::Tensor(conv_call(c, 1, ConvPadding::Ints, true)?))
+    });
+    t.insert("aten::conv_transpose2d.input", |c| {
+        Ok(Out::Tensor(conv_call(c, 2, ConvPadding::Ints, true)?))
+    });
+    t.insert("aten::convolution", |c| Ok(Out::Tensor(convolution(c)?)));
+
+    // ----- pooling -----
+    t.insert("aten::max_pool1d", |c| Ok(Out::Tensor(max_pool(c, 1)?.0)));
+    t.insert("aten::max_pool2d", |c| Ok(Out::Tensor(max_pool(c, 2)?.0)));
+    t.insert("aten::max_pool1d_with_indices", |c| pair(max_pool(c, 1)?));
+    t.insert("aten::max_pool2d_with_indices", |c| pair(max_pool(c, 2)?));
+    t.insert("aten::avg_pool1d", |c| Ok(Out::Tensor(avg_pool(c, 1)?)));
+    t.insert("aten::avg_pool2d", |c| Ok(Out::Tensor(avg_pool(c, 2)?)));
+    t.insert("aten::adaptive_avg_pool1d", |c| {
+        ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::adaptive_avg_pool2d", |c| {
+        ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::_adaptive_avg_pool2d", |c| {
+        ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::adaptive_max_pool1d", |c| {
+        pair(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, true).map_err(core_err)?)
+    });
+    t.insert("aten::adaptive_max_pool2d", |c| {
+        pair(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, true).map_err(core_err)?)
+    });
+
+    // ----- padding -----
+    t.insert("aten::pad", |c| Ok(Out::Tensor(pad(c)?)));
+    t.insert("aten::constant_pad_nd", |c| {
+        ok(conv::constant_pad(&c.tensor(0)?, &c.ints(1)?, c.scalar(2)?))
+    });
+
+    // ----- losses -----
+    t.insert("aten::cross_entropy_loss", |c| {
+        ok(cnn::cross_entropy(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.opt_tensor(2)?.as_ref(),
+            c.int(3)?,
+            c.int(4)?,
+            c.float(5)?,
+        ))
+    });
+    for name in ["aten::nll_loss_nd", "aten::nll_loss", "aten::nll_loss2d"] {
+        t.insert(name, |c| {
+            ok(cnn::nll_loss(
+                &c.tensor(0)?,
+                &c.tensor(1)?,
+                c.opt_tensor(2)?.as_ref(),
+                c.int(3)?,
+                c.int(4)?,
+            ))
+        });
+    }
+    t.insert("aten::kl_div", |c| {
+        ok(cnn::kl_div(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.int(2)?,
+            c.bool(3)?,
         ))
     });
 }

@@ -1,0 +1,651 @@
+//! Convolutions (N-d, grouped, strided, dilated, transposed), pooling (max/avg/adaptive) and
+//! padding (constant/reflect/replicate/circular). Inputs are `[B, C, *spatial]`; the
+//! arithmetic runs in f64 over contiguous copies and rounds once to the input dtype.
+
+use crate::dtype::{DType, Scalar};
+use crate::error::{invalid, Error, Result};
+use crate::tensor::Tensor;
+
+fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if !t.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
+    Ok(())
+}
+
+/// Expands a 1-element list to `n` entries (`stride=2` means `(2, 2)`).
+pub fn expand_param(op: &'static str, name: &str, v: &[i64], n: usize) -> Result<Vec<i64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        l if l == n => Ok(v.to_vec()),
+        _ => Err(invalid(
+            op,
+            format!("expected {name} to be a single integer value or a list of {n} values"),
+        )),
+    }
+}
+
+/// Row-major strides of a shape.
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Iterates the multi-indices of `shape` in row-major order.
+fn for_each_index(shape: &[usize], mut f: impl FnMut(&[usize])) {
+    let n: usize = shape.iter().product();
+    let mut idx = vec![0usize; shape.len()];
+    for _ in 0..n {
+        f(&idx);
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Options of [`conv`].
+#[derive(Debug, Clone)]
+pub struct ConvOptions {
+    pub stride: Vec<i64>,
+    /// Padding before each spatial dim.
+    pub pad_lo: Vec<i64>,
+    /// Padding after each spatial dim.
+    pub pad_hi: Vec<i64>,
+    pub dilation: Vec<i64>,
+    pub groups: i64,
+    pub transposed: bool,
+    pub output_padding: Vec<i64>,
+}
+
+/// N-d convolution (cross-correlation) of a batched `[B, Cin, *S]` input with
+/// `[Cout, Cin/groups, *K]` weights, or its transpose (weights `[Cin, Cout/groups, *K]`).
+pub fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, o: &ConvOptions) -> Result<Tensor> {
+    let op = if o.transposed {
+        "conv_transpose"
+    } else {
+        "conv"
+    };
+    if x.dtype() != w.dtype() || bias.is_some_and(|b| b.dtype() != x.dtype()) {
+        return Err(invalid(
+            op,
+            format!(
+                "Input type ({}) and weight type ({}) should be the same",
+                x.dtype().name(),
+                w.dtype().name()
+            ),
+        ));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    let nd = x.dim().saturating_sub(2);
+    if nd == 0 || w.dim() != nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected {}D input and {}D weight, got input of shape {:?} and weight of shape {:?}",
+                w.dim(),
+                w.dim(),
+                x.shape(),
+                w.shape()
+            ),
+        ));
+    }
+    let g = o.groups.max(1) as usize;
+    let (b, cin) = (x.shape()[0], x.shape()[1]);
+    let sp: Vec<usize> = x.shape()[2..].to_vec();
+    let ks: Vec<usize> = w.shape()[2..].to_vec();
+    let (cout, cin_g) = if o.transposed {
+        (w.shape()[1] * g, w.shape()[0] / g)
+    } else {
+        (w.shape()[0], w.shape()[1])
+    };
+    let w_in = if o.transposed {
+        w.shape()[0]
+    } else {
+        cin_g * g
+    };
+    if w_in != cin || (!o.transposed && cout % g != 0) || cin % g != 0 {
+        return Err(invalid(
+            op,
+            format!(
+                "Given groups={g}, weight of size {:?}, expected input{:?} to have {} channels, but got {cin} channels instead",
+                w.shape(),
+                x.shape(),
+                w_in
+            ),
+        ));
+    }
+    if let Some(bb) = bias {
+        if bb.numel() != cout {
+            return Err(invalid(
+                op,
+                format!("expected bias of size {cout}, got {:?}", bb.shape()),
+            ));
+        }
+    }
+    let (st, dl) = (&o.stride, &o.dilation);
+    let mut out_sp = Vec::with_capacity(nd);
+    for d in 0..nd {
+        let eff = dl[d] * (ks[d] as i64 - 1) + 1;
+        let n = if o.transposed {
+            (sp[d] as i64 - 1) * st[d] - o.pad_lo[d] - o.pad_hi[d] + eff + o.output_padding[d]
+        } else {
+            let padded = sp[d] as i64 + o.pad_lo[d] + o.pad_hi[d];
+            if padded < eff {
+                return Err(invalid(
+                    op,
+                    format!(
+                        "Calculated padded input size per channel: ({padded}). Kernel size: ({eff}). Kernel size can't be greater than actual input size"
+                    ),
+                ));
+            }
+            (padded - eff) / st[d] + 1
+        };
+        if n <= 0 {
+            return Err(invalid(op, "output size is too small"));
+        }
+        out_sp.push(n as usize);
+    }
+    let xv = x.to_vec::<f64>()?;
+    let wv = w.to_vec::<f64>()?;
+    let bv = match bias {
+        Some(bb) => bb.to_vec::<f64>()?,
+        None => vec![0.0; cout],
+    };
+    let in_plane: usize = sp.iter().product();
+    let out_plane: usize = out_sp.iter().product();
+    let k_plane: usize = ks.iter().product();
+    let in_str = strides_of(&sp);
+    let out_str = strides_of(&out_sp);
+    let mut out = vec![0.0f64; b * cout * out_plane];
+    let cout_g = cout / g;
+    // Kernel offsets once.
+    let mut koffs: Vec<Vec<usize>> = Vec::with_capacity(k_plane);
+    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    if !o.transposed {
+        for bi in 0..b {
+            for oc in 0..cout {
+                let gi = oc / cout_g;
+                let obase = (bi * cout + oc) * out_plane;
+                for_each_index(&out_sp, |opos| {
+                    let mut acc = bv[oc];
+                    for ic in 0..cin_g {
+                        let c = gi * cin_g + ic;
+                        let xbase = (bi * cin + c) * in_plane;
+                        let wbase = (oc * cin_g + ic) * k_plane;
+                        'k: for (ki, k) in koffs.iter().enumerate() {
+                            let mut off = 0usize;
+                            for d in 0..nd {
+                                let p = opos[d] as i64 * st[d] - o.pad_lo[d] + k[d] as i64 * dl[d];
+                                if p < 0 || p >= sp[d] as i64 {
+                                    continue 'k;
+                                }
+                                off += p as usize * in_str[d];
+                            }
+                            acc += xv[xbase + off] * wv[wbase + ki];
+                        }
+                    }
+                    let mut o_off = 0;
+                    for d in 0..nd {
+                        o_off += opos[d] * out_str[d];
+                    }
+                    out[obase + o_off] = acc;
+                });
+            }
+        }
+    } else {
+        // Scatter each input element through the kernel.
+        for bi in 0..b {
+            for oc in 0..cout {
+                let base = (bi * cout + oc) * out_plane;
+                for v in &mut out[base..base + out_plane] {
+                    *v = bv[oc];
+                }
+            }
+            for c in 0..cin {
+                let gi = c / cin_g;
+                let xbase = (bi * cin + c) * in_plane;
+                for_each_index(&sp, |ipos| {
+                    let mut i_off = 0;
+                    for d in 0..nd {
+                        i_off += ipos[d] * in_str[d];
+                    }
+                    let xval = xv[xbase + i_off];
+                    for ocg in 0..cout_g {
+                        let oc = gi * cout_g + ocg;
+                        let wbase = (c * cout_g + ocg) * k_plane;
+                        let obase = (bi * cout + oc) * out_plane;
+                        'k: for (ki, k) in koffs.iter().enumerate() {
+                            let mut off = 0usize;
+                            for d in 0..nd {
+                                let p = ipos[d] as i64 * st[d] - o.pad_lo[d] + k[d] as i64 * dl[d];
+                                if p < 0 || p >= out_sp[d] as i64 {
+                                    continue 'k;
+                                }
+                                off += p as usize * out_str[d];
+                            }
+                            out[obase + off] += xval * wv[wbase + ki];
+                        }
+                    }
+                });
+            }
+        }
+    }
+    let mut shape = vec![b, cout];
+    shape.extend(&out_sp);
+    Tensor::from_f64s(&out, &shape, x.dtype())
+}
+
+/// Pooling kinds of [`pool`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PoolKind {
+    Max,
+    Avg {
+        count_include_pad: bool,
+        divisor: Option<i64>,
+    },
+}
+
+/// Options of [`pool`] (one entry per spatial dim).
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    pub kernel: Vec<i64>,
+    pub stride: Vec<i64>,
+    pub padding: Vec<i64>,
+    pub dilation: Vec<i64>,
+    pub ceil_mode: bool,
+}
+
+fn pool_out_size(l: i64, k: i64, s: i64, p: i64, d: i64, ceil: bool) -> i64 {
+    let num = l + 2 * p - d * (k - 1) - 1;
+    let mut o = if ceil {
+        (num + s - 1).div_euclid(s) + 1
+    } else {
+        num.div_euclid(s) + 1
+    };
+    if ceil && (o - 1) * s >= l + p {
+        o -= 1;
+    }
+    o
+}
+
+/// Max/avg pooling over the trailing `kernel.len()` dims of `x`; returns values and (for max)
+/// the flat spatial index of each maximum.
+pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tensor)> {
+    let op = match kind {
+        PoolKind::Max => "max_pool",
+        PoolKind::Avg { .. } => "avg_pool",
+    };
+    let nd = o.kernel.len();
+    if x.dim() < nd + 1 || x.dim() > nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected {}D or {}D input, got shape {:?}",
+                nd + 1,
+                nd + 2,
+                x.shape()
+            ),
+        ));
+    }
+    if matches!(kind, PoolKind::Avg { .. }) || x.dtype() == DType::Bool {
+        if !x.dtype().is_float() && matches!(kind, PoolKind::Avg { .. }) {
+            return Err(Error::UnsupportedDType {
+                op,
+                dtype: x.dtype(),
+            });
+        }
+        if x.dtype() == DType::Bool {
+            return Err(Error::UnsupportedDType {
+                op,
+                dtype: x.dtype(),
+            });
+        }
+    }
+    for d in 0..nd {
+        if o.kernel[d] <= 0 || o.stride[d] <= 0 || o.dilation[d] <= 0 {
+            return Err(invalid(
+                op,
+                "kernel size, stride and dilation should be greater than zero",
+            ));
+        }
+        if o.padding[d] < 0 || o.padding[d] * 2 > o.kernel[d] {
+            return Err(invalid(
+                op,
+                format!(
+                    "pad should be at most half of effective kernel size, but got pad={}, kernel_size={}",
+                    o.padding[d], o.kernel[d]
+                ),
+            ));
+        }
+    }
+    let lead = x.dim() - nd;
+    let planes: usize = x.shape()[..lead].iter().product();
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
+    let mut out_sp = Vec::with_capacity(nd);
+    for d in 0..nd {
+        let n = pool_out_size(
+            sp[d] as i64,
+            o.kernel[d],
+            o.stride[d],
+            o.padding[d],
+            o.dilation[d],
+            o.ceil_mode,
+        );
+        if n <= 0 {
+            return Err(invalid(
+                op,
+                format!("Output size is too small (input {:?})", x.shape()),
+            ));
+        }
+        out_sp.push(n as usize);
+    }
+    let in_plane: usize = sp.iter().product();
+    let out_plane: usize = out_sp.iter().product();
+    let in_str = strides_of(&sp);
+    let mut koffs: Vec<Vec<usize>> = Vec::new();
+    let ks: Vec<usize> = o.kernel.iter().map(|&k| k as usize).collect();
+    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    let is_int = !x.dtype().is_float();
+    let xv = x.to_vec::<f64>()?;
+    let xi = if is_int {
+        x.to_vec::<i64>()?
+    } else {
+        Vec::new()
+    };
+    let mut vals = Vec::with_capacity(planes * out_plane);
+    let mut ivals = Vec::new();
+    let mut idxs = Vec::with_capacity(planes * out_plane);
+    for pl in 0..planes {
+        let base = pl * in_plane;
+        for_each_index(&out_sp, |opos| match kind {
+            PoolKind::Max => {
+                let mut best = f64::NEG_INFINITY;
+                let mut besti = i64::MIN;
+                let mut at: i64 = -1;
+                for k in &koffs {
+                    let mut off = 0usize;
+                    let mut ok = true;
+                    for d in 0..nd {
+                        let p = opos[d] as i64 * o.stride[d] - o.padding[d]
+                            + k[d] as i64 * o.dilation[d];
+                        if p < 0 || p >= sp[d] as i64 {
+                            ok = false;
+                            break;
+                        }
+                        off += p as usize * in_str[d];
+                    }
+                    if !ok {
+                        continue;
+                    }
+                    if is_int {
+                        let v = xi[base + off];
+                        if at < 0 || v > besti {
+                            besti = v;
+                            at = off as i64;
+                        }
+                    } else {
+                        let v = xv[base + off];
+                        if at < 0 || v > best || v.is_nan() {
+                            best = v;
+                            at = off as i64;
+                            if v.is_nan() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                vals.push(best);
+                ivals.push(besti);
+                idxs.push(at);
+            }
+            PoolKind::Avg {
+                count_include_pad,
+                divisor,
+            } => {
+                let mut sum = 0.0;
+                let mut pool_size = 1i64;
+                let mut valid = 1i64;
+                for d in 0..nd {
+                    let start = opos[d] as i64 * o.stride[d] - o.padding[d];
+                    let end = (start + o.kernel[d]).min(sp[d] as i64 + o.padding[d]);
+                    pool_size *= end - start;
+                    let (s2, e2) = (start.max(0), end.min(sp[d] as i64));
+                    valid *= (e2 - s2).max(0);
+                }
+                for k in &koffs {
+                    let mut off = 0usize;
+                    let mut ok = true;
+                    for d in 0..nd {
+                        let p = opos[d] as i64 * o.stride[d] - o.padding[d] + k[d] as i64;
+                        if p < 0 || p >= sp[d] as i64 {
+                            ok = false;
+                            break;
+                        }
+                        off += p as usize * in_str[d];
+                    }
+                    if ok {
+                        sum += xv[base + off];
+                    }
+                }
+                let div = match divisor {
+                    Some(dv) => dv,
+                    None if count_include_pad => pool_size,
+                    None => valid,
+                };
+                vals.push(sum / div as f64);
+                idxs.push(0);
+            }
+        });
+    }
+    let mut shape = x.shape()[..lead].to_vec();
+    shape.extend(&out_sp);
+    let v = if is_int {
+        Tensor::from_i64s(&ivals, &shape, x.dtype())?
+    } else {
+        Tensor::from_f64s(&vals, &shape, x.dtype())?
+    };
+    Ok((v, Tensor::from_i64s(&idxs, &shape, DType::I64)?))
+}
+
+/// Adaptive average/max pooling to `output` over the trailing `output.len()` dims.
+pub fn adaptive_pool(x: &Tensor, output: &[i64], max: bool) -> Result<(Tensor, Tensor)> {
+    let op = if max {
+        "adaptive_max_pool"
+    } else {
+        "adaptive_avg_pool"
+    };
+    let nd = output.len();
+    if x.dim() < nd + 1 || x.dim() > nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected {}D or {}D input, got {:?}",
+                nd + 1,
+                nd + 2,
+                x.shape()
+            ),
+        ));
+    }
+    if !max {
+        float_only(op, x)?;
+    }
+    let lead = x.dim() - nd;
+    let planes: usize = x.shape()[..lead].iter().product();
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
+    let out_sp: Vec<usize> = output
+        .iter()
+        .zip(&sp)
+        .map(|(&o, &s)| if o < 0 { s } else { o as usize })
+        .collect();
+    let in_plane: usize = sp.iter().product();
+    let in_str = strides_of(&sp);
+    let xv = x.to_vec::<f64>()?;
+    let mut vals = Vec::new();
+    let mut idxs = Vec::new();
+    for pl in 0..planes {
+        let base = pl * in_plane;
+        for_each_index(&out_sp, |opos| {
+            let ranges: Vec<(usize, usize)> = (0..nd)
+                .map(|d| {
+                    let s = (opos[d] * sp[d]) / out_sp[d];
+                    let e = ((opos[d] + 1) * sp[d]).div_ceil(out_sp[d]);
+                    (s, e)
+                })
+                .collect();
+            let win: Vec<usize> = ranges.iter().map(|(s, e)| e - s).collect();
+            let mut sum = 0.0;
+            let mut best = f64::NEG_INFINITY;
+            let mut at = -1i64;
+            let mut cnt = 0usize;
+            for_each_index(&win, |w| {
+                let mut off = 0;
+                for d in 0..nd {
+                    off += (ranges[d].0 + w[d]) * in_str[d];
+                }
+                let v = xv[base + off];
+                sum += v;
+                cnt += 1;
+                if at < 0 || v > best || (v.is_nan() && !best.is_nan()) {
+                    best = v;
+                    at = off as i64;
+                }
+            });
+            if max {
+                vals.push(best);
+            } else {
+                vals.push(sum / cnt as f64);
+            }
+            idxs.push(at);
+        });
+    }
+    let mut shape = x.shape()[..lead].to_vec();
+    shape.extend(&out_sp);
+    Ok((
+        Tensor::from_f64s(&vals, &shape, x.dtype())?,
+        Tensor::from_i64s(&idxs, &shape, DType::I64)?,
+    ))
+}
+
+/// `torch.constant_pad_nd(x, pad, value)`: `pad` lists (before, after) pairs from the last dim
+/// backwards; negative entries crop.
+pub fn constant_pad(x: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
+    let op = "constant_pad_nd";
+    if pad.len() % 2 != 0 || pad.len() / 2 > x.dim() {
+        return Err(invalid(
+            op,
+            format!(
+                "Length of pad must be even but instead it equals {}",
+                pad.len()
+            ),
+        ));
+    }
+    let n = x.dim();
+    let mut cropped = x.clone();
+    let mut shape: Vec<usize> = x.shape().to_vec();
+    let mut offsets = vec![0usize; n];
+    for i in 0..pad.len() / 2 {
+        let d = n - 1 - i;
+        let (lo, hi) = (pad[2 * i], pad[2 * i + 1]);
+        let size = x.shape()[d] as i64;
+        let new = size + lo + hi;
+        if new < 0 {
+            return Err(invalid(
+                op,
+                format!(
+                    "The input size {size}, plus negative padding {lo} and {hi} resulted in a negative output size, which is invalid. Check dimension {d} of your input."
+                ),
+            ));
+        }
+        let start = (-lo).max(0);
+        let keep = (size - start - (-hi).max(0)).max(0);
+        cropped = cropped.narrow(d as i64, start, keep as usize)?;
+        shape[d] = new as usize;
+        offsets[d] = lo.max(0) as usize;
+    }
+    let out = crate::ops::creation::full(&shape, value, Some(x.dtype()))?;
+    let mut dst = out.clone();
+    for d in 0..n {
+        dst = dst.narrow(d as i64, offsets[d] as i64, cropped.shape()[d])?;
+    }
+    dst.copy_(&cropped)?;
+    Ok(out)
+}
+
+/// Non-constant padding modes of `F.pad`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PadMode {
+    Reflect,
+    Replicate,
+    Circular,
+}
+
+/// `F.pad(x, pad, mode)` for reflect/replicate/circular on the trailing `pad.len() / 2` dims.
+pub fn pad_mode(x: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
+    let op = "pad";
+    if pad.len() % 2 != 0 || pad.len() / 2 > x.dim() {
+        return Err(invalid(op, "Padding length must be divisible by 2"));
+    }
+    let n = x.dim();
+    let mut cur = x.clone();
+    for i in 0..pad.len() / 2 {
+        let d = n - 1 - i;
+        let (lo, hi) = (pad[2 * i], pad[2 * i + 1]);
+        let size = cur.shape()[d] as i64;
+        if mode == PadMode::Reflect && (lo >= size || hi >= size) {
+            return Err(invalid(
+                op,
+                format!(
+                    "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input {:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        if mode == PadMode::Circular && (lo > size || hi > size) {
+            return Err(invalid(
+                op,
+                "Padding value causes wrapping around more than once.",
+            ));
+        }
+        let out_len = size + lo + hi;
+        let idx: Vec<i64> = (0..out_len)
+            .map(|j| {
+                let p = j - lo;
+                match mode {
+                    PadMode::Replicate => p.clamp(0, size - 1),
+                    PadMode::Circular => p.rem_euclid(size),
+                    PadMode::Reflect => {
+                        let period = 2 * (size - 1);
+                        if period == 0 {
+                            0
+                        } else {
+                            let m = p.rem_euclid(period);
+                            if m < size {
+                                m
+                            } else {
+                                period - m
+                            }
+                        }
+                    }
+                }
+            })
+            .collect();
+        let it = Tensor::from_i64s(&idx, &[idx.len()], DType::I64)?;
+        cur = cur.index_select(d as i64, &it)?;
+    }
+    Ok(cur)
+}
