@@ -1280,3 +1280,123 @@ pub fn isin(elements: &Tensor, test: &Tensor, invert: bool) -> Result<Tensor> {
         .collect();
     Tensor::from_i64s(&out, elements.shape(), DType::Bool)
 }
+
+/// Total order for unique/sort of values read as f64 (NaN last; NaNs compare equal).
+fn cmp_total(a: f64, b: f64) -> std::cmp::Ordering {
+    cmp_nan_last(a, b)
+}
+
+/// `torch._unique2(self, sorted, return_inverse, return_counts)`: the sorted distinct values
+/// (1-D), the index of each element's value (shaped like `self`, int64) and each value's
+/// count (int64). Values are compared exactly in their own dtype.
+pub fn unique(t: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let v = t.to_vec::<f64>()?;
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    order.sort_by(|&a, &b| cmp_total(v[a], v[b]));
+    let mut uniq_idx: Vec<usize> = Vec::new();
+    let mut inverse = vec![0i64; v.len()];
+    let mut counts: Vec<i64> = Vec::new();
+    for &i in &order {
+        let new = match uniq_idx.last() {
+            None => true,
+            Some(&last) => cmp_total(v[last], v[i]) != std::cmp::Ordering::Equal,
+        };
+        if new {
+            uniq_idx.push(i);
+            counts.push(0);
+        }
+        *counts.last_mut().unwrap_or(&mut 0) += 1;
+        inverse[i] = uniq_idx.len() as i64 - 1;
+    }
+    let index = Tensor::from_i64s(
+        &uniq_idx.iter().map(|&i| i as i64).collect::<Vec<_>>(),
+        &[uniq_idx.len()],
+        DType::I64,
+    )?;
+    let values = t.reshape(&[-1])?.index(&[index])?;
+    let n = counts.len();
+    Ok((
+        values,
+        Tensor::from_i64s(&inverse, t.shape(), DType::I64)?,
+        Tensor::from_i64s(&counts, &[n], DType::I64)?,
+    ))
+}
+
+/// `torch.unique(self, dim=d)`: distinct slices along `d`, sorted lexicographically.
+pub fn unique_dim(t: &Tensor, dim: i64) -> Result<(Tensor, Tensor, Tensor)> {
+    let op = "unique_dim";
+    let d = wrap_dim(op, dim, t.dim())?;
+    let n = t.shape()[d];
+    let moved = t.transpose(0, d as i64)?.contiguous()?;
+    let v = moved.to_vec::<f64>()?;
+    let w = if n == 0 { 0 } else { v.len() / n };
+    let row = |i: usize| &v[i * w..i * w + w];
+    let cmp_rows = |a: usize, b: usize| {
+        for (x, y) in row(a).iter().zip(row(b)) {
+            let c = cmp_total(*x, *y);
+            if c != std::cmp::Ordering::Equal {
+                return c;
+            }
+        }
+        std::cmp::Ordering::Equal
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| cmp_rows(a, b));
+    let mut uniq: Vec<usize> = Vec::new();
+    let mut inverse = vec![0i64; n];
+    let mut counts: Vec<i64> = Vec::new();
+    for &i in &order {
+        let new = uniq
+            .last()
+            .is_none_or(|&l| cmp_rows(l, i) != std::cmp::Ordering::Equal);
+        if new {
+            uniq.push(i);
+            counts.push(0);
+        }
+        if let Some(c) = counts.last_mut() {
+            *c += 1;
+        }
+        inverse[i] = uniq.len() as i64 - 1;
+    }
+    let index = Tensor::from_i64s(
+        &uniq.iter().map(|&i| i as i64).collect::<Vec<_>>(),
+        &[uniq.len()],
+        DType::I64,
+    )?;
+    let values = t.index_select(d as i64, &index)?;
+    let k = counts.len();
+    Ok((
+        values,
+        Tensor::from_i64s(&inverse, &[n], DType::I64)?,
+        Tensor::from_i64s(&counts, &[k], DType::I64)?,
+    ))
+}
+
+/// `torch.isclose(a, b, rtol, atol, equal_nan)`: `a == b`, or (finite) `|a - b| <= atol +
+/// |rtol * b|`, elementwise over the broadcast shape.
+pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+    let op = "isclose";
+    if a.dtype() != b.dtype() {
+        return Err(invalid(
+            op,
+            format!("{} did not match {}", a.dtype().name(), b.dtype().name()),
+        ));
+    }
+    let shape = crate::layout::broadcast_shapes(op, a.shape(), b.shape())?;
+    let x = a.broadcast_to(&shape)?.to_vec::<f64>()?;
+    let y = b.broadcast_to(&shape)?.to_vec::<f64>()?;
+    let float = a.dtype().is_float();
+    let out: Vec<i64> = x
+        .iter()
+        .zip(&y)
+        .map(|(&p, &q)| {
+            let mut close = p == q || (equal_nan && p.is_nan() && q.is_nan());
+            if !close && (float || a.dtype() != DType::Bool) {
+                let actual = (p - q).abs();
+                close = actual.is_finite() && actual <= atol + (rtol * q).abs();
+            }
+            close as i64
+        })
+        .collect();
+    Tensor::from_i64s(&out, &shape, DType::Bool)
+}

@@ -766,6 +766,11 @@ pub(crate) fn register(t: &mut Table) {
         ))
     });
     t.insert("aten::isin.Tensor_Tensor", |c| {
+        if c.tensor(0)?.dtype() == DType::Bool {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "Unsupported input type encountered for isin(): Bool",
+            ));
+        }
         ok(torchnative_core::ops::index::isin(
             &c.tensor(0)?,
             &c.tensor(1)?,
@@ -803,6 +808,58 @@ pub(crate) fn register(t: &mut Table) {
             .and_then(|e| e.to_vec::<bool>())
             .map_err(core_err)?;
         Ok(Out::Scalar(Scalar::Bool(same.iter().all(|&v| v))))
+    });
+    t.insert("aten::_unique2", |c| {
+        let (v, i, n) = torchnative_core::ops::index::unique(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![v, i, n]))
+    });
+    t.insert("aten::unique_dim", |c| {
+        let (v, i, n) =
+            torchnative_core::ops::index::unique_dim(&c.tensor(0)?, c.int(1)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![v, i, n]))
+    });
+    t.insert("aten::isclose", |c| {
+        ok(torchnative_core::ops::index::isclose(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.float(2)?,
+            c.float(3)?,
+            c.bool(4)?,
+        ))
+    });
+    t.insert("aten::allclose", |c| {
+        let close = torchnative_core::ops::index::isclose(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.float(2)?,
+            c.float(3)?,
+            c.bool(4)?,
+        )
+        .and_then(|t| t.to_vec::<bool>())
+        .map_err(core_err)?;
+        Ok(Out::Scalar(Scalar::Bool(close.iter().all(|&b| b))))
+    });
+    t.insert("aten::trapezoid.dx", |c| {
+        let y = c.tensor(0)?;
+        no_bool_y(&y, "trapezoid")?;
+        let dx = c.scalar(1)?.to_f64();
+        ok(trapezoid_dx(&y, dx, c.int(2)?))
+    });
+    t.insert("aten::cumulative_trapezoid.dx", |c| {
+        let y = c.tensor(0)?;
+        no_bool_y(&y, "cumulative_trapezoid")?;
+        let dx = c.scalar(1)?.to_f64();
+        let dim = c.int(2)?;
+        let n = y.size(dim).map_err(core_err)?;
+        if n == 0 {
+            return ok(Ok(y.clone()));
+        }
+        let left = y.narrow(dim, 0, n - 1).map_err(core_err)?;
+        let right = y.narrow(dim, 1, n - 1).map_err(core_err)?;
+        ok(left
+            .add(&right)
+            .and_then(|s| s.mul(Scalar::Float(dx / 2.0)))
+            .and_then(|s| s.cumsum(dim)))
     });
 }
 
@@ -1012,4 +1069,26 @@ fn side_right(c: &Ctx<'_, '_>) -> PyResult<bool> {
             "torch.searchsorted(): side can only be 'left' or 'right' but got {other}"
         ))),
     }
+}
+
+/// Upstream's `do_trapezoid` with a constant spacing: `(sum - (first + last) / 2) * dx`.
+fn trapezoid_dx(y: &Tensor, dx: f64, dim: i64) -> torchnative_core::Result<Tensor> {
+    let n = y.size(dim)?;
+    if n == 0 {
+        let s = y.sum(&[dim], false)?;
+        return s.mul(Scalar::Float(0.0));
+    }
+    let ends = y.select(dim, 0)?.add(&y.select(dim, -1)?)?;
+    y.sum(&[dim], false)?
+        .sub(&ends.mul(Scalar::Float(0.5))?)?
+        .mul(Scalar::Float(dx))
+}
+
+fn no_bool_y(y: &Tensor, op: &str) -> PyResult<()> {
+    if y.dtype() == DType::Bool {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "{op}: received a bool input for `y`, but bool is not supported"
+        )));
+    }
+    Ok(())
 }
