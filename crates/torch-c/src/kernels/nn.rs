@@ -351,7 +351,346 @@ fn dropout_result(c: &Ctx<'_, '_>, feature: bool) -> PyResult<Option<Tensor>> {
     Ok(Some(x.mul(&noise).map_err(core_err)?))
 }
 
+// ----- small functionals built from tensor ops -----
+
+fn float_check(op: &'static str, x: &Tensor) -> torchnative_core::Result<()> {
+    if !x.dtype().is_float() {
+        return Err(torchnative_core::Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    Ok(())
+}
+
+/// `log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))`.
+fn log_sigmoid(x: &Tensor) -> R {
+    float_check("log_sigmoid", x)?;
+    let zero = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
+    let c = if matches!(x.dtype(), DType::F16 | DType::BF16) {
+        DType::F32
+    } else {
+        x.dtype()
+    };
+    let xf = x.to_dtype(c)?;
+    let r = xf
+        .minimum(&zero.to_dtype(c)?)?
+        .sub(&xf.abs()?.neg()?.exp()?.log1p()?)?;
+    r.to_dtype(x.dtype())
+}
+
+fn one_hot(x: &Tensor, classes: i64) -> R {
+    let op = "one_hot";
+    if x.dtype() != DType::I64 {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "one_hot is only applicable to index tensor of type LongTensor.".into(),
+        });
+    }
+    let v = x.to_vec::<i64>()?;
+    let n = if classes == -1 {
+        if v.is_empty() {
+            return Err(torchnative_core::Error::InvalidArgument {
+                op,
+                reason: "Can not infer total number of classes from empty tensor.".into(),
+            });
+        }
+        v.iter().max().copied().unwrap_or(0) + 1
+    } else {
+        classes
+    };
+    if v.iter().any(|&i| i < 0) {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "Class values must be non-negative.".into(),
+        });
+    }
+    if v.iter().any(|&i| i >= n) {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "Class values must be smaller than num_classes.".into(),
+        });
+    }
+    let n = n.max(0) as usize;
+    let mut out = vec![0i64; v.len() * n];
+    for (k, &i) in v.iter().enumerate() {
+        out[k * n + i as usize] = 1;
+    }
+    let mut shape = x.shape().to_vec();
+    shape.push(n);
+    Tensor::from_i64s(&out, &shape, DType::I64)
+}
+
+fn loss_reduce(l: Tensor, reduction: i64) -> R {
+    match reduction {
+        0 => Ok(l),
+        1 => l.mean(&[], false),
+        2 => l.sum(&[], false),
+        r => Err(torchnative_core::Error::InvalidArgument {
+            op: "loss",
+            reason: format!("{r} is not a valid value for reduction"),
+        }),
+    }
+}
+
+fn pairwise_distance(a: &Tensor, b: &Tensor, p: f64, eps: f64, keepdim: bool) -> R {
+    let d = a.sub(b)?.add(eps)?;
+    let last = (d.dim() as i64 - 1).max(0);
+    d.vector_norm(p, &[last], keepdim, None)
+}
+
+fn cosine_similarity(a: &Tensor, b: &Tensor, dim: i64, eps: f64) -> R {
+    let shape =
+        torchnative_core::layout::broadcast_shapes("cosine_similarity", a.shape(), b.shape())?;
+    let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
+    let na = a.vector_norm(2.0, &[dim], true, None)?;
+    let nb = b.vector_norm(2.0, &[dim], true, None)?;
+    let epst = Tensor::scalar_tensor(Scalar::Float(eps), na.dtype());
+    let na = na.maximum(&epst)?;
+    let nb = nb.maximum(&epst)?;
+    let p = a.div(&na)?.mul(&b.div(&nb)?)?;
+    p.sum_dtype(&[dim], false, None)
+}
+
+fn pixel_shuffle(x: &Tensor, r: i64, inverse: bool) -> R {
+    let op = if inverse {
+        "pixel_unshuffle"
+    } else {
+        "pixel_shuffle"
+    };
+    let n = x.dim();
+    if n < 3 || r <= 0 {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: format!("{op} expects input to have at least 3 dimensions, but got input with {n} dimension(s)"),
+        });
+    }
+    let lead: Vec<i64> = x.shape()[..n - 3].iter().map(|&s| s as i64).collect();
+    let (c, h, w) = (
+        x.shape()[n - 3] as i64,
+        x.shape()[n - 2] as i64,
+        x.shape()[n - 1] as i64,
+    );
+    let k = lead.len() as i64;
+    if !inverse {
+        if c % (r * r) != 0 {
+            return Err(torchnative_core::Error::InvalidArgument {
+                op,
+                reason: format!("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={c} is not divisible by {}", r * r),
+            });
+        }
+        let oc = c / (r * r);
+        let mut s1 = lead.clone();
+        s1.extend([oc, r, r, h, w]);
+        let mut perm: Vec<i64> = (0..k).collect();
+        perm.extend([k, k + 3, k + 1, k + 4, k + 2]);
+        let mut s2 = lead.clone();
+        s2.extend([oc, h * r, w * r]);
+        x.reshape(&s1)?.permute(&perm)?.contiguous()?.reshape(&s2)
+    } else {
+        if h % r != 0 || w % r != 0 {
+            return Err(torchnative_core::Error::InvalidArgument {
+                op,
+                reason: format!("pixel_unshuffle expects height and width to be divisible by downscale_factor {r}"),
+            });
+        }
+        let mut s1 = lead.clone();
+        s1.extend([c, h / r, r, w / r, r]);
+        let mut perm: Vec<i64> = (0..k).collect();
+        perm.extend([k, k + 2, k + 4, k + 1, k + 3]);
+        let mut s2 = lead.clone();
+        s2.extend([c * r * r, h / r, w / r]);
+        x.reshape(&s1)?.permute(&perm)?.contiguous()?.reshape(&s2)
+    }
+}
+
 pub(crate) fn register(t: &mut Table) {
+    t.insert("aten::log_sigmoid", |c| ok(log_sigmoid(&c.tensor(0)?)));
+    t.insert("aten::log_sigmoid_forward", |c| {
+        let x = c.tensor(0)?;
+        let r = log_sigmoid(&x).map_err(core_err)?;
+        let buf = Tensor::empty_on(&[0], x.dtype(), Device::Cpu).map_err(core_err)?;
+        Ok(Out::Tensors(vec![r, buf]))
+    });
+    t.insert("aten::one_hot", |c| ok(one_hot(&c.tensor(0)?, c.int(1)?)));
+    t.insert("aten::broadcast_tensors", |c| {
+        let ts = c.tensors(0)?;
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        let shape = torchnative_core::tensor::broadcast_all_shapes("broadcast_tensors", &refs)
+            .map_err(core_err)?;
+        let out = ts
+            .iter()
+            .map(|t| t.broadcast_to(&shape))
+            .collect::<torchnative_core::Result<Vec<_>>>()
+            .map_err(core_err)?;
+        Ok(Out::Tensors(out))
+    });
+    t.insert("aten::pixel_shuffle", |c| {
+        ok(pixel_shuffle(&c.tensor(0)?, c.int(1)?, false))
+    });
+    t.insert("aten::pixel_unshuffle", |c| {
+        ok(pixel_shuffle(&c.tensor(0)?, c.int(1)?, true))
+    });
+    t.insert("aten::cosine_similarity", |c| {
+        ok(cosine_similarity(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.int(2)?,
+            c.float(3)?,
+        ))
+    });
+    t.insert("aten::pairwise_distance", |c| {
+        ok(pairwise_distance(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.float(2)?,
+            c.float(3)?,
+            c.bool(4)?,
+        ))
+    });
+    t.insert("aten::bilinear", |c| {
+        let (a, b, w) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+        let r = torchnative_core::ops::linalg::einsum("...i,oij,...j->...o", &[&a, &w, &b]);
+        let r = match (r, c.opt_tensor(3)?) {
+            (Ok(y), Some(bias)) => y.add(&bias),
+            (r, _) => r,
+        };
+        ok(r)
+    });
+    t.insert("aten::rrelu", |c| {
+        let x = c.tensor(0)?;
+        if c.bool(3)? {
+            return Err(core_err(torchnative_core::Error::UnsupportedDType {
+                op: "rrelu (training)",
+                dtype: x.dtype(),
+            }));
+        }
+        let slope = (c.scalar(1)?.to_f64() + c.scalar(2)?.to_f64()) / 2.0;
+        let r = (|| {
+            float_check("rrelu", &x)?;
+            let pos = x.gt(0)?;
+            torchnative_core::where_(&pos, &x, &x.mul(slope)?)
+        })();
+        ok(r)
+    });
+    t.insert("aten::native_layer_norm", |c| {
+        let x = c.tensor(0)?;
+        let shape = to_shape(&c.ints(1)?)?;
+        let eps = c.float(4)?;
+        let r = (|| {
+            let y = torchnative_core::layer_norm(
+                &x,
+                &shape,
+                c.opt_tensor(2).ok().flatten().as_ref(),
+                c.opt_tensor(3).ok().flatten().as_ref(),
+                eps,
+            )?;
+            let dims: Vec<i64> = (x.dim() - shape.len()..x.dim()).map(|d| d as i64).collect();
+            let xf = x.to_dtype(DType::F64)?;
+            let mean = xf.mean(&dims, true)?;
+            let var = xf.var(
+                &dims,
+                torchnative_core::VarOptions {
+                    correction: 0.0,
+                    keepdim: true,
+                },
+            )?;
+            let rstd = var.add(eps)?.rsqrt()?;
+            Ok::<_, torchnative_core::Error>(vec![
+                y,
+                mean.to_dtype(x.dtype())?,
+                rstd.to_dtype(x.dtype())?,
+            ])
+        })();
+        Ok(Out::Tensors(r.map_err(core_err)?))
+    });
+    // ----- losses built from tensor ops -----
+    t.insert("aten::l1_loss", |c| {
+        let (x, y) = (c.tensor(0)?, c.tensor(1)?);
+        let red = c.int(2)?;
+        ok(x.sub(&y)
+            .and_then(|d| d.abs())
+            .and_then(|l| loss_reduce(l, red)))
+    });
+    t.insert("aten::margin_ranking_loss", |c| {
+        let (a, b, y) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+        let m = c.float(3)?;
+        let r = (|| {
+            let l = y.neg()?.mul(&a.sub(&b)?)?.add(m)?;
+            let z = Tensor::scalar_tensor(Scalar::Int(0), l.dtype());
+            loss_reduce(l.maximum(&z)?, c.int(4).unwrap_or(1))
+        })();
+        ok(r)
+    });
+    t.insert("aten::hinge_embedding_loss", |c| {
+        let (x, y) = (c.tensor(0)?, c.tensor(1)?);
+        let m = c.float(2)?;
+        let red = c.int(3)?;
+        let r = (|| {
+            let z = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
+            let margin_clamp = x.neg()?.add(m)?.maximum(&z)?;
+            let om = torchnative_core::where_(&y.ne(1)?, &margin_clamp, &z)?;
+            let os = torchnative_core::where_(&y.ne(-1)?, &x, &z)?;
+            loss_reduce(om.add(&os)?, red)
+        })();
+        ok(r)
+    });
+    t.insert("aten::cosine_embedding_loss", |c| {
+        let (a, b, y) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+        let m = c.float(3)?;
+        let red = c.int(4)?;
+        let r = (|| {
+            let d = (a.dim() as i64 - 1).max(0);
+            let prod = a.mul(&b)?.sum_dtype(&[d], false, None)?;
+            let m1 = a.mul(&a)?.sum_dtype(&[d], false, None)?.add(1e-12)?;
+            let m2 = b.mul(&b)?.sum_dtype(&[d], false, None)?.add(1e-12)?;
+            let cos = prod.div(&m1.mul(&m2)?.sqrt()?)?;
+            let z = Tensor::scalar_tensor(Scalar::Int(0), cos.dtype());
+            let pos = cos.neg()?.add(1.0)?;
+            let neg = cos.sub(m)?.maximum(&z)?;
+            let op = torchnative_core::where_(&y.eq(1)?, &pos, &z)?;
+            let on = torchnative_core::where_(&y.eq(-1)?, &neg, &z)?;
+            loss_reduce(op.add(&on)?, red)
+        })();
+        ok(r)
+    });
+    t.insert("aten::triplet_margin_loss", |c| {
+        let (a, p, n) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+        let (margin, pn, eps, swap, red) =
+            (c.float(3)?, c.float(4)?, c.float(5)?, c.bool(6)?, c.int(7)?);
+        let r = (|| {
+            let dp = pairwise_distance(&a, &p, pn, eps, false)?;
+            let mut dn = pairwise_distance(&a, &n, pn, eps, false)?;
+            if swap {
+                dn = dn.minimum(&pairwise_distance(&p, &n, pn, eps, false)?)?;
+            }
+            let z = Tensor::scalar_tensor(Scalar::Int(0), dp.dtype());
+            loss_reduce(dp.sub(&dn)?.add(margin)?.maximum(&z)?, red)
+        })();
+        ok(r)
+    });
+    t.insert("aten::poisson_nll_loss", |c| {
+        let (x, y) = (c.tensor(0)?, c.tensor(1)?);
+        let (log_input, full, eps, red) = (c.bool(2)?, c.bool(3)?, c.float(4)?, c.int(5)?);
+        let r = (|| {
+            let mut l = if log_input {
+                x.exp()?.sub(&y.mul(&x)?)?
+            } else {
+                x.sub(&y.mul(&x.add(eps)?.log()?)?)?
+            };
+            if full {
+                let st = y
+                    .mul(&y.log()?)?
+                    .sub(&y)?
+                    .add(&y.mul(2.0 * std::f64::consts::PI)?.log()?.mul(0.5)?)?;
+                let z = Tensor::scalar_tensor(Scalar::Int(0), st.dtype());
+                l = l.add(&torchnative_core::where_(&y.gt(1)?, &st, &z)?)?;
+            }
+            loss_reduce(l, red)
+        })();
+        ok(r)
+    });
+
     t.insert("aten::dropout", |c| match dropout_result(c, false)? {
         Some(r) => Ok(Out::Tensor(r)),
         None => Ok(Out::Arg(0)),
