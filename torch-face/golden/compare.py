@@ -56,7 +56,10 @@ class SideRun:
     """Runs run_side.py under one interpreter, restarting after crashes and stalls."""
 
     def __init__(self, label, cmd, names, workdir, filt, ref64, case_timeout, modules=None,
-                 max_restarts=200):
+                 max_restarts=200, script=None, extra=()):
+        # script/extra: another side script with run_side.py's --out/--start/header protocol
+        # and its own extra arguments (opinfo_sweep.py runs opinfo_side.py this way)
+        self.script, self.extra = script or RUN_SIDE, list(extra)
         self.label, self.cmd, self.names, self.modules = label, cmd, names, modules
         self.workdir, self.filt, self.ref64 = workdir, filt, ref64
         self.case_timeout, self.max_restarts = case_timeout, max_restarts
@@ -69,7 +72,7 @@ class SideRun:
 
     def _attempt(self, start, k):
         out = os.path.join(self.workdir, "%s.%d.jsonl" % (self.label, k))
-        argv = self.cmd + [RUN_SIDE, "--out", out, "--start", str(start)]
+        argv = self.cmd + [self.script] + self.extra + ["--out", out, "--start", str(start)]
         for m in self.modules or ():
             argv += ["--module", m]
         if self.filt:
