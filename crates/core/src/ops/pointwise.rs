@@ -211,6 +211,29 @@ fn f32_same_shape(a: &Tensor, b: &Tensor, f: fn(f32, f32) -> f32) -> Result<Opti
     Ok(Some(Tensor::from_vec(out, a.shape())?))
 }
 
+/// float16/bfloat16 `a * b`, `a / b` where `b` is a 0-dim CPU tensor (a Python scalar): upstream reads
+/// the scalar's original value in float32 ("opmath") instead of rounding it to the reduced
+/// dtype first, computes in float32 and rounds once. `None` when this case does not apply.
+fn reduced_float_scalar_rhs(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    d: DType,
+    f: &dyn Fn(f32, f32) -> f32,
+) -> Result<Option<Tensor>> {
+    if !matches!(d, DType::F16 | DType::BF16)
+        || a.dtype() != d
+        || b.dim() != 0
+        || b.device() != Device::Cpu
+        || a.device() != Device::Cpu
+    {
+        return Ok(None);
+    }
+    let bv = b.item()?.to_f64() as f32;
+    let k = move |[x]: [f64; 1]| f(x as f32, bv) as f64;
+    map_n(op, [a], d, d, Kernel::Float(&k)).map(Some)
+}
+
 /// Adds two elements of the same dtype as PyTorch would (wrapping ints, bool or).
 pub(crate) fn add_elements<T: Element>(a: T, b: T) -> T {
     if T::DTYPE.is_float() {
@@ -441,6 +464,9 @@ impl Tensor {
             return Ok(t);
         }
         let d = promoted(self, &other)?;
+        if let Some(t) = reduced_float_scalar_rhs("mul", self, &other, d, &|x, y| x * y)? {
+            return Ok(t);
+        }
         map_n(
             "mul",
             [self, &other],
@@ -469,6 +495,9 @@ impl Tensor {
             }
             RoundingMode::None => {
                 let d = float_result(d);
+                if let Some(t) = reduced_float_scalar_rhs(op, self, &other, d, &|x, y| x / y)? {
+                    return Ok(t);
+                }
                 map_n(op, [self, &other], d, d, Kernel::Float(&|[a, b]| a / b))
             }
             _ if d == DType::Bool => Err(Error::UnsupportedDType { op, dtype: d }),
@@ -1602,7 +1631,17 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar, sub: bool) -> Result<Ten
         other => other.to_f64() as i64,
     };
     let ai = if sub { ai.wrapping_neg() } else { ai };
-    let ff = move |[x, y]: [f64; 2]| x + af * y;
+    // alpha takes the dtype's precision (float32 for float32, the reduced dtype for
+    // float16/bfloat16, whose math then runs in float32), as upstream's vectorized kernel.
+    let af = round_to(d, af);
+    let reduced = matches!(d, DType::F16 | DType::BF16);
+    let ff = move |[x, y]: [f64; 2]| {
+        if reduced {
+            (x as f32 + af as f32 * y as f32) as f64
+        } else {
+            x + af * y
+        }
+    };
     let fi = move |[x, y]: [i64; 2]| {
         Ok(if d == DType::Bool {
             (x != 0 || (ai != 0 && y != 0)) as i64
