@@ -159,7 +159,9 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
             let b: bool = v.extract()?;
             (Kind::Bool, b as u8 as f64, b as i64)
         } else if v.is_instance_of::<PyInt>() {
-            let i: i64 = v.extract()?;
+            let i: i64 = v
+                .extract()
+                .map_err(|_| PyValueError::new_err("Overflow when unpacking long long"))?;
             (Kind::Int, i as f64, i)
         } else if v.is_instance_of::<PyFloat>() {
             let f: f64 = v.extract()?;
@@ -226,6 +228,29 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         (None, _) => crate::default_float(),
     };
     let dtype = dtype.unwrap_or(inferred);
+    // c10's overflow check of each Python number against an integer dtype.
+    let range = match dtype {
+        DType::U8 => Some((0f64, 255f64, false)),
+        DType::I8 => Some((-128.0, 127.0, true)),
+        DType::I16 => Some((-32768.0, 32767.0, true)),
+        DType::I32 => Some((-2147483648.0, 2147483647.0, true)),
+        _ => None,
+    };
+    if let Some((lo, hi, signed)) = range {
+        let overflows = if kind == Some(Kind::Float) {
+            flat.iter()
+                .any(|&f| f.is_finite() && (f < lo || f >= hi + 1.0))
+        } else {
+            ints.iter()
+                .any(|&i| (i as f64) > hi || (signed && (i as f64) < lo))
+        };
+        if overflows {
+            return Err(PyRuntimeError::new_err(format!(
+                "value cannot be converted to type {} without overflow",
+                dtype.name()
+            )));
+        }
+    }
     let t = if kind == Some(Kind::Float) || dtype.is_float() {
         if kind == Some(Kind::Float) {
             Tensor::from_f64s(&flat, &shape, dtype)

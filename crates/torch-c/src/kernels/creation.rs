@@ -75,28 +75,13 @@ pub(crate) fn register(t: &mut Table) {
         ok(Ok(y))
     });
     t.insert("aten::arange", |c| {
-        ok(torchnative_core::arange(
-            Scalar::Int(0),
-            c.scalar(0)?,
-            Scalar::Int(1),
-            c.opt_dtype(1)?,
-        ))
+        arange(c, Scalar::Int(0), c.scalar(0)?, Scalar::Int(1), 1)
     });
     t.insert("aten::arange.start", |c| {
-        ok(torchnative_core::arange(
-            c.scalar(0)?,
-            c.scalar(1)?,
-            Scalar::Int(1),
-            c.opt_dtype(2)?,
-        ))
+        arange(c, c.scalar(0)?, c.scalar(1)?, Scalar::Int(1), 2)
     });
     t.insert("aten::arange.start_step", |c| {
-        ok(torchnative_core::arange(
-            c.scalar(0)?,
-            c.scalar(1)?,
-            c.scalar(2)?,
-            c.opt_dtype(3)?,
-        ))
+        arange(c, c.scalar(0)?, c.scalar(1)?, c.scalar(2)?, 3)
     });
     t.insert("aten::linspace", |c| {
         if c.opt_dtype(3)? == Some(DType::Bool) && c.int(2)? > 1 {
@@ -415,4 +400,23 @@ fn combos(start: usize, n: usize, r: usize, repl: bool, cur: &mut Vec<usize>, ro
         combos(if repl { i } else { i + 1 }, n, r, repl, cur, rows);
         cur.pop();
     }
+}
+
+/// `arange`: float bounds give the current default float dtype (torch.set_default_dtype).
+fn arange(
+    c: &Ctx<'_, '_>,
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype_arg: usize,
+) -> PyResult<Out> {
+    let any_float = [start, end, step]
+        .iter()
+        .any(|s| matches!(s, Scalar::Float(_)));
+    let dtype = match c.opt_dtype(dtype_arg)? {
+        Some(d) => Some(d),
+        None if any_float => Some(crate::default_float()),
+        None => None,
+    };
+    ok(torchnative_core::arange(start, end, step, dtype))
 }
