@@ -11,7 +11,7 @@ export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 export TORCHNATIVE_FACE_PROFILE="${TORCHNATIVE_FACE_PROFILE:-ci}"
 FACE_PYTHON="$(scripts/face-venv.sh)"
 ORACLE_PYTHON="${TORCHNATIVE_ORACLE_PYTHON:-$(scripts/oracle-venv.sh)}"
-(cd torch-face/tests && "$FACE_PYTHON" -m pytest -q -p no:cacheprovider "$@")
+(cd torch-face/tests && TORCHNATIVE_ORACLE_PYTHON="$ORACLE_PYTHON" "$FACE_PYTHON" -m pytest -q -p no:cacheprovider "$@")
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

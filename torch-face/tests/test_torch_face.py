@@ -122,3 +122,62 @@ def test_transformers_imports_on_the_face():
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "LlamaForCausalLM"
+
+
+def _oracle():
+    import os
+
+    path = os.environ.get("TORCHNATIVE_ORACLE_PYTHON")
+    if not path:
+        if os.environ.get("TORCHNATIVE_REQUIRE_ORACLE") == "1":
+            pytest.fail("TORCHNATIVE_REQUIRE_ORACLE=1 but TORCHNATIVE_ORACLE_PYTHON is not set")
+        pytest.skip("no oracle python (TORCHNATIVE_ORACLE_PYTHON)")
+    return path
+
+
+STATE_CODE = (
+    "import torch\n"
+    "base = torch.arange(12.).view(3, 4)\n"
+    "sd = {'w': base, 'wt': base.t(), 'row': base[1], 'b': torch.tensor([1.5, -2.0], dtype=torch.bfloat16),\n"
+    "      'h': torch.tensor([0.25], dtype=torch.float16), 'i': torch.tensor([[1, 2], [3, 4]]),\n"
+    "      'mask': torch.tensor([True, False]), 'n': 3}\n"
+)
+
+DUMP_CODE = (
+    "import json, sys, torch\n"
+    "sd = torch.load(sys.argv[1])\n"
+    "print(json.dumps({k: (str(v.dtype), v.tolist(), list(v.stride()), v.storage_offset()) "
+    "if isinstance(v, torch.Tensor) else v for k, v in sorted(sd.items())}))\n"
+)
+
+
+def _dump(sd):
+    import json
+
+    return json.loads(json.dumps({k: (str(v.dtype), v.tolist(), list(v.stride()), v.storage_offset())
+                                  if isinstance(v, torch.Tensor) else v for k, v in sorted(sd.items())}))
+
+
+def test_save_is_readable_by_upstream(tmp_path):
+    import json
+
+    oracle = _oracle()
+    ns = {}
+    exec(STATE_CODE, ns)
+    path = str(tmp_path / "face.pt")
+    torch.save(ns["sd"], path)
+    out = subprocess.run([oracle, "-c", DUMP_CODE, path], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout) == _dump(ns["sd"])
+
+
+def test_load_reads_upstreams_files(tmp_path):
+    oracle = _oracle()
+    path = str(tmp_path / "upstream.pt")
+    subprocess.run([oracle, "-c", STATE_CODE + f"torch.save(sd, {path!r})\n"], check=True)
+    ns = {}
+    exec(STATE_CODE, ns)
+    loaded = torch.load(path)
+    assert _dump(loaded) == _dump(ns["sd"])
+    # Views of one storage come back sharing it, as upstream restores them.
+    loaded["w"][0, 0] = 100.0
+    assert loaded["wt"][0, 0].item() == 100.0 and loaded["row"].data_ptr() != loaded["w"].data_ptr()

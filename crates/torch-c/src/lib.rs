@@ -18,6 +18,7 @@ mod iter_layout;
 mod kernels;
 mod memory;
 mod random;
+mod storage;
 mod tensor;
 mod value;
 
@@ -514,6 +515,9 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<OpFunction>()?;
     m.add_class::<random::Generator>()?;
+    m.add_class::<storage::StorageBase>()?;
+    m.add_function(wrap_pyfunction!(storage::_tn_storage_of, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::_tn_tensor_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(random::_tn_set_default_generator, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_tn_dtype_names, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_get_all_dtypes, m)?)?;

@@ -1220,13 +1220,6 @@ _from_dlpack = _refuse("_from_dlpack")
 
 
 
-class StorageBase:
-    """Untyped storages are not exposed yet: tensors share memory through torchnative-core."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("torch.UntypedStorage is not implemented in torchnative yet")
-
-
 for _n in ("DoubleStorageBase", "FloatStorageBase", "LongStorageBase", "IntStorageBase", "ShortStorageBase",
            "CharStorageBase", "ByteStorageBase", "BoolStorageBase", "HalfStorageBase", "BFloat16StorageBase"):
     setattr(_this, _n, _builtins.type(_n, (StorageBase,), {}))
@@ -1922,4 +1915,115 @@ def _nonzero_of(self, *, as_tuple=False):
 _nonzero.__name__ = _nonzero_of.__name__ = "nonzero"
 _VariableFunctions.nonzero = _nonzero
 TensorBase.nonzero = _nonzero_of  # noqa: F821
+
+
+# torch.save / torch.load's zip container (upstream's PyTorchStreamWriter/Reader format: an
+# uncompressed zip whose records live under one archive directory; storages as little-endian
+# bytes in data/<key>), written with Python's zipfile.
+TensorBase.untyped_storage = lambda self: _tn_storage_of(self)  # noqa: F821
+
+
+def _record_bytes(data):
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return _builtins.bytes(data)
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, StorageBase):  # noqa: F821
+        return data._tn_bytes()
+    raise TypeError(f"PyTorchFileWriter.write_record: cannot write {type(data).__name__}")
+
+
+class PyTorchFileWriter:
+    def __init__(self, file, compute_crc32=True, storage_alignment=64):
+        import os
+        import zipfile
+
+        if isinstance(file, str):
+            self._archive = os.path.splitext(os.path.basename(file))[0] or "archive"
+        else:
+            self._archive = "archive"
+        self._zip = zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED)
+        self._written = []
+        self._serialization_id = "".join(str(__import__("random").randrange(10)) for _ in range(40))
+
+    def write_record(self, name, data, size=None):
+        payload = _record_bytes(data)
+        if size is not None:
+            payload = payload[:size]
+        self._zip.writestr(f"{self._archive}/{name}", payload)
+        self._written.append(name)
+
+    def write_record_metadata(self, name, size):
+        self.write_record(name, b"")
+
+    def write_end_of_file(self):
+        if self._zip.fp is None:
+            return
+        self.write_record("version", b"3\n")
+        self.write_record(".data/serialization_id", self._serialization_id)
+        self._zip.close()
+
+    def archive_name(self):
+        return self._archive
+
+    def serialization_id(self):
+        return self._serialization_id
+
+    def get_all_written_records(self):
+        return set(self._written)
+
+    def set_min_version(self, version):
+        pass
+
+
+class PyTorchFileReader:
+    def __init__(self, file):
+        import zipfile
+
+        self._zip = zipfile.ZipFile(file, "r")
+        names = self._zip.namelist()
+        if not names:
+            raise RuntimeError("PytorchStreamReader failed reading zip archive: no records")
+        self._archive = names[0].split("/", 1)[0]
+        self._infos = {n.split("/", 1)[1]: i for n, i in zip(names, self._zip.infolist()) if "/" in n}
+
+    def _info(self, name):
+        try:
+            return self._infos[name]
+        except KeyError:
+            raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not found") from None
+
+    def get_record(self, name):
+        return self._zip.read(self._info(name))
+
+    def has_record(self, name):
+        return name in self._infos
+
+    def get_all_records(self):
+        return list(self._infos)
+
+    def get_storage_from_record(self, name, numel, dtype):
+        import torch
+
+        data = self.get_record(name)
+        return _tn_tensor_from_bytes(data[:numel], torch.uint8)  # noqa: F821
+
+    def get_record_header_offset(self, name):
+        return self._info(name).header_offset
+
+    def get_record_offset(self, name):
+        info = self._info(name)
+        self._zip.fp.seek(info.header_offset)
+        header = self._zip.fp.read(30)
+        name_len = _builtins.int.from_bytes(header[26:28], "little")
+        extra_len = _builtins.int.from_bytes(header[28:30], "little")
+        return info.header_offset + 30 + name_len + extra_len
+
+    def serialization_id(self):
+        return self.get_record(".data/serialization_id").decode() if self.has_record(".data/serialization_id") else ""
+
+    def archive_name(self):
+        return self._archive
+
+
 globals().pop("__all__", None)

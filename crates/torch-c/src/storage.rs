@@ -1,0 +1,348 @@
+//! `torch._C.StorageBase`, the base of upstream's `torch.UntypedStorage`: what `torch.save` /
+//! `torch.load` and `Tensor.set_` move tensors' memory through.
+//!
+//! A storage is either a tensor's own buffer (so `x.untyped_storage()` shares memory with `x`
+//! and two tensors of one buffer give storages with the same `_cdata`) or bytes read from a
+//! file. `Tensor.set_(storage, offset, size, stride)` turns bytes into a typed buffer of the
+//! tensor's dtype once; tensors set from the same storage afterwards share that buffer.
+
+use crate::error::core_err;
+use crate::tensor::TensorBase;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use std::sync::Mutex;
+use torchnative_core::storage::Buffer;
+use torchnative_core::{DType, Device, Tensor};
+
+enum Data {
+    /// A flat view over a whole typed buffer.
+    Typed(Tensor),
+    /// Raw little-endian bytes (a new or loaded storage).
+    Bytes(Vec<u8>),
+}
+
+#[pyclass(subclass, module = "torch._C", name = "StorageBase")]
+pub struct StorageBase {
+    data: Mutex<Data>,
+}
+
+fn buffer_bytes(buf: &Buffer) -> Vec<u8> {
+    fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        v.iter().flat_map(|&x| f(x)).collect()
+    }
+    match buf {
+        Buffer::F32(v) => le(v, f32::to_le_bytes),
+        Buffer::F64(v) => le(v, f64::to_le_bytes),
+        Buffer::F16(v) => le(v, |x| x.to_bits().to_le_bytes()),
+        Buffer::BF16(v) => le(v, |x| x.to_bits().to_le_bytes()),
+        Buffer::I64(v) => le(v, i64::to_le_bytes),
+        Buffer::I32(v) => le(v, i32::to_le_bytes),
+        Buffer::I16(v) => le(v, i16::to_le_bytes),
+        Buffer::I8(v) => le(v, i8::to_le_bytes),
+        Buffer::U8(v) => v.clone(),
+        Buffer::Bool(v) => v.iter().map(|&b| b as u8).collect(),
+    }
+}
+
+/// A flat typed tensor read from little-endian bytes (a trailing partial element is an error).
+fn typed_from_bytes(bytes: &[u8], dtype: DType) -> PyResult<Tensor> {
+    let size = dtype.size_in_bytes();
+    if bytes.len() % size != 0 {
+        return Err(PyRuntimeError::new_err(format!(
+            "a storage of {} bytes does not hold whole elements of {} ({size} bytes each)",
+            bytes.len(),
+            dtype.name()
+        )));
+    }
+    fn chunks<T: torchnative_core::Element, const N: usize>(
+        bytes: &[u8],
+        f: impl Fn([u8; N]) -> T,
+    ) -> torchnative_core::Result<Tensor> {
+        let v: Vec<T> = bytes
+            .chunks_exact(N)
+            .map(|c| f(c.try_into().expect("chunks_exact yields N bytes")))
+            .collect();
+        let n = v.len();
+        Tensor::from_vec(v, &[n])
+    }
+    let t = match dtype {
+        DType::F32 => chunks(bytes, f32::from_le_bytes),
+        DType::F64 => chunks(bytes, f64::from_le_bytes),
+        DType::F16 => chunks(bytes, |b| half::f16::from_bits(u16::from_le_bytes(b))),
+        DType::BF16 => chunks(bytes, |b| half::bf16::from_bits(u16::from_le_bytes(b))),
+        DType::I64 => chunks(bytes, i64::from_le_bytes),
+        DType::I32 => chunks(bytes, i32::from_le_bytes),
+        DType::I16 => chunks(bytes, i16::from_le_bytes),
+        DType::I8 => chunks(bytes, i8::from_le_bytes),
+        DType::U8 => chunks(bytes, |b: [u8; 1]| b[0]),
+        DType::Bool => chunks(bytes, |b: [u8; 1]| b[0] != 0),
+    };
+    t.map_err(core_err)
+}
+
+/// The whole buffer under `t`, as a flat view.
+fn whole_buffer(t: &Tensor) -> PyResult<Tensor> {
+    let len = t
+        .storage()
+        .ok_or_else(|| PyRuntimeError::new_err("meta tensors have no storage"))?
+        .read()
+        .len();
+    t.as_strided(&[len], &[1], 0).map_err(core_err)
+}
+
+impl StorageBase {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Data> {
+        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A typed flat view of this storage for `dtype`, converting loaded bytes once.
+    pub fn typed(&self, dtype: DType) -> PyResult<Tensor> {
+        let mut data = self.lock();
+        match &*data {
+            Data::Typed(t) if t.dtype() == dtype => Ok(t.clone()),
+            Data::Typed(t) => {
+                // Another dtype over the same bytes: torchnative's buffers are typed, so the
+                // storage takes a copy in the new dtype, and tensors set from it from now on
+                // share that copy (torch.load's byte records become float tensors this way);
+                // tensors made earlier over the old buffer no longer share memory with it.
+                let bytes = buffer_bytes(&t.storage().expect("typed storages hold data").read());
+                let retyped = typed_from_bytes(&bytes, dtype)?;
+                *data = Data::Typed(retyped.clone());
+                Ok(retyped)
+            }
+            Data::Bytes(b) => {
+                let t = typed_from_bytes(b, dtype)?;
+                *data = Data::Typed(t.clone());
+                Ok(t)
+            }
+        }
+    }
+
+    fn nbytes_now(&self) -> usize {
+        match &*self.lock() {
+            Data::Typed(t) => t.numel() * t.dtype().size_in_bytes(),
+            Data::Bytes(b) => b.len(),
+        }
+    }
+}
+
+#[pymethods]
+impl StorageBase {
+    /// `UntypedStorage()`, `UntypedStorage(nbytes)` (zeros), `UntypedStorage(bytes_like)`.
+    #[new]
+    #[pyo3(signature = (*args, **_kwargs))]
+    fn py_new(
+        args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Self> {
+        let bytes = match args.len() {
+            0 => Vec::new(),
+            1 => {
+                let a = args.get_item(0)?;
+                if let Ok(n) = a.extract::<usize>() {
+                    vec![0u8; n]
+                } else if let Ok(b) = a.extract::<Vec<u8>>() {
+                    b
+                } else {
+                    return Err(PyTypeError::new_err(
+                        "UntypedStorage(): expected a size or a sequence of bytes",
+                    ));
+                }
+            }
+            _ => return Err(PyTypeError::new_err("UntypedStorage(): too many arguments")),
+        };
+        Ok(StorageBase {
+            data: Mutex::new(Data::Bytes(bytes)),
+        })
+    }
+
+    fn nbytes(&self) -> usize {
+        self.nbytes_now()
+    }
+    fn size(&self) -> usize {
+        self.nbytes_now()
+    }
+    fn __len__(&self) -> usize {
+        self.nbytes_now()
+    }
+    fn element_size(&self) -> usize {
+        1
+    }
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::tensor::device_object(py, Device::Cpu)
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        false
+    }
+    fn is_shared(&self) -> bool {
+        false
+    }
+    fn is_pinned(&self, _device: Option<&Bound<'_, PyAny>>) -> bool {
+        false
+    }
+    /// Address of the first byte; tensors of one buffer report the same address.
+    fn data_ptr(&self) -> PyResult<usize> {
+        match &*self.lock() {
+            Data::Typed(t) => crate::memory::data_ptr(t),
+            Data::Bytes(b) => Ok(b.as_ptr() as usize),
+        }
+    }
+    /// The identity upstream's serializer keys storages by: the buffer's address.
+    #[getter]
+    fn _cdata(&self) -> PyResult<usize> {
+        self.data_ptr()
+    }
+    /// The storage's bytes (a copy), for the zip writer.
+    fn _tn_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        match &*self.lock() {
+            Data::Typed(t) => PyBytes::new(
+                py,
+                &buffer_bytes(&t.storage().expect("typed storages hold data").read()),
+            ),
+            Data::Bytes(b) => PyBytes::new(py, b),
+        }
+    }
+    fn tolist(&self) -> Vec<u8> {
+        match &*self.lock() {
+            Data::Typed(t) => buffer_bytes(&t.storage().expect("typed storages hold data").read()),
+            Data::Bytes(b) => b.clone(),
+        }
+    }
+}
+
+/// `Tensor.untyped_storage()`: a `torch.UntypedStorage` over the tensor's own buffer.
+#[pyfunction]
+pub fn _tn_storage_of(py: Python<'_>, t: PyRef<'_, TensorBase>) -> PyResult<Py<PyAny>> {
+    let flat = whole_buffer(&t.inner)?;
+    let cls = py.import("torch")?.getattr("UntypedStorage")?;
+    let obj = cls.call0()?;
+    let storage = obj.cast::<StorageBase>()?.borrow();
+    *storage.lock() = Data::Typed(flat);
+    drop(storage);
+    Ok(obj.unbind())
+}
+
+/// `Tensor.set_(storage, offset, size, stride)`: the tensor becomes a view of the storage.
+#[pyfunction]
+pub fn _tn_set_storage(
+    t: &Bound<'_, TensorBase>,
+    storage: PyRef<'_, StorageBase>,
+    offset: usize,
+    size: Vec<usize>,
+    stride: Option<Vec<usize>>,
+) -> PyResult<()> {
+    let dtype = t.borrow().inner.dtype();
+    let flat = storage.typed(dtype)?;
+    let stride = stride.filter(|s| !s.is_empty()).unwrap_or_else(|| {
+        let mut st = vec![1usize; size.len()];
+        for i in (0..size.len().saturating_sub(1)).rev() {
+            st[i] = st[i + 1] * size[i + 1].max(1);
+        }
+        st
+    });
+    let view = flat.as_strided(&size, &stride, offset).map_err(core_err)?;
+    let mut tb = t.borrow_mut();
+    tb.inner = view;
+    tb.version += 1;
+    Ok(())
+}
+
+fn storage_arg<'a, 'py>(
+    c: &crate::kernels::Ctx<'a, 'py>,
+    i: usize,
+) -> PyResult<Bound<'py, StorageBase>> {
+    match &c.values[i] {
+        crate::value::Value::Object(o) => Ok(o.bind(c.py).cast::<StorageBase>()?.clone()),
+        v => Err(PyTypeError::new_err(format!(
+            "expected a storage, got {v:?}"
+        ))),
+    }
+}
+
+fn tensor_arg<'py>(c: &crate::kernels::Ctx<'_, 'py>, i: usize) -> PyResult<Bound<'py, TensorBase>> {
+    match &c.values[i] {
+        crate::value::Value::Tensor(t) => Ok(t.bind(c.py).clone()),
+        v => Err(PyTypeError::new_err(format!(
+            "expected a tensor, got {v:?}"
+        ))),
+    }
+}
+
+fn usizes(v: Vec<i64>) -> PyResult<Vec<usize>> {
+    v.into_iter()
+        .map(|x| {
+            usize::try_from(x)
+                .map_err(|_| PyRuntimeError::new_err(format!("negative size or stride {x}")))
+        })
+        .collect()
+}
+
+pub(crate) fn register(t: &mut crate::kernels::Table) {
+    use crate::value::Out;
+    t.insert("aten::set_.source_Storage_storage_offset", |c| {
+        let offset = usizes(vec![c.int(2)?])?[0];
+        let (size, stride) = (usizes(c.ints(3)?)?, usizes(c.ints(4)?)?);
+        _tn_set_storage(
+            &tensor_arg(c, 0)?,
+            storage_arg(c, 1)?.borrow(),
+            offset,
+            size,
+            Some(stride),
+        )?;
+        Ok(Out::Arg(0))
+    });
+    t.insert("aten::set_.source_Storage", |c| {
+        let this = tensor_arg(c, 0)?;
+        let storage = storage_arg(c, 1)?;
+        let elem = this.borrow().inner.dtype().size_in_bytes();
+        let n = storage.borrow().nbytes_now() / elem;
+        _tn_set_storage(&this, storage.borrow(), 0, vec![n], None)?;
+        Ok(Out::Arg(0))
+    });
+    t.insert("aten::set_.source_Tensor", |c| {
+        let source = c.tensor(1)?;
+        let this = tensor_arg(c, 0)?;
+        let mut tb = this.borrow_mut();
+        tb.inner = source;
+        tb.version += 1;
+        Ok(Out::Arg(0))
+    });
+    t.insert("aten::set_.source_Tensor_storage_offset", |c| {
+        let source = whole_buffer(&c.tensor(1)?)?;
+        let offset = usizes(vec![c.int(2)?])?[0];
+        let (size, stride) = (usizes(c.ints(3)?)?, usizes(c.ints(4)?)?);
+        let view = source
+            .as_strided(&size, &stride, offset)
+            .map_err(core_err)?;
+        let this = tensor_arg(c, 0)?;
+        let mut tb = this.borrow_mut();
+        tb.inner = view;
+        tb.version += 1;
+        Ok(Out::Arg(0))
+    });
+    t.insert("aten::set_", |c| {
+        let this = tensor_arg(c, 0)?;
+        let mut tb = this.borrow_mut();
+        tb.inner = Tensor::empty_on(&[0], tb.inner.dtype(), Device::Cpu).map_err(core_err)?;
+        tb.version += 1;
+        Ok(Out::Arg(0))
+    });
+}
+
+/// A flat tensor of `dtype` holding a copy of `data`'s bytes (the zip reader's records).
+#[pyfunction]
+pub fn _tn_tensor_from_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    dtype: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let dtype = crate::dtype::dtype_from_py(dtype)?;
+    crate::tensor::wrap(py, typed_from_bytes(data, dtype)?)
+}
