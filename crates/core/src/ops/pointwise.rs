@@ -1869,4 +1869,55 @@ mod tests {
         assert_eq!(int_pow(-1, -3), -1);
         assert_eq!(int_pow(5, -1), 0);
     }
+
+    #[test]
+    fn clamp_scalar_bounds_follow_the_integer_range() {
+        let x = Tensor::from_vec(vec![3u8, 5, 0, 7], &[4]).unwrap();
+        let r = clamp_scalars(&x, Some(Scalar::Int(-1)), Some(Scalar::Int(2))).unwrap();
+        assert_eq!(r.to_vec::<u8>().unwrap(), vec![2, 2, 0, 2]);
+        assert!(clamp_scalars(&x, None, Some(Scalar::Int(-1))).is_err());
+        assert!(clamp_scalars(&x, Some(Scalar::Int(300)), None).is_err());
+        let i = Tensor::from_vec(vec![3i32, -5, 0], &[3]).unwrap();
+        let r = clamp_scalars(&i, Some(Scalar::Int(0)), None).unwrap();
+        assert_eq!(r.to_vec::<i32>().unwrap(), vec![3, 0, 0]);
+    }
+
+    #[test]
+    fn add_alpha_checks_and_bool() {
+        let a = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+        assert!(add_alpha(&a, &a, Scalar::Float(0.5), false).is_err());
+        assert!(add_alpha(&a, &a, Scalar::Bool(true), false).is_err());
+        let r = add_alpha(&a, &a, Scalar::Int(3), true).unwrap();
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![-2, -4]);
+        let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+        let r = add_alpha(&b, &b, Scalar::Int(2), false).unwrap();
+        assert_eq!(r.dtype(), DType::Bool);
+        assert!(add_alpha(&b, &b, Scalar::Int(1), true).is_err());
+    }
+
+    #[test]
+    fn nextafter_steps_in_the_dtype() {
+        assert_eq!(next_after_in(DType::F64, 1.0, 2.0), 1.0 + f64::EPSILON);
+        assert_eq!(
+            next_after_in(DType::F32, 1.0, 0.0),
+            (1.0f32 - f32::EPSILON / 2.0) as f64
+        );
+        assert_eq!(
+            next_after_in(DType::F32, 0.0, -1.0),
+            -(f32::from_bits(1) as f64)
+        );
+        assert_eq!(next_after_in(DType::F16, 1.0, 2.0), 1.0 + 2f64.powi(-10));
+    }
+
+    #[test]
+    fn gcd_lcm_and_shifts() {
+        assert_eq!(gcd_i64(-12, 18), 6);
+        assert_eq!(gcd_i64(0, 0), 0);
+        let a = Tensor::from_vec(vec![1i8, -128, 64], &[3]).unwrap();
+        let s = Tensor::from_vec(vec![7i8, 1, 9], &[3]).unwrap();
+        let l = a.bitwise_left_shift(&s).unwrap();
+        assert_eq!(l.to_vec::<i8>().unwrap(), vec![-128, 0, 0]);
+        let r = a.bitwise_right_shift(&s).unwrap();
+        assert_eq!(r.to_vec::<i8>().unwrap(), vec![0, -64, 0]);
+    }
 }
