@@ -287,6 +287,30 @@ pub fn call(
     )))
 }
 
+/// The `torch.return_types` name of a schema's result, if its returns are all named
+/// (several of them): the op's base name, `_out` appended for out= forms.
+pub fn return_type_name(schema: &FunctionSchema) -> Option<String> {
+    let named = schema.returns.len() >= 2 && schema.returns.iter().all(|r| !r.name.is_empty());
+    if !named {
+        return None;
+    }
+    let out = schema.arguments.iter().any(|a| a.is_out);
+    Some(format!("{}{}", schema.base_name(), if out { "_out" } else { "" }))
+}
+
+/// Wraps a tuple result in its `torch.return_types` class (`torch.return_types.max(values=...,
+/// indices=...)`), as upstream's bindings return it.
+fn named_result(py: Python<'_>, schema: &FunctionSchema, result: Py<PyAny>) -> PyResult<Py<PyAny>> {
+    let Some(name) = return_type_name(schema) else {
+        return Ok(result);
+    };
+    let types = py.import("torch._C._return_types")?;
+    match types.getattr(name.as_str()) {
+        Ok(cls) => Ok(cls.call1((result,))?.unbind()),
+        Err(_) => Ok(result),
+    }
+}
+
 /// Runs the kernel of one bound overload.
 pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
@@ -300,7 +324,8 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
                 out = Out::Tensor(laid_out);
             }
         }
-        return to_python(py, out, &values);
+        let result = to_python(py, out, &values)?;
+        return named_result(py, schema, result);
     }
     let py_kernel = PY_KERNELS
         .lock()
@@ -328,7 +353,7 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
     }
     // Upstream's Python decomposition (torch._decomp), when one is registered for this overload.
     if let Some(result) = run_python_decomposition(py, schema, &full, &values)? {
-        return Ok(result);
+        return named_result(py, schema, result);
     }
     Err(PyNotImplementedError::new_err(format!(
         "operator {full} has no kernel in torchnative (schema: {schema})"

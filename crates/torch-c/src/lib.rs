@@ -176,6 +176,21 @@ fn _tn_registry_names() -> Vec<(String, bool, bool, String)> {
     out
 }
 
+/// (type name, field names) of upstream's `torch.return_types`: one per Python-bound operator
+/// whose returns are all named (`max` -> values, indices), `<name>_out` for out= forms.
+#[pyfunction]
+fn _tn_return_types() -> Vec<(String, Vec<String>)> {
+    let mut seen = std::collections::HashSet::new();
+    door::registry()
+        .functions
+        .iter()
+        .filter(|f| f.function || f.method || f.python_module.is_some())
+        .filter_map(|f| door::return_type_name(&f.schema).map(|n| (n, f)))
+        .filter(|(n, _)| seen.insert(n.clone()))
+        .map(|(n, f)| (n, f.schema.returns.iter().map(|r| r.name.clone()).collect()))
+        .collect()
+}
+
 /// A Tensor method for every overload of `name` (`Tensor.add`, and `Tensor.__add__`).
 #[pyfunction]
 fn _tn_op(name: String) -> OpFunction {
@@ -526,6 +541,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tn_op, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_function, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_packet, m)?)?;
+    m.add_function(wrap_pyfunction!(_tn_return_types, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op_overload, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_overload_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_parse_schema, m)?)?;

@@ -1205,7 +1205,34 @@ _monitor.__all__ = ["Aggregation", "Stat", "Event", "EventHandlerHandle", "log_e
 _submodule("_lazy", stubs=True)
 _submodule("_verbose", stubs=True)
 _submodule("_acc", stubs=True)
-_submodule("_return_types")
+_return_types = _submodule("_return_types")
+
+
+def _make_return_type(name, fields):
+    """A tuple with named fields that prints as upstream's structseq does."""
+    import operator
+
+    def __new__(cls, sequence=(), dict=None):
+        values = tuple(sequence)
+        if len(values) != len(fields):
+            raise TypeError(f"torch.return_types.{name} takes a {len(fields)}-sequence ({len(values)}-sequence given)")
+        return tuple.__new__(cls, values)
+
+    def __repr__(self):
+        return f"torch.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
+
+    def __reduce__(self):
+        return (type(self), (tuple(self),))
+
+    body = {"__new__": __new__, "__repr__": __repr__, "__reduce__": __reduce__, "__slots__": (),
+            "__module__": "torch.return_types", "n_fields": len(fields), "n_sequence_fields": len(fields),
+            "n_unnamed_fields": 0}
+    body.update({f: property(operator.itemgetter(i)) for i, f in enumerate(fields)})
+    return _builtins.type(name, (tuple,), body)
+
+
+for _n, _fields in _tn_return_types():  # noqa: F821
+    setattr(_return_types, _n, _make_return_type(_n, _fields))
 
 del _name, _is_function, _is_method, _module, _n, _dunder, _opname
 
