@@ -2,6 +2,8 @@
 //! padding (constant/reflect/replicate/circular). Inputs are `[B, C, *spatial]`; the
 //! arithmetic runs in f64 over contiguous copies and rounds once to the input dtype.
 
+#![allow(clippy::needless_range_loop)]
+
 use crate::dtype::{DType, Scalar};
 use crate::error::{invalid, Error, Result};
 use crate::tensor::Tensor;
@@ -545,7 +547,7 @@ pub fn adaptive_pool(x: &Tensor, output: &[i64], max: bool) -> Result<(Tensor, T
 /// backwards; negative entries crop.
 pub fn constant_pad(x: &Tensor, pad: &[i64], value: Scalar) -> Result<Tensor> {
     let op = "constant_pad_nd";
-    if pad.len() % 2 != 0 || pad.len() / 2 > x.dim() {
+    if !pad.len().is_multiple_of(2) || pad.len() / 2 > x.dim() {
         return Err(invalid(
             op,
             format!(
@@ -597,7 +599,7 @@ pub enum PadMode {
 /// `F.pad(x, pad, mode)` for reflect/replicate/circular on the trailing `pad.len() / 2` dims.
 pub fn pad_mode(x: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     let op = "pad";
-    if pad.len() % 2 != 0 || pad.len() / 2 > x.dim() {
+    if !pad.len().is_multiple_of(2) || pad.len() / 2 > x.dim() {
         return Err(invalid(op, "Padding length must be divisible by 2"));
     }
     let n = x.dim();

@@ -521,7 +521,7 @@ fn einsum_prepare(t: &Tensor, labels: &[char], needed: &[char]) -> Result<(Tenso
         .collect();
     if !sum_dims.is_empty() {
         t = t.sum_dtype(&sum_dims, false, None)?;
-        l = l.into_iter().filter(|c| needed.contains(c)).collect();
+        l.retain(|c| needed.contains(c));
     }
     Ok((t, l))
 }
@@ -542,7 +542,7 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
     if terms.len() != operands.len() {
         return Err(invalid(
             op,
-            format!("more operands were provided than specified in the equation"),
+            "more operands were provided than specified in the equation",
         ));
     }
     // Ellipsis dims get labels from a private range, right-aligned across operands.

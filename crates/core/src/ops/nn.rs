@@ -395,7 +395,7 @@ pub fn group_norm(
 ) -> Result<Tensor> {
     let op = "group_norm";
     let c = compute_dtype(op, x)?;
-    if x.dim() < 2 || groups == 0 || x.shape()[1] % groups != 0 {
+    if x.dim() < 2 || groups == 0 || !x.shape()[1].is_multiple_of(groups) {
         return Err(invalid(
             op,
             format!(

@@ -149,8 +149,8 @@ fn conv_call(
                 let ks = &w.shape()[2..];
                 let mut lo = Vec::new();
                 let mut hi = Vec::new();
-                for d in 0..nd {
-                    let total = dilation[d] * (ks.get(d).copied().unwrap_or(1) as i64 - 1);
+                for (d, &dl) in dilation.iter().enumerate().take(nd) {
+                    let total = dl * (ks.get(d).copied().unwrap_or(1) as i64 - 1);
                     lo.push(total / 2);
                     hi.push(total - total / 2);
                 }
