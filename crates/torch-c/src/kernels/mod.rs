@@ -323,6 +323,7 @@ fn build() -> Table {
     nn::register(&mut t);
     flags::register(&mut t);
     types::register(&mut t);
+    types::register_queries(&mut t);
     crate::storage::register(&mut t);
     crate::random::register(&mut t);
     t

@@ -46,3 +46,58 @@ pub(crate) fn register(t: &mut Table) {
         result(&[scalar_operand(c.scalar(0)?), scalar_operand(c.scalar(1)?)])
     });
 }
+
+/// Dtype and layout queries and layout-directed allocation.
+pub(crate) fn register_queries(t: &mut Table) {
+    t.insert("aten::is_floating_point", |c| {
+        Ok(Out::Scalar(Scalar::Bool(c.tensor(0)?.dtype().is_float())))
+    });
+    // torchnative stores no complex tensors.
+    t.insert("aten::is_complex", |_| Ok(Out::Scalar(Scalar::Bool(false))));
+    t.insert("aten::is_signed", |c| {
+        let d = c.tensor(0)?.dtype();
+        Ok(Out::Scalar(Scalar::Bool(!matches!(d, DType::U8 | DType::Bool))))
+    });
+    // c10's MemOverlap: 0 no overlap, 1 overlapping, 2 too hard to tell.
+    t.insert("aten::_debug_has_internal_overlap", |c| {
+        let x = c.tensor(0)?;
+        let sizes = x.shape();
+        let strides = x.strides();
+        if x.is_contiguous() {
+            return Ok(Out::Int(0));
+        }
+        if sizes.iter().zip(strides).any(|(&n, &s)| n > 1 && s == 0) {
+            return Ok(Out::Int(1));
+        }
+        Ok(Out::Int(2))
+    });
+    // empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype, Layout? layout,
+    // Device? device, bool? pin_memory): dense, with dims laid out outermost-first in
+    // `physical_layout` order.
+    t.insert("aten::empty_permuted", |c| {
+        let size = to_shape(&c.ints(0)?)?;
+        let order = c.ints(1)?;
+        let n = size.len();
+        let mut seen = vec![false; n];
+        let valid = order.len() == n
+            && order.iter().all(|&d| {
+                usize::try_from(d).is_ok_and(|d| d < n && !std::mem::replace(&mut seen[d], true))
+            });
+        if !valid {
+            return Err(PyRuntimeError::new_err(format!(
+                "empty_permuted: physical_layout {order:?} is not a permutation of {n} dims"
+            )));
+        }
+        let dtype = c.opt_dtype(2)?.unwrap_or_else(crate::default_float);
+        let device = c.device(4)?;
+        let mut strides = vec![0usize; n];
+        let mut next = 1usize;
+        for &d in order.iter().rev() {
+            strides[d as usize] = next;
+            next *= size[d as usize];
+        }
+        let numel: usize = size.iter().product();
+        let flat = Tensor::empty_on(&[numel], dtype, device).map_err(core_err)?;
+        ok(flat.as_strided(&size, &strides, 0))
+    });
+}
