@@ -21,3 +21,8 @@ python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYT
     --json "$work/golden.json" --report "$work/golden.md" --show 0 || [ $? -eq 1 ]
 sed -n '1,25p' "$work/golden.md"
 python3 torch-face/golden/ratchet.py --json "$work/golden.json"
+# Upstream's own OpInfo samples as a second opinion: a measurement (per-OpInfo pass / fail /
+# refused in the report), not a gate; it fails only when the sweep itself cannot run.
+python3 torch-face/golden/opinfo_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \
+    --report "$work/opinfo.md" --json "$work/opinfo.json"
+sed -n '1,20p' "$work/opinfo.md"
