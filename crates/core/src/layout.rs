@@ -294,6 +294,71 @@ pub fn for_each_offsets<const N: usize>(
     }
 }
 
+/// Dense strides that keep the dimension order of `strides` (upstream's
+/// `infer_dense_strides`): dims are sorted from fastest to slowest by stride (ties and
+/// size-0/1 strides resolved as TensorIterator does, row-major order otherwise) and laid out
+/// densely in that order.
+pub fn infer_dense_strides(sizes: &[usize], strides: &[usize]) -> Vec<usize> {
+    let ndim = sizes.len();
+    // perm[0] is the fastest-moving dim; start from row-major (last dim fastest).
+    let mut perm: Vec<usize> = (0..ndim).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            return 0;
+        }
+        if s0 < s1 {
+            return -1;
+        }
+        if s0 > s1 {
+            return 1;
+        }
+        if sizes[d0] > sizes[d1] {
+            return 1;
+        }
+        0
+    };
+    for i in 1..ndim {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                c if c > 0 => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    let mut out = vec![0; ndim];
+    let mut next = 1usize;
+    for &d in &perm {
+        out[d] = next;
+        next = next.saturating_mul(sizes[d].max(1));
+    }
+    out
+}
+
+/// Channels-last strides of a 4-d (NHWC) or 5-d (NDHWC) shape; row-major for other ranks.
+pub fn channels_last_strides(sizes: &[usize]) -> Vec<usize> {
+    let n = sizes.len();
+    if n != 4 && n != 5 {
+        return contiguous_strides(sizes);
+    }
+    // Fastest to slowest: C, then the spatial dims from last to first, then N.
+    let mut order: Vec<usize> = vec![1];
+    order.extend((2..n).rev());
+    order.push(0);
+    let mut out = vec![0; n];
+    let mut next = 1usize;
+    for d in order {
+        out[d] = next;
+        next = next.saturating_mul(sizes[d].max(1));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,69 +450,4 @@ mod tests {
         assert!(wrap_dim("sum", 2, 2).is_err());
         assert_eq!(wrap_dim("sum", -1, 0).unwrap(), 0);
     }
-}
-
-/// Dense strides that keep the dimension order of `strides` (upstream's
-/// `infer_dense_strides`): dims are sorted from fastest to slowest by stride (ties and
-/// size-0/1 strides resolved as TensorIterator does, row-major order otherwise) and laid out
-/// densely in that order.
-pub fn infer_dense_strides(sizes: &[usize], strides: &[usize]) -> Vec<usize> {
-    let ndim = sizes.len();
-    // perm[0] is the fastest-moving dim; start from row-major (last dim fastest).
-    let mut perm: Vec<usize> = (0..ndim).rev().collect();
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        let (s0, s1) = (strides[d0], strides[d1]);
-        if s0 == 0 || s1 == 0 {
-            return 0;
-        }
-        if s0 < s1 {
-            return -1;
-        }
-        if s0 > s1 {
-            return 1;
-        }
-        if sizes[d0] > sizes[d1] {
-            return 1;
-        }
-        0
-    };
-    for i in 1..ndim {
-        let mut dim1 = i;
-        for dim0 in (0..i).rev() {
-            match should_swap(perm[dim0], perm[dim1]) {
-                c if c > 0 => {
-                    perm.swap(dim0, dim1);
-                    dim1 = dim0;
-                }
-                c if c < 0 => break,
-                _ => {}
-            }
-        }
-    }
-    let mut out = vec![0; ndim];
-    let mut next = 1usize;
-    for &d in &perm {
-        out[d] = next;
-        next = next.saturating_mul(sizes[d].max(1));
-    }
-    out
-}
-
-/// Channels-last strides of a 4-d (NHWC) or 5-d (NDHWC) shape; row-major for other ranks.
-pub fn channels_last_strides(sizes: &[usize]) -> Vec<usize> {
-    let n = sizes.len();
-    if n != 4 && n != 5 {
-        return contiguous_strides(sizes);
-    }
-    // Fastest to slowest: C, then the spatial dims from last to first, then N.
-    let mut order: Vec<usize> = vec![1];
-    order.extend((2..n).rev());
-    order.push(0);
-    let mut out = vec![0; n];
-    let mut next = 1usize;
-    for d in order {
-        out[d] = next;
-        next = next.saturating_mul(sizes[d].max(1));
-    }
-    out
 }

@@ -1329,7 +1329,7 @@ pub fn unique_dim(t: &Tensor, dim: i64) -> Result<(Tensor, Tensor, Tensor)> {
     let n = t.shape()[d];
     let moved = t.transpose(0, d as i64)?.contiguous()?;
     let v = moved.to_vec::<f64>()?;
-    let w = if n == 0 { 0 } else { v.len() / n };
+    let w = v.len().checked_div(n).unwrap_or(0);
     let row = |i: usize| &v[i * w..i * w + w];
     let cmp_rows = |a: usize, b: usize| {
         for (x, y) in row(a).iter().zip(row(b)) {
