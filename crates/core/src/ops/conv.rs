@@ -651,3 +651,202 @@ pub fn pad_mode(x: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     }
     Ok(cur)
 }
+
+/// Interpolation modes of [`upsample`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Interp {
+    Nearest,
+    NearestExact,
+    Linear { align_corners: bool },
+    Cubic { align_corners: bool },
+}
+
+/// Bicubic taps (upstream's A = -0.75 convolution, indices clamped to the border).
+fn cubic_taps(
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    align_corners: bool,
+    f32_math: bool,
+) -> Vec<Vec<(usize, f64)>> {
+    const A: f64 = -0.75;
+    let cc1 = |x: f64| ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+    let cc2 = |x: f64| ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
+    (0..output)
+        .map(|o| {
+            let src = if align_corners {
+                let s = if output > 1 {
+                    (input as f64 - 1.0) / (output as f64 - 1.0)
+                } else {
+                    0.0
+                };
+                if f32_math {
+                    (s as f32 * o as f32) as f64
+                } else {
+                    s * o as f64
+                }
+            } else {
+                let s = scale_value(scale, input, output);
+                if f32_math {
+                    ((s as f32) * (o as f32 + 0.5) - 0.5) as f64
+                } else {
+                    s * (o as f64 + 0.5) - 0.5
+                }
+            };
+            let fl = src.floor();
+            let t = src - fl;
+            let i = fl as i64;
+            let w = [cc2(t + 1.0), cc1(t), cc1(1.0 - t), cc2(2.0 - t)];
+            (0..4)
+                .map(|k| {
+                    let idx = (i - 1 + k as i64).clamp(0, input as i64 - 1) as usize;
+                    (idx, w[k])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// upstream's `compute_scales_value`: `1 / scale` when a scale was given, else `in / out`.
+fn scale_value(scale: Option<f64>, input: usize, output: usize) -> f64 {
+    match scale {
+        Some(s) if s > 0.0 => 1.0 / s,
+        _ => input as f64 / output as f64,
+    }
+}
+
+/// For each output position along one dim: (i0, i1, weight of i1).
+fn interp_taps(
+    mode: Interp,
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    f32_math: bool,
+) -> Vec<(usize, usize, f64)> {
+    (0..output)
+        .map(|o| match mode {
+            Interp::Nearest | Interp::NearestExact => {
+                let s = scale_value(scale, input, output) as f32;
+                let i = if output == input {
+                    o
+                } else if mode == Interp::Nearest && output == 2 * input {
+                    o >> 1
+                } else {
+                    let off = if mode == Interp::NearestExact {
+                        0.5f32
+                    } else {
+                        0.0
+                    };
+                    (((o as f32 + off) * s).floor() as usize).min(input - 1)
+                };
+                (i, i, 0.0)
+            }
+            Interp::Linear { align_corners } | Interp::Cubic { align_corners } => {
+                let src = if align_corners {
+                    let s = if output > 1 {
+                        (input as f64 - 1.0) / (output as f64 - 1.0)
+                    } else {
+                        0.0
+                    };
+                    if f32_math {
+                        (s as f32 * o as f32) as f64
+                    } else {
+                        s * o as f64
+                    }
+                } else {
+                    let s = scale_value(scale, input, output);
+                    let v = if f32_math {
+                        ((s as f32) * (o as f32 + 0.5) - 0.5) as f64
+                    } else {
+                        s * (o as f64 + 0.5) - 0.5
+                    };
+                    v.max(0.0)
+                };
+                let i0 = (src.floor() as usize).min(input - 1);
+                let i1 = if i0 < input - 1 { i0 + 1 } else { i0 };
+                let l1 = if f32_math {
+                    (src as f32 - i0 as f32) as f64
+                } else {
+                    src - i0 as f64
+                };
+                (i0, i1, l1)
+            }
+        })
+        .collect()
+}
+
+/// `upsample_{nearest,linear,bilinear}` over the trailing `out_size.len()` dims of
+/// `[B, C, *spatial]`, one separable pass per dim.
+pub fn upsample(
+    x: &Tensor,
+    out_size: &[usize],
+    scales: &[Option<f64>],
+    mode: Interp,
+) -> Result<Tensor> {
+    let op = "upsample";
+    let nd = out_size.len();
+    if x.dim() != nd + 2 {
+        return Err(invalid(
+            op,
+            format!("Expected {}D input, got {:?}", nd + 2, x.shape()),
+        ));
+    }
+    if matches!(mode, Interp::Linear { .. } | Interp::Cubic { .. }) {
+        float_only(op, x)?;
+    }
+    if x.dtype() == DType::Bool {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    if out_size.contains(&0) || x.shape()[2..].contains(&0) {
+        return Err(invalid(
+            op,
+            format!(
+                "Input and output sizes should be greater than 0, but got input {:?} and output {out_size:?}",
+                x.shape()
+            ),
+        ));
+    }
+    let f32_math = x.dtype() != DType::F64;
+    let mut shape = x.shape().to_vec();
+    let mut v = x.to_vec::<f64>()?;
+    for d in 0..nd {
+        let axis = 2 + d;
+        let (inp, outp) = (shape[axis], out_size[d]);
+        let sc = scales.get(d).copied().flatten();
+        let taps: Vec<Vec<(usize, f64)>> = match mode {
+            Interp::Cubic { align_corners } => cubic_taps(inp, outp, sc, align_corners, f32_math),
+            _ => interp_taps(mode, inp, outp, sc, f32_math)
+                .into_iter()
+                .map(|(i0, i1, l1)| {
+                    if l1 == 0.0 {
+                        vec![(i0, 1.0)]
+                    } else {
+                        vec![(i0, 1.0 - l1), (i1, l1)]
+                    }
+                })
+                .collect(),
+        };
+        let outer: usize = shape[..axis].iter().product();
+        let inner: usize = shape[axis + 1..].iter().product();
+        let mut nv = vec![0.0; outer * outp * inner];
+        for o in 0..outer {
+            for (j, tap) in taps.iter().enumerate() {
+                for k in 0..inner {
+                    nv[(o * outp + j) * inner + k] = if tap.len() == 1 {
+                        v[(o * inp + tap[0].0) * inner + k]
+                    } else {
+                        tap.iter()
+                            .map(|&(i, w)| w * v[(o * inp + i) * inner + k])
+                            .sum()
+                    };
+                }
+            }
+        }
+        v = nv;
+        shape[axis] = outp;
+    }
+    Tensor::from_f64s(&v, &shape, x.dtype())
+}

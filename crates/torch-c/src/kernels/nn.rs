@@ -504,7 +504,84 @@ fn pixel_shuffle(x: &Tensor, r: i64, inverse: bool) -> R {
     }
 }
 
+// ----- interpolation -----
+
+fn opt_floats(c: &Ctx<'_, '_>, i: usize) -> Vec<Option<f64>> {
+    match &c.values[i] {
+        crate::value::Value::Floats(v) => v.iter().map(|&f| Some(f)).collect(),
+        crate::value::Value::Float(f) => vec![Some(*f)],
+        _ => Vec::new(),
+    }
+}
+
+/// `upsample_*.vec(input, output_size?, [align_corners,] scale_factors?)`.
+fn upsample_vec(
+    c: &Ctx<'_, '_>,
+    nd: usize,
+    mode: conv::Interp,
+    scales_i: usize,
+) -> PyResult<Tensor> {
+    let x = c.tensor(0)?;
+    let scales = opt_floats(c, scales_i);
+    let out: Vec<usize> = match c.opt_ints(1)? {
+        Some(o) => to_shape(&o)?,
+        None => {
+            if scales.len() != nd || x.dim() != nd + 2 {
+                return Err(err(
+                    "upsample",
+                    "Must specify exactly one of output_size and scale_factors",
+                ));
+            }
+            (0..nd)
+                .map(|d| (x.shape()[2 + d] as f64 * scales[d].unwrap_or(1.0)) as usize)
+                .collect()
+        }
+    };
+    conv::upsample(&x, &out, &scales, mode).map_err(core_err)
+}
+
 pub(crate) fn register(t: &mut Table) {
+    t.insert("aten::upsample_nearest1d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(c, 1, conv::Interp::Nearest, 2)?))
+    });
+    t.insert("aten::upsample_nearest2d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(c, 2, conv::Interp::Nearest, 2)?))
+    });
+    t.insert("aten::_upsample_nearest_exact1d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(
+            c,
+            1,
+            conv::Interp::NearestExact,
+            2,
+        )?))
+    });
+    t.insert("aten::_upsample_nearest_exact2d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(
+            c,
+            2,
+            conv::Interp::NearestExact,
+            2,
+        )?))
+    });
+    t.insert("aten::upsample_linear1d.vec", |c| {
+        let mode = conv::Interp::Linear {
+            align_corners: c.bool(2)?,
+        };
+        Ok(Out::Tensor(upsample_vec(c, 1, mode, 3)?))
+    });
+    t.insert("aten::upsample_bicubic2d.vec", |c| {
+        let mode = conv::Interp::Cubic {
+            align_corners: c.bool(2)?,
+        };
+        Ok(Out::Tensor(upsample_vec(c, 2, mode, 3)?))
+    });
+    t.insert("aten::upsample_bilinear2d.vec", |c| {
+        let mode = conv::Interp::Linear {
+            align_corners: c.bool(2)?,
+        };
+        Ok(Out::Tensor(upsample_vec(c, 2, mode, 3)?))
+    });
+
     t.insert("aten::log_sigmoid", |c| ok(log_sigmoid(&c.tensor(0)?)));
     t.insert("aten::log_sigmoid_forward", |c| {
         let x = c.tensor(0)?;
