@@ -115,6 +115,23 @@ pub(crate) fn register(t: &mut Table) {
         ))
     });
 
+    // range.step: the deprecated inclusive arange (`end` included when on the grid).
+    t.insert("aten::range.step", |c| {
+        let (s, e, st) = (
+            c.scalar(0)?.to_f64(),
+            c.scalar(1)?.to_f64(),
+            c.scalar(2)?.to_f64(),
+        );
+        let dtype = c.opt_dtype(3)?.unwrap_or_else(crate::default_float);
+        if st == 0.0 || (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+            return Err(PyRuntimeError::new_err(
+                "upper bound and larger bound inconsistent with step sign",
+            ));
+        }
+        let n = ((e - s) / st).floor() as usize + 1;
+        let v: Vec<f64> = (0..n).map(|i| s + i as f64 * st).collect();
+        ok(Tensor::from_f64s(&v, &[n], dtype))
+    });
     t.insert("aten::empty_strided", |c| {
         let shape = to_shape(&c.ints(0)?)?;
         let strides = to_shape(&c.ints(1)?)?;

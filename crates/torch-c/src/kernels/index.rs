@@ -94,6 +94,7 @@ pub(crate) fn register(t: &mut Table) {
         let (v, i) = c
             .tensor(0)?
             .topk(k, c.int(2)?, c.bool(3)?)
+            .and_then(|(v, i)| Ok((v.with_row_major_strides()?, i.with_row_major_strides()?)))
             .map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
@@ -101,8 +102,7 @@ pub(crate) fn register(t: &mut Table) {
         let options = torchnative_core::SortOptions {
             descending: c.bool(2)?,
         };
-        let (v, i) = c.tensor(0)?.sort(c.int(1)?, options).map_err(core_err)?;
-        Ok(Out::Tensors(vec![v, i]))
+        sorted_like(&c.tensor(0)?, c.int(1)?, options)
     });
 
     // ----- scatter / gather family -----
@@ -524,8 +524,7 @@ pub(crate) fn register(t: &mut Table) {
         let options = torchnative_core::SortOptions {
             descending: c.bool(3)?,
         };
-        let (v, i) = c.tensor(0)?.sort(c.int(2)?, options).map_err(core_err)?;
-        Ok(Out::Tensors(vec![v, i]))
+        sorted_like(&c.tensor(0)?, c.int(2)?, options)
     });
     t.insert("aten::argsort", |c| {
         let options = torchnative_core::SortOptions {
@@ -861,6 +860,40 @@ pub(crate) fn register(t: &mut Table) {
             .and_then(|s| s.mul(Scalar::Float(dx / 2.0)))
             .and_then(|s| s.cumsum(dim)))
     });
+    t.insert("aten::unique_consecutive", |c| {
+        let x = c.tensor(0)?;
+        if c.opt_int(3)?.is_some() {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "unique_consecutive with dim= is not implemented in torchnative",
+            ));
+        }
+        let v = x.to_vec::<f64>().map_err(core_err)?;
+        let mut keep: Vec<i64> = Vec::new();
+        let mut inverse = Vec::with_capacity(v.len());
+        let mut counts: Vec<i64> = Vec::new();
+        for (i, &e) in v.iter().enumerate() {
+            let same = i > 0 && (v[i - 1] == e || (v[i - 1].is_nan() && e.is_nan()));
+            if !same {
+                keep.push(i as i64);
+                counts.push(0);
+            }
+            if let Some(n) = counts.last_mut() {
+                *n += 1;
+            }
+            inverse.push(keep.len() as i64 - 1);
+        }
+        let n = keep.len();
+        let idx = Tensor::from_i64s(&keep, &[n], DType::I64).map_err(core_err)?;
+        let values = x
+            .reshape(&[-1])
+            .and_then(|f| f.index(&[idx]))
+            .map_err(core_err)?;
+        Ok(Out::Tensors(vec![
+            values,
+            Tensor::from_i64s(&inverse, x.shape(), DType::I64).map_err(core_err)?,
+            Tensor::from_i64s(&counts, &[n], DType::I64).map_err(core_err)?,
+        ]))
+    });
 }
 
 fn scatter_mode(name: &str) -> PyResult<Reduction> {
@@ -1091,4 +1124,13 @@ fn no_bool_y(y: &Tensor, op: &str) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// `sort` results laid out like the input (upstream sorts into a tensor like `self`).
+fn sorted_like(x: &Tensor, dim: i64, options: torchnative_core::SortOptions) -> PyResult<Out> {
+    let (v, i) = x.sort(dim, options).map_err(core_err)?;
+    Ok(Out::Tensors(vec![
+        like_layout(&v, x).map_err(core_err)?,
+        like_layout(&i, x).map_err(core_err)?,
+    ]))
 }
