@@ -1366,7 +1366,17 @@ impl Tensor {
             [self, &o],
             d,
             d,
-            Kernel::Both(&|[a, b]| a.max(b), &|[a, b]| Ok(a.max(b))),
+            // bfloat16 answers the other operand for equal values (the sign of a zero).
+            Kernel::Both(
+                &move |[a, b]| {
+                    if d == DType::BF16 && a == b {
+                        b
+                    } else {
+                        a.max(b)
+                    }
+                },
+                &|[a, b]| Ok(a.max(b)),
+            ),
         )
     }
     /// `torch.fmin`: the minimum, ignoring a NaN operand.
@@ -1378,7 +1388,17 @@ impl Tensor {
             [self, &o],
             d,
             d,
-            Kernel::Both(&|[a, b]| a.min(b), &|[a, b]| Ok(a.min(b))),
+            // bfloat16 answers the other operand for equal values (the sign of a zero).
+            Kernel::Both(
+                &move |[a, b]| {
+                    if d == DType::BF16 && a == b {
+                        b
+                    } else {
+                        a.min(b)
+                    }
+                },
+                &|[a, b]| Ok(a.min(b)),
+            ),
         )
     }
     fn int_only_binary(
