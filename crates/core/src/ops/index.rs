@@ -1108,7 +1108,7 @@ pub fn searchsorted(
     out_int32: bool,
 ) -> Result<Tensor> {
     let op = "searchsorted_out_cpu";
-    if sorted.dtype() == DType::Bool || values.dtype() == DType::Bool {
+    if result_type_of(&[sorted, values])? == DType::Bool {
         return Err(Error::UnsupportedDType {
             op,
             dtype: DType::Bool,

@@ -85,7 +85,16 @@ pub(crate) fn register(t: &mut Table) {
             .map_err(core_err)
     });
     t.insert("aten::topk", |c| {
-        if c.tensor(0)?.dtype() == DType::Bool {
+        let x = c.tensor(0)?;
+        if x.dtype() == DType::Bool {
+            let size = if x.dim() == 0 {
+                1
+            } else {
+                x.size(c.int(2)?).map_err(core_err)?
+            };
+            if c.int(1)? < 0 || c.int(1)? as usize > size {
+                return Err(PyRuntimeError::new_err("selected index k out of range"));
+            }
             return Err(pyo3::exceptions::PyNotImplementedError::new_err(
                 "topk does not support bool dtypes on CPU",
             ));
@@ -714,7 +723,7 @@ pub(crate) fn register(t: &mut Table) {
     });
     t.insert("aten::searchsorted.Scalar", |c| {
         let s = c.tensor(0)?;
-        let v = Tensor::scalar_tensor(c.scalar(1)?, s.dtype());
+        let v = Tensor::wrap_scalar(c.scalar(1)?);
         let right = side_right(c)?;
         ok(torchnative_core::ops::index::searchsorted(
             &s,
@@ -749,6 +758,13 @@ pub(crate) fn register(t: &mut Table) {
         ))
     });
     t.insert("aten::histc", |c| {
+        let x = c.tensor(0)?;
+        let (lo, hi) = (c.scalar(2)?.to_f64(), c.scalar(3)?.to_f64());
+        if x.dtype() == DType::U8 && (lo < 0.0 || hi < 0.0 || lo > 255.0 || hi > 255.0) {
+            return Err(PyRuntimeError::new_err(
+                "value cannot be converted to type uint8_t without overflow",
+            ));
+        }
         ok(torchnative_core::ops::index::histc(
             &c.tensor(0)?,
             c.int(1)?,
