@@ -139,7 +139,14 @@ pub(crate) fn register(t: &mut Table) {
     // Real tensors: conj_physical is the identity.
     t.insert("aten::conj_physical", |_| Ok(Out::Arg(0)));
     t.insert("aten::conj_physical_", |_| Ok(Out::Arg(0)));
-    t.insert("aten::conj_physical.out", |c| c.write_into(1, c.tensor(0)?));
+    t.insert("aten::conj_physical.out", |c| {
+        // A copy: `out` must never become a view of the input.
+        let r = c
+            .tensor(0)?
+            .clone_with_format(torchnative_core::tensor::MemoryFormat::Preserve)
+            .map_err(core_err)?;
+        c.write_into(1, r)
+    });
     t.insert("aten::logit", |c| ok(c.tensor(0)?.logit(opt_float(c, 1)?)));
     t.insert("aten::logit_", |c| {
         check_no_internal_overlap(c, 0)?;
