@@ -363,12 +363,26 @@ pub fn matrix_norm(
         "-1" => (d0, d1, false),
         "inf" => (d1, d0, true),
         "-inf" => (d1, d0, false),
-        _ => {
-            return Err(Error::UnsupportedDType {
-                op: "linalg.matrix_norm (ord 2, -2 and nuc need an SVD)",
-                dtype: x.dtype(),
-            })
+        "2" | "-2" | "nuc" => {
+            let mut order: Vec<i64> = (0..n)
+                .filter(|&d| d != d0 && d != d1)
+                .map(|d| d as i64)
+                .collect();
+            order.extend([d0 as i64, d1 as i64]);
+            let sv = svdvals(&x.permute(&order)?)?;
+            let last = sv.dim() as i64 - 1;
+            let r = match ord {
+                "2" => sv.amax(&[last], false)?,
+                "-2" => sv.amin(&[last], false)?,
+                _ => sv.sum_dtype(&[last], false, None)?,
+            };
+            if !keepdim {
+                return Ok(r);
+            }
+            let (lo, hi) = (d0.min(d1) as i64, d0.max(d1) as i64);
+            return r.unsqueeze(lo)?.unsqueeze(hi);
         }
+        _ => return Err(invalid(op, format!("Order {ord} not supported."))),
     };
     let s = x.abs()?.sum_dtype(&[sum_dim as i64], true, None)?;
     let r = if max {
@@ -975,4 +989,385 @@ pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
         k >>= 1;
     }
     result.ok_or_else(|| invalid(op, "internal"))
+}
+
+// ----- small dense decompositions (f64 arithmetic, float32/float64 only) -----
+
+fn lapack_check(op: &'static str, a: &Tensor, square: bool) -> Result<(usize, usize, usize)> {
+    if !matches!(a.dtype(), DType::F32 | DType::F64) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: a.dtype(),
+        });
+    }
+    if a.dim() < 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "The input tensor A must have at least 2 dimensions, got {}",
+                a.dim()
+            ),
+        ));
+    }
+    let (m, n) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
+    if square && m != n {
+        return Err(invalid(
+            op,
+            format!("A must be batches of square matrices, but they are {m} by {n} matrices"),
+        ));
+    }
+    let batch = a.numel() / (m * n).max(1);
+    Ok((batch, m, n))
+}
+
+/// In-place LU with partial pivoting of an n x n row-major matrix; returns the permutation
+/// sign (0 when singular) and the pivot rows.
+fn lu_in_place(a: &mut [f64], n: usize) -> (f64, Vec<usize>) {
+    let mut sign = 1.0;
+    let mut piv = Vec::with_capacity(n);
+    for k in 0..n {
+        let p = (k..n)
+            .max_by(|&i, &j| {
+                a[i * n + k]
+                    .abs()
+                    .partial_cmp(&a[j * n + k].abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .unwrap_or(k);
+        piv.push(p);
+        if p != k {
+            for j in 0..n {
+                a.swap(k * n + j, p * n + j);
+            }
+            sign = -sign;
+        }
+        let d = a[k * n + k];
+        if d == 0.0 {
+            continue;
+        }
+        for i in k + 1..n {
+            let f = a[i * n + k] / d;
+            a[i * n + k] = f;
+            for j in k + 1..n {
+                a[i * n + j] -= f * a[k * n + j];
+            }
+        }
+    }
+    (sign, piv)
+}
+
+fn batch_shape(a: &Tensor) -> Vec<usize> {
+    a.shape()[..a.dim() - 2].to_vec()
+}
+
+/// `(sign, log|det|)` of square matrices.
+pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (batch, n, _) = lapack_check("linalg.slogdet", a, true)?;
+    let v = a.to_vec::<f64>()?;
+    let mut signs = Vec::with_capacity(batch);
+    let mut logs = Vec::with_capacity(batch);
+    for b in 0..batch {
+        let mut m = v[b * n * n..(b + 1) * n * n].to_vec();
+        let (mut s, _) = lu_in_place(&mut m, n);
+        let mut l = 0.0;
+        for i in 0..n {
+            let d = m[i * n + i];
+            if d < 0.0 {
+                s = -s;
+            }
+            l += d.abs().ln();
+        }
+        if l == f64::NEG_INFINITY {
+            s = 0.0;
+        }
+        signs.push(s);
+        logs.push(l);
+    }
+    let bs = batch_shape(a);
+    Ok((
+        Tensor::from_f64s(&signs, &bs, a.dtype())?,
+        Tensor::from_f64s(&logs, &bs, a.dtype())?,
+    ))
+}
+
+/// `torch.linalg.det`.
+pub fn det(a: &Tensor) -> Result<Tensor> {
+    let (s, l) = slogdet(a)?;
+    s.mul(&l.exp()?)
+}
+
+/// `torch.logdet`: `log(det)` (NaN for negative determinants).
+pub fn logdet(a: &Tensor) -> Result<Tensor> {
+    let (s, l) = slogdet(a)?;
+    let sv = s.to_vec::<f64>()?;
+    let lv = l.to_vec::<f64>()?;
+    let r: Vec<f64> = sv
+        .iter()
+        .zip(&lv)
+        .map(|(&s, &l)| if s < 0.0 { f64::NAN } else { l })
+        .collect();
+    Tensor::from_f64s(&r, s.shape(), a.dtype())
+}
+
+/// Solves `A X = B` for square `A` (`B` a matrix `[.., n, k]`, broadcasting batches).
+pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let op = "linalg.solve";
+    let (_, n, _) = lapack_check(op, a, true)?;
+    if b.dtype() != a.dtype() {
+        return Err(invalid(op, "Expected A and B to have the same dtype"));
+    }
+    let vector = b.dim() == 1
+        || (b.dim() + 1 == a.dim() && b.shape()[..b.dim() - 1] == a.shape()[..a.dim() - 2]);
+    let bm = if vector { b.unsqueeze(-1)? } else { b.clone() };
+    if bm.shape()[bm.dim() - 2] != n {
+        return Err(mat_mismatch(op, a, b));
+    }
+    let k = bm.shape()[bm.dim() - 1];
+    let batch = broadcast_shapes(op, &a.shape()[..a.dim() - 2], &bm.shape()[..bm.dim() - 2])?;
+    let mut ea: Vec<usize> = batch.clone();
+    ea.extend([n, n]);
+    let mut eb: Vec<usize> = batch.clone();
+    eb.extend([n, k]);
+    let av = a.broadcast_to(&ea)?.to_vec::<f64>()?;
+    let bv = bm.broadcast_to(&eb)?.to_vec::<f64>()?;
+    let nb: usize = batch.iter().product();
+    let mut out = Vec::with_capacity(nb * n * k);
+    for bi in 0..nb {
+        let mut m = av[bi * n * n..(bi + 1) * n * n].to_vec();
+        let mut rhs = bv[bi * n * k..(bi + 1) * n * k].to_vec();
+        let (_, piv) = lu_in_place(&mut m, n);
+        for i in 0..n {
+            if m[i * n + i] == 0.0 {
+                return Err(invalid(
+                    op,
+                    format!("The solver failed because the input matrix is singular (U[{i}, {i}] is zero)."),
+                ));
+            }
+        }
+        for (kk, &p) in piv.iter().enumerate() {
+            if p != kk {
+                for j in 0..k {
+                    rhs.swap(kk * k + j, p * k + j);
+                }
+            }
+        }
+        for j in 0..k {
+            for i in 0..n {
+                let mut s = rhs[i * k + j];
+                for t in 0..i {
+                    s -= m[i * n + t] * rhs[t * k + j];
+                }
+                rhs[i * k + j] = s;
+            }
+            for i in (0..n).rev() {
+                let mut s = rhs[i * k + j];
+                for t in i + 1..n {
+                    s -= m[i * n + t] * rhs[t * k + j];
+                }
+                rhs[i * k + j] = s / m[i * n + i];
+            }
+        }
+        out.extend(rhs);
+    }
+    let mut shape = batch;
+    shape.extend([n, k]);
+    let r = Tensor::from_f64s(&out, &shape, a.dtype())?;
+    if vector {
+        r.squeeze_dims(&[-1])
+    } else {
+        column_major(r)
+    }
+}
+
+/// LAPACK results are column-major (Fortran) matrices: strides `[.., 1, rows]`.
+fn column_major(r: Tensor) -> Result<Tensor> {
+    r.transpose(-2, -1)?.contiguous()?.transpose(-2, -1)
+}
+
+/// `torch.linalg.inv`.
+pub fn inv(a: &Tensor) -> Result<Tensor> {
+    let (_, n, _) = lapack_check("linalg.inv", a, true)?;
+    let eye = crate::ops::creation::eye(n, None, a.dtype())?;
+    solve(a, &eye)
+}
+
+/// `torch.linalg.cholesky(A, upper)`.
+pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
+    let op = "linalg.cholesky";
+    let (batch, n, _) = lapack_check(op, a, true)?;
+    let v = a.to_vec::<f64>()?;
+    let mut out = vec![0.0; v.len()];
+    for b in 0..batch {
+        let m = &v[b * n * n..(b + 1) * n * n];
+        let l = &mut out[b * n * n..(b + 1) * n * n];
+        for j in 0..n {
+            let mut d = m[j * n + j];
+            for k in 0..j {
+                d -= l[j * n + k] * l[j * n + k];
+            }
+            if d <= 0.0 || d.is_nan() {
+                return Err(invalid(
+                    op,
+                    format!("The factorization could not be completed because the input is not positive-definite (the leading minor of order {} is not positive-definite).", j + 1),
+                ));
+            }
+            let d = d.sqrt();
+            l[j * n + j] = d;
+            for i in j + 1..n {
+                let mut s = m[i * n + j];
+                for k in 0..j {
+                    s -= l[i * n + k] * l[j * n + k];
+                }
+                l[i * n + j] = s / d;
+            }
+        }
+    }
+    let r = Tensor::from_f64s(&out, a.shape(), a.dtype())?;
+    if upper {
+        column_major(r.transpose(-2, -1)?.contiguous()?)
+    } else {
+        column_major(r)
+    }
+}
+
+/// Eigenvalues (ascending) of symmetric matrices by cyclic Jacobi rotations.
+fn sym_eigvals(m: &mut [f64], n: usize) -> Vec<f64> {
+    for _sweep in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| m[i * n + j] * m[i * n + j])
+            .sum();
+        if off < 1e-300 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = m[p * n + q];
+                if apq == 0.0 {
+                    continue;
+                }
+                let theta = (m[q * n + q] - m[p * n + p]) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for k in 0..n {
+                    let (akp, akq) = (m[k * n + p], m[k * n + q]);
+                    m[k * n + p] = c * akp - s * akq;
+                    m[k * n + q] = s * akp + c * akq;
+                }
+                for k in 0..n {
+                    let (apk, aqk) = (m[p * n + k], m[q * n + k]);
+                    m[p * n + k] = c * apk - s * aqk;
+                    m[q * n + k] = s * apk + c * aqk;
+                }
+            }
+        }
+    }
+    let mut e: Vec<f64> = (0..n).map(|i| m[i * n + i]).collect();
+    e.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    e
+}
+
+/// `torch.linalg.eigvalsh(A, UPLO)`: eigenvalues of the symmetric matrix read from one triangle.
+pub fn eigvalsh(a: &Tensor, upper: bool) -> Result<Tensor> {
+    let (batch, n, _) = lapack_check("linalg.eigvalsh", a, true)?;
+    let v = a.to_vec::<f64>()?;
+    let mut out = Vec::with_capacity(batch * n);
+    for b in 0..batch {
+        let src = &v[b * n * n..(b + 1) * n * n];
+        let mut m = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let (r, c) = if (i >= j) != upper { (i, j) } else { (j, i) };
+                m[i * n + j] = src[r * n + c];
+            }
+        }
+        out.extend(sym_eigvals(&mut m, n));
+    }
+    let mut shape = batch_shape(a);
+    shape.push(n);
+    Tensor::from_f64s(&out, &shape, a.dtype())
+}
+
+/// `torch.linalg.svdvals(A)` (descending), from the eigenvalues of the smaller Gram matrix.
+pub fn svdvals(a: &Tensor) -> Result<Tensor> {
+    let (batch, m, n) = lapack_check("linalg.svd", a, false)?;
+    let v = a.to_vec::<f64>()?;
+    let k = m.min(n);
+    let mut out = Vec::with_capacity(batch * k);
+    for b in 0..batch {
+        let x = &v[b * m * n..(b + 1) * m * n];
+        let mut g = vec![0.0; k * k];
+        for i in 0..k {
+            for j in 0..k {
+                let mut s = 0.0;
+                if n <= m {
+                    for r in 0..m {
+                        s += x[r * n + i] * x[r * n + j];
+                    }
+                } else {
+                    for c in 0..n {
+                        s += x[i * n + c] * x[j * n + c];
+                    }
+                }
+                g[i * k + j] = s;
+            }
+        }
+        let mut e = sym_eigvals(&mut g, k);
+        e.reverse();
+        out.extend(e.into_iter().map(|x| x.max(0.0).sqrt()));
+    }
+    let mut shape = batch_shape(a);
+    shape.push(k);
+    Tensor::from_f64s(&out, &shape, a.dtype())
+}
+
+/// `torch.linalg.solve_triangular(A, B, upper, left, unitriangular)`: only the named
+/// triangle of `A` is read.
+pub fn solve_triangular(
+    a: &Tensor,
+    b: &Tensor,
+    upper: bool,
+    left: bool,
+    unitriangular: bool,
+) -> Result<Tensor> {
+    let (_, n, _) = lapack_check("linalg.solve_triangular", a, true)?;
+    let v = a.to_vec::<f64>()?;
+    let mut t = vec![0.0; v.len()];
+    for (idx, x) in v.iter().enumerate() {
+        let (i, j) = ((idx / n) % n, idx % n);
+        t[idx] = if i == j {
+            if unitriangular {
+                1.0
+            } else {
+                *x
+            }
+        } else if (j > i) == upper {
+            *x
+        } else {
+            0.0
+        };
+    }
+    let tri = Tensor::from_f64s(&t, a.shape(), a.dtype())?;
+    if left {
+        solve(&tri, b)
+    } else {
+        column_major(
+            solve(&tri.transpose(-2, -1)?, &b.transpose(-2, -1)?)?
+                .transpose(-2, -1)?
+                .contiguous()?,
+        )
+    }
+}
+
+/// `torch.cholesky_solve(B, L, upper)`: solves `A X = B` given the Cholesky factor of `A`.
+pub fn cholesky_solve(b: &Tensor, l: &Tensor, upper: bool) -> Result<Tensor> {
+    let lower = if upper {
+        l.transpose(-2, -1)?
+    } else {
+        l.clone()
+    };
+    let y = solve_triangular(&lower, b, false, true, false)?;
+    solve_triangular(&lower.transpose(-2, -1)?, &y, true, true, false)
 }

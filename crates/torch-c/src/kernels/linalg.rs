@@ -302,6 +302,61 @@ pub(crate) fn register(t: &mut Table) {
         ok(d.vector_norm(c.scalar(2)?.to_f64(), &[], false, None))
     });
 
+    // ----- decompositions -----
+    t.insert("aten::linalg_det", |c| ok(la::det(&c.tensor(0)?)));
+    t.insert("aten::det", |c| ok(la::det(&c.tensor(0)?)));
+    t.insert("aten::logdet", |c| ok(la::logdet(&c.tensor(0)?)));
+    t.insert("aten::linalg_slogdet", |c| {
+        let (s, l) = la::slogdet(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![s, l]))
+    });
+    t.insert("aten::slogdet", |c| {
+        let (s, l) = la::slogdet(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![s, l]))
+    });
+    t.insert("aten::linalg_inv", |c| ok(la::inv(&c.tensor(0)?)));
+    t.insert("aten::inverse", |c| ok(la::inv(&c.tensor(0)?)));
+    t.insert("aten::linalg_solve", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        if !c.bool(2)? {
+            // X A = B  <=>  A^T X^T = B^T
+            let r =
+                (|| la::solve(&a.transpose(-2, -1)?, &b.transpose(-2, -1)?)?.transpose(-2, -1))();
+            return ok(r);
+        }
+        ok(la::solve(&a, &b))
+    });
+    t.insert("aten::linalg_cholesky", |c| {
+        ok(la::cholesky(&c.tensor(0)?, c.bool(1)?))
+    });
+    t.insert("aten::linalg_eigvalsh", |c| {
+        let uplo = c.str(1)?;
+        ok(la::eigvalsh(&c.tensor(0)?, uplo == "U"))
+    });
+    t.insert("aten::linalg_svdvals", |c| ok(la::svdvals(&c.tensor(0)?)));
+    t.insert("aten::linalg_cond", |c| {
+        let x = c.tensor(0)?;
+        let r = (|| {
+            let sv = la::svdvals(&x)?;
+            let last = sv.dim() as i64 - 1;
+            sv.amax(&[last], false)?.div(&sv.amin(&[last], false)?)
+        })();
+        ok(r)
+    });
+
+    t.insert("aten::linalg_solve_triangular", |c| {
+        ok(la::solve_triangular(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.bool(2)?,
+            c.bool(3)?,
+            c.bool(4)?,
+        ))
+    });
+    t.insert("aten::cholesky_solve", |c| {
+        ok(la::cholesky_solve(&c.tensor(0)?, &c.tensor(1)?, c.bool(2)?))
+    });
+
     // ----- matrix_power -----
     t.insert("aten::matrix_power", |c| {
         ok(la::matrix_power(&c.tensor(0)?, c.int(1)?))
