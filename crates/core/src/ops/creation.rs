@@ -116,15 +116,25 @@ pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<DType>) -> Res
     if steps == 1 {
         return Tensor::from_f64s(&[start], &[1], dtype);
     }
+    // Integer results: the bounds are first converted to the dtype (wrapping, as upstream's
+    // scalar conversion does), then stepped in double.
+    let (start, end) = if !dtype.is_float() && dtype != DType::Bool {
+        let wrap = |v: f64| -> Result<f64> {
+            Ok(Tensor::from_i64s(&[v as i64], &[], dtype)?.item()?.to_f64())
+        };
+        (wrap(start)?, wrap(end)?)
+    } else {
+        (start, end)
+    };
     let half = steps / 2;
-    let v: Vec<f64> = if matches!(dtype, DType::F16 | DType::BF16) {
-        // Reduced floats: plain float arithmetic (no fused multiply-add), as upstream's.
+    let v: Vec<f64> = if dtype == DType::F16 {
+        // float16: plain float arithmetic (no fused multiply-add), as upstream's.
         let (s, e) = (start as f32, end as f32);
         let step = (e - s) / (steps - 1) as f32;
         (0..steps)
             .map(|i| if i < half { s + step * i as f32 } else { e - step * (steps - i - 1) as f32 } as f64)
             .collect()
-    } else if dtype == DType::F32 {
+    } else if matches!(dtype, DType::F32 | DType::BF16) {
         let (s, e) = (start as f32, end as f32);
         let step = (e - s) / (steps - 1) as f32;
         (0..steps)
