@@ -1,6 +1,7 @@
 //! Scalar special functions (f64) behind the pointwise ops: erf, erfc, lgamma and the inverse
 //! hyperbolics come from the C math library (the same one PyTorch's CPU kernels call, so the
-//! float64 results agree to the last bit or nearly); digamma, erfinv and i0 are computed here.
+//! float64 results agree to the last bit or nearly); digamma, erfinv, i0 and the regularized
+//! incomplete gamma functions (igamma / igammac) are computed here.
 
 use std::f64::consts::PI;
 
