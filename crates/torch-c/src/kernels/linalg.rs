@@ -190,6 +190,15 @@ fn cross_default(a: &Tensor, b: &Tensor, dim: Option<i64>) -> R {
     la::cross(a, b, d)
 }
 
+fn float32_64(x: &Tensor) -> PyResult<()> {
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(PyRuntimeError::new_err(
+            "This function doesn't handle types other than float and double",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn register(t: &mut Table) {
     // ----- products -----
     product!(t, "mm", |a, b| a.mm(b));
@@ -355,6 +364,47 @@ pub(crate) fn register(t: &mut Table) {
     });
     t.insert("aten::cholesky_solve", |c| {
         ok(la::cholesky_solve(&c.tensor(0)?, &c.tensor(1)?, c.bool(2)?))
+    });
+
+    t.insert("aten::linalg_matrix_rank.atol_rtol_tensor", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let (atol, rtol) = (c.opt_tensor(1)?, c.opt_tensor(2)?);
+        let r = (|| {
+            let sv = la::svdvals(&x)?;
+            let last = sv.dim() as i64 - 1;
+            let smax = sv.amax(&[last], true)?;
+            let (m, n) = (x.shape()[x.dim() - 2], x.shape()[x.dim() - 1]);
+            let eps = torchnative_core::ops::nn::finfo_eps(x.dtype());
+            let rtol = match (&atol, rtol) {
+                (_, Some(r)) => r.unsqueeze(-1)?,
+                (None, None) => {
+                    Tensor::scalar_tensor(Scalar::Float(eps * m.max(n) as f64), x.dtype())
+                }
+                (Some(_), None) => Tensor::scalar_tensor(Scalar::Float(0.0), x.dtype()),
+            };
+            let mut tol = smax.mul(&rtol)?;
+            if let Some(a) = &atol {
+                tol = tol.maximum(&a.unsqueeze(-1)?)?;
+            }
+            sv.gt(&tol)?.sum_dtype(&[last], false, None)
+        })();
+        ok(r)
+    });
+    t.insert("aten::linalg_pinv.atol_rtol_tensor", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let r = (|| {
+            let xt = x.transpose(-2, -1)?;
+            let (m, n) = (x.shape()[x.dim() - 2], x.shape()[x.dim() - 1]);
+            if m >= n {
+                la::solve(&xt.matmul(&x)?, &xt)?.contiguous()
+            } else {
+                let y = la::solve(&x.matmul(&xt)?, &x)?;
+                y.transpose(-2, -1)?.contiguous()
+            }
+        })();
+        ok(r)
     });
 
     // ----- matrix_power -----
