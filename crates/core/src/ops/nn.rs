@@ -136,6 +136,36 @@ pub fn layer_norm(
         })?;
         return Tensor::from_vec(out, x.shape());
     }
+    if c == DType::F64 && x.device() == crate::Device::Cpu {
+        // upstream's CPU kernel: row moments, then y = (x * rstd + (-rstd * mean)) * w + b
+        let n: usize = normalized_shape.iter().product();
+        let xv = x.to_vec::<f64>()?;
+        let w = weight.map(|w| w.to_vec::<f64>()).transpose()?;
+        let b = bias.map(|b| b.to_vec::<f64>()).transpose()?;
+        let mut out = Vec::with_capacity(xv.len());
+        if n > 0 {
+            for row in xv.chunks(n) {
+                let mean = crate::ops::reduce::neumaier(row.iter().copied()) / n as f64;
+                let d = crate::ops::reduce::neumaier(row.iter().map(|v| v - mean));
+                let ss = crate::ops::reduce::neumaier(row.iter().map(|v| (v - mean) * (v - mean)))
+                    - d * d / n as f64;
+                let var = (ss / n as f64).max(0.0);
+                let rstd = 1.0 / (var + eps).sqrt();
+                let bias_v = -rstd * mean;
+                for (j, &v) in row.iter().enumerate() {
+                    let mut y = v * rstd + bias_v;
+                    if let Some(w) = &w {
+                        y *= w[j];
+                    }
+                    if let Some(b) = &b {
+                        y += b[j];
+                    }
+                    out.push(y);
+                }
+            }
+        }
+        return Tensor::from_f64s(&out, x.shape(), x.dtype());
+    }
     let xf = x.to_dtype(c)?;
     let mean = xf.mean(&dims, true)?;
     let centered = xf.sub(&mean)?;

@@ -154,9 +154,9 @@ fn extreme_index_i64(v: &[i64], which: Extreme) -> usize {
     best
 }
 
-/// Mean of a slice computed in f64.
+/// Mean of a slice computed in f64 (compensated sum).
 fn mean_of(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
+    neumaier(v.iter().copied()) / v.len() as f64
 }
 
 /// Options of `var`/`std`: `correction` is subtracted from N in the divisor (1 = Bessel).
@@ -724,7 +724,7 @@ fn reduce_as(
 }
 
 /// Compensated (Neumaier) sum of an iterator of f64.
-fn neumaier(it: impl Iterator<Item = f64>) -> f64 {
+pub(crate) fn neumaier(it: impl Iterator<Item = f64>) -> f64 {
     let (mut s, mut c) = (0.0f64, 0.0f64);
     for x in it {
         let t = s + x;
@@ -782,9 +782,15 @@ impl Tensor {
     /// input's float dtype, int64 for integers and bool) and summed in it.
     pub fn sum_dtype(&self, dims: &[i64], keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
         let out = dtype.unwrap_or_else(|| accumulate_dtype(self.dtype()));
-        reduce_as("sum", self, dims, keepdim, out, &|v| v.iter().sum(), &|v| {
-            v.iter().fold(0i64, |a, &b| a.wrapping_add(b))
-        })
+        reduce_as(
+            "sum",
+            self,
+            dims,
+            keepdim,
+            out,
+            &|v| neumaier(v.iter().copied()),
+            &|v| v.iter().fold(0i64, |a, &b| a.wrapping_add(b)),
+        )
     }
 
     /// `torch.nansum`: sum treating NaN as zero.
@@ -801,7 +807,7 @@ impl Tensor {
             dims,
             keepdim,
             out,
-            &|v| v.iter().filter(|x| !x.is_nan()).sum(),
+            &|v| neumaier(v.iter().copied().filter(|x| !x.is_nan())),
             &|v| v.iter().fold(0i64, |a, &b| a.wrapping_add(b)),
         )
     }

@@ -251,7 +251,14 @@ fn max_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<(Tensor, Tensor)> {
 
 fn avg_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
     let o = pool_opts(c, nd, None, 4)?;
-    let divisor = if nd == 2 { c.opt_int(6)? } else { None };
+    let divisor = if nd >= 2 { c.opt_int(6)? } else { None };
+    let x = c.tensor(0)?;
+    if nd == 3 && matches!(x.dtype(), DType::F16 | DType::BF16) {
+        return Err(core_err(torchnative_core::Error::UnsupportedDType {
+            op: "avg_pool3d",
+            dtype: x.dtype(),
+        }));
+    }
     if divisor == Some(0) {
         return Err(err("avg_pool2d", "divisor must be not zero"));
     }
@@ -941,6 +948,7 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::max_pool2d_with_indices", |c| pair(max_pool(c, 2)?));
     t.insert("aten::avg_pool1d", |c| Ok(Out::Tensor(avg_pool(c, 1)?)));
     t.insert("aten::avg_pool2d", |c| Ok(Out::Tensor(avg_pool(c, 2)?)));
+    t.insert("aten::avg_pool3d", |c| Ok(Out::Tensor(avg_pool(c, 3)?)));
     t.insert("aten::adaptive_avg_pool1d", |c| {
         ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
     });
