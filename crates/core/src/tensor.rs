@@ -651,12 +651,7 @@ impl Tensor {
         };
         checked_numel("empty_strided", shape)?;
         let len = layout.storage_extent();
-        let flat = Tensor::empty_on(&[len], dtype, device)?;
-        let mut t = flat.relayout(layout);
-        if device == Device::Meta {
-            t = Tensor::meta(&[len], dtype)?.relayout(t.layout.clone());
-        }
-        Ok(t)
+        Ok(Tensor::empty_on(&[len], dtype, device)?.relayout(layout))
     }
 
     /// `tensor.contiguous()`: `self` when already contiguous, else a row-major copy.

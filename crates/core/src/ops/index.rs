@@ -1400,3 +1400,64 @@ pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) ->
         .collect();
     Tensor::from_i64s(&out, &shape, DType::Bool)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::infer_dense_strides;
+
+    fn t(v: &[f64], shape: &[usize]) -> Tensor {
+        Tensor::from_f64s(v, shape, DType::F32).unwrap()
+    }
+
+    #[test]
+    fn views_record_their_root_base() {
+        let x = t(&[0.0; 6], &[2, 3]);
+        assert!(!x.is_view());
+        let v = x.t().unwrap().unsqueeze(0).unwrap();
+        assert!(v.is_view());
+        assert!(v
+            .view_base()
+            .is_some_and(|b| !b.is_view() && b.shape() == [2, 3]));
+        assert!(!v.without_base().is_view());
+        // A reshape that has to copy is not a view.
+        assert!(!x.t().unwrap().reshape(&[-1]).unwrap().is_view());
+    }
+
+    #[test]
+    fn scatter_reduce_and_index_reduce() {
+        let x = t(&[1.0, 2.0, 3.0], &[3]);
+        let idx = Tensor::from_i64s(&[0, 0, 2], &[3], DType::I64).unwrap();
+        let src = t(&[4.0, 5.0, 6.0], &[3]);
+        let sum = x
+            .scatter_reduce(0, &idx, &src, Reduction::Sum, true)
+            .unwrap();
+        assert_eq!(sum.to_vec::<f32>().unwrap(), vec![10.0, 2.0, 9.0]);
+        let mean = x
+            .scatter_reduce(0, &idx, &src, Reduction::Mean, false)
+            .unwrap();
+        assert_eq!(mean.to_vec::<f32>().unwrap(), vec![4.5, 2.0, 6.0]);
+        let amax = x
+            .index_reduce(0, &idx, &src, Reduction::Amax, true)
+            .unwrap();
+        assert_eq!(amax.to_vec::<f32>().unwrap(), vec![5.0, 2.0, 6.0]);
+    }
+
+    #[test]
+    fn searchsorted_sides() {
+        let s = t(&[1.0, 2.0, 3.0], &[3]);
+        let v = t(&[2.0, 0.0, 5.0], &[3]);
+        let l = searchsorted(&s, &v, false, false).unwrap();
+        let r = searchsorted(&s, &v, true, false).unwrap();
+        assert_eq!(l.to_vec::<i64>().unwrap(), vec![1, 0, 3]);
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![2, 0, 3]);
+    }
+
+    #[test]
+    fn dense_strides_follow_the_input_order() {
+        // A transposed (3, 2) view of a (2, 3) tensor: column-major dense strides.
+        assert_eq!(infer_dense_strides(&[3, 2], &[1, 3]), vec![1, 3]);
+        // A sliced non-dense input keeps its order, densely.
+        assert_eq!(infer_dense_strides(&[2, 2], &[8, 2]), vec![2, 1]);
+    }
+}
