@@ -1140,6 +1140,12 @@ impl Tensor {
         if self.device() == Device::Meta {
             return Ok((values, Tensor::meta(self.shape(), DType::I64)?));
         }
+        if self.numel() == 0 {
+            return Ok((
+                values,
+                Tensor::empty_on(self.shape(), DType::I64, Device::Cpu)?,
+            ));
+        }
         // Same lane order as the values: build in the permuted layout, then undo.
         let n = self.dim();
         if n == 0 {
