@@ -850,3 +850,154 @@ pub fn upsample(
     }
     Tensor::from_f64s(&v, &shape, x.dtype())
 }
+
+/// `F.fold` / `col2im`: sums `[N, C*kh*kw, L]` columns back into `[N, C, H, W]`.
+pub fn col2im(
+    x: &Tensor,
+    output: [usize; 2],
+    kernel: [usize; 2],
+    dilation: [usize; 2],
+    padding: [usize; 2],
+    stride: [usize; 2],
+) -> Result<Tensor> {
+    let op = "col2im";
+    float_only(op, x)?;
+    let unbatched = x.dim() == 2;
+    if x.dim() != 2 && x.dim() != 3 {
+        return Err(invalid(
+            op,
+            format!("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: {:?}", x.shape()),
+        ));
+    }
+    let xb = if unbatched {
+        x.unsqueeze(0)?
+    } else {
+        x.clone()
+    };
+    let (n, ck, l) = (xb.shape()[0], xb.shape()[1], xb.shape()[2]);
+    let kk = kernel[0] * kernel[1];
+    if kk == 0 || ck % kk != 0 || stride.contains(&0) || dilation.contains(&0) {
+        return Err(invalid(
+            op,
+            format!("Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={ck} and kernel_size={kernel:?}"),
+        ));
+    }
+    let c = ck / kk;
+    let blocks: Vec<usize> = (0..2)
+        .map(|d| {
+            let eff = dilation[d] * (kernel[d] - 1) + 1;
+            (output[d] + 2 * padding[d]).saturating_sub(eff) / stride[d] + 1
+        })
+        .collect();
+    if blocks[0] * blocks[1] != l {
+        return Err(invalid(
+            op,
+            format!("Given output_size={output:?}, kernel_size={kernel:?}, dilation={dilation:?}, padding={padding:?}, stride={stride:?}, expected size of input's dimension 2 to match the calculated number of sliding blocks {} * {} = {}, but got input.size(2)={l}.", blocks[0], blocks[1], blocks[0] * blocks[1]),
+        ));
+    }
+    let v = xb.to_vec::<f64>()?;
+    let (h, w) = (output[0], output[1]);
+    let mut out = vec![0.0; n * c * h * w];
+    for b in 0..n {
+        for ch in 0..c {
+            for ki in 0..kernel[0] {
+                for kj in 0..kernel[1] {
+                    let row = (ch * kernel[0] + ki) * kernel[1] + kj;
+                    for bi in 0..blocks[0] {
+                        for bj in 0..blocks[1] {
+                            let y = (bi * stride[0] + ki * dilation[0]) as i64 - padding[0] as i64;
+                            let xx = (bj * stride[1] + kj * dilation[1]) as i64 - padding[1] as i64;
+                            if y < 0 || xx < 0 || y >= h as i64 || xx >= w as i64 {
+                                continue;
+                            }
+                            out[((b * c + ch) * h + y as usize) * w + xx as usize] +=
+                                v[(b * ck + row) * l + bi * blocks[1] + bj];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let r = Tensor::from_f64s(&out, &[n, c, h, w], x.dtype())?;
+    if unbatched {
+        r.squeeze_dims(&[0])
+    } else {
+        Ok(r)
+    }
+}
+
+/// `embedding_bag(weight, indices [L], offsets [B], mode)` (0 sum, 1 mean, 2 max): one
+/// output row per bag; empty bags give zeros. Returns only the output.
+pub fn embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    mode: i64,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<Tensor> {
+    let op = "embedding_bag";
+    float_only(op, weight)?;
+    if weight.dim() != 2 || indices.dim() != 1 || offsets.dim() != 1 {
+        return Err(invalid(
+            op,
+            "expected 2-D weight and 1-D indices and offsets",
+        ));
+    }
+    let (rows, d) = (weight.shape()[0], weight.shape()[1]);
+    let wv = weight.to_vec::<f64>()?;
+    let iv = indices.to_vec::<i64>()?;
+    let mut ov = offsets.to_vec::<i64>()?;
+    let psw = per_sample_weights.map(|p| p.to_vec::<f64>()).transpose()?;
+    let nb = if include_last_offset {
+        ov.len().saturating_sub(1)
+    } else {
+        ov.len()
+    };
+    if !include_last_offset {
+        ov.push(iv.len() as i64);
+    }
+    let mut out = vec![0.0; nb * d];
+    for b in 0..nb {
+        let (s, e) = (
+            ov[b].max(0) as usize,
+            (ov[b + 1].max(0) as usize).min(iv.len()),
+        );
+        let mut count = 0usize;
+        let mut first = true;
+        for k in s..e.max(s) {
+            let i = iv[k];
+            if Some(i) == padding_idx {
+                continue;
+            }
+            if i < 0 || i as usize >= rows {
+                return Err(Error::IndexOutOfRange {
+                    op,
+                    index: i,
+                    size: rows,
+                });
+            }
+            let sw = psw.as_ref().map(|p| p[k]).unwrap_or(1.0);
+            for j in 0..d {
+                let v = wv[i as usize * d + j] * sw;
+                let o = &mut out[b * d + j];
+                if mode == 2 {
+                    if first || v > *o {
+                        *o = v;
+                    }
+                } else {
+                    *o += v;
+                }
+            }
+            first = false;
+            count += 1;
+        }
+        if mode == 1 && count > 0 {
+            for j in 0..d {
+                out[b * d + j] /= count as f64;
+            }
+        }
+    }
+    Tensor::from_f64s(&out, &[nb, d], weight.dtype())
+}

@@ -949,6 +949,45 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::avg_pool1d", |c| Ok(Out::Tensor(avg_pool(c, 1)?)));
     t.insert("aten::avg_pool2d", |c| Ok(Out::Tensor(avg_pool(c, 2)?)));
     t.insert("aten::avg_pool3d", |c| Ok(Out::Tensor(avg_pool(c, 3)?)));
+    t.insert("aten::col2im", |c| {
+        let two = |i: usize| -> PyResult<[usize; 2]> {
+            let v = conv::expand_param("col2im", "argument", &c.ints(i)?, 2).map_err(core_err)?;
+            let v = to_shape(&v)?;
+            Ok([v[0], v[1]])
+        };
+        ok(conv::col2im(
+            &c.tensor(0)?,
+            two(1)?,
+            two(2)?,
+            two(3)?,
+            two(4)?,
+            two(5)?,
+        ))
+    });
+    for name in [
+        "aten::embedding_bag.padding_idx",
+        "aten::embedding_bag",
+        "aten::_embedding_bag",
+    ] {
+        t.insert(name, |c| {
+            let padding_idx = match c.values.get(8) {
+                Some(crate::value::Value::Int(i)) if *i >= 0 => Some(*i),
+                _ => None,
+            };
+            let r = conv::embedding_bag(
+                &c.tensor(0)?,
+                &c.tensor(1)?,
+                &c.tensor(2)?,
+                c.int(4)?,
+                c.opt_tensor(6)?.as_ref(),
+                c.bool(7)?,
+                padding_idx,
+            )
+            .map_err(core_err)?;
+            let empty = || Tensor::empty_on(&[0], DType::I64, Device::Cpu).map_err(core_err);
+            Ok(Out::Tensors(vec![r, empty()?, empty()?, empty()?]))
+        });
+    }
     t.insert("aten::adaptive_avg_pool1d", |c| {
         ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
     });
