@@ -547,7 +547,96 @@ fn upsample_vec(
     conv::upsample(&x, &out, &scales, mode).map_err(core_err)
 }
 
+/// `leaky_relu(x, slope) = where(x > 0, x, x * slope)` (float dtypes only).
+fn leaky_relu(x: &Tensor, slope: Scalar) -> R {
+    if !x.dtype().is_float() {
+        return Err(torchnative_core::Error::UnsupportedDType {
+            op: "leaky_relu",
+            dtype: x.dtype(),
+        });
+    }
+    torchnative_core::where_(&x.gt(0)?, x, &x.mul(slope)?)
+}
+
+/// `multi_margin_loss(x [N, C] or [C], y, p, margin, weight, reduction)`.
+fn multi_margin_loss(
+    x: &Tensor,
+    y: &Tensor,
+    p: f64,
+    margin: f64,
+    weight: Option<&Tensor>,
+    reduction: i64,
+) -> R {
+    let op = "multi_margin_loss";
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(torchnative_core::Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    if p != 1.0 && p != 2.0 {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "only p == 1 and p == 2 supported".into(),
+        });
+    }
+    let c = x.shape().last().copied().unwrap_or(1);
+    let n = if x.dim() <= 1 { 1 } else { x.shape()[0] };
+    let xv = x.to_vec::<f64>()?;
+    let yv = y.to_vec::<i64>()?;
+    let wv = weight.map(|w| w.to_vec::<f64>()).transpose()?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = yv.get(i).copied().unwrap_or(0);
+        if t < 0 || t as usize >= c {
+            return Err(torchnative_core::Error::IndexOutOfRange {
+                op,
+                index: t,
+                size: c,
+            });
+        }
+        let row = &xv[i * c..(i + 1) * c];
+        let xt = row[t as usize];
+        let mut s = 0.0;
+        for (j, &xj) in row.iter().enumerate() {
+            if j == t as usize {
+                continue;
+            }
+            let z = margin - xt + xj;
+            if z > 0.0 {
+                let h = if p == 1.0 { z } else { z * z };
+                s += h * wv.as_ref().map(|w| w[t as usize]).unwrap_or(1.0);
+            }
+        }
+        out.push(s / c as f64);
+    }
+    let shape: Vec<usize> = if x.dim() <= 1 { vec![] } else { vec![n] };
+    let l = Tensor::from_f64s(&out, &shape, x.dtype())?;
+    loss_reduce(l, reduction)
+}
+
 pub(crate) fn register(t: &mut Table) {
+    t.insert("aten::leaky_relu", |c| {
+        ok(leaky_relu(&c.tensor(0)?, c.scalar(1)?))
+    });
+    t.insert("aten::leaky_relu_", |c| {
+        let r = leaky_relu(&c.tensor(0)?, c.scalar(1)?).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::leaky_relu.out", |c| {
+        let r = leaky_relu(&c.tensor(0)?, c.scalar(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::multi_margin_loss", |c| {
+        ok(multi_margin_loss(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.scalar(2)?.to_f64(),
+            c.scalar(3)?.to_f64(),
+            c.opt_tensor(4)?.as_ref(),
+            c.int(5)?,
+        ))
+    });
     t.insert("aten::upsample_nearest1d.vec", |c| {
         Ok(Out::Tensor(upsample_vec(c, 1, conv::Interp::Nearest, 2)?))
     });
