@@ -61,8 +61,21 @@ def weight_types(torchnative, path):
     return ", ".join("%s x%d" % (w["type"], w["matrices"]) for w in info.get("weight_types", []))
 
 
+def cpu_has_amx():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " amx_int8" in f.read()
+    except OSError:
+        return False
+
+
 def llama_bench(llama_bin, path, threads, reps):
-    rows, err = run_json([llama_bin / "llama-bench", "-m", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps, "-o", "json"])
+    cmd = [llama_bin / "llama-bench", "-m", path, "-p", 512, "-n", 128, "-t", threads, "-r", reps, "-o", "json"]
+    if cpu_has_amx():
+        # llama.cpp's AMX repacked buffers crash (SIGSEGV in ggml_backend_amx_mul_mat) on AMX CPUs
+        # in this sandbox; without repacking it runs its AVX-512 kernels. Noted in the output.
+        cmd += ["--repack", 0]
+    rows, err = run_json(cmd)
     if rows is None:
         return {}, err
     out = {}

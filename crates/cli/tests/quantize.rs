@@ -21,6 +21,18 @@ fn llama_cpp_bin() -> Option<PathBuf> {
     Some(torchnative_testing::llama_cpp_root(&needs)?.join("build/bin"))
 }
 
+/// A short llama-bench run of `model`: does llama.cpp load and run it.
+fn llama_bench(bin: &std::path::Path, model: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin.join("llama-bench"));
+    cmd.arg("-m").arg(model);
+    // One thread: llama.cpp's spinning workers collapse when the machine is busy.
+    cmd.args(["-p", "16", "-n", "4", "-r", "1", "-t", "1"]);
+    // llama.cpp's repacked (AMX) weight buffers crash in this sandbox on AMX CPUs (SIGSEGV in
+    // ggml_backend_amx_mul_mat); its plain CPU buffers still load and run every tensor.
+    cmd.args(["--repack", "0"]);
+    cmd
+}
+
 fn torchnative(args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_torchnative"))
         .args(args)
@@ -220,11 +232,8 @@ fn every_type_is_read_run_by_both_engines_and_typed_like_llama_quantize() {
 
         if let Some(bin) = &llama {
             // llama.cpp loads and runs it.
-            let bench = Command::new(bin.join("llama-bench"))
-                .arg("-m")
-                .arg(&out)
-                // One thread: llama.cpp's spinning workers collapse when the machine is busy.
-                .args(["-p", "16", "-n", "4", "-r", "1", "-t", "1", "-o", "json"])
+            let bench = llama_bench(bin, &out)
+                .args(["-o", "json"])
                 .output()
                 .expect("cannot start llama-bench");
             if !bench.status.success() {
@@ -549,12 +558,7 @@ fn safetensors_directory_converts_to_the_original_gguf() {
         let stdout = String::from_utf8_lossy(&tok.stdout);
         let theirs: Vec<u32> = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
         assert_eq!(theirs, ids, "llama.cpp's token ids");
-        let bench = Command::new(bin.join("llama-bench"))
-            .arg("-m")
-            .arg(&q_out)
-            .args(["-p", "16", "-n", "4", "-r", "1", "-t", "1"])
-            .output()
-            .unwrap();
+        let bench = llama_bench(&bin, &q_out).output().unwrap();
         assert!(
             bench.status.success(),
             "llama-bench on the converted file: {}",
