@@ -295,7 +295,11 @@ pub fn return_type_name(schema: &FunctionSchema) -> Option<String> {
         return None;
     }
     let out = schema.arguments.iter().any(|a| a.is_out);
-    Some(format!("{}{}", schema.base_name(), if out { "_out" } else { "" }))
+    Some(format!(
+        "{}{}",
+        schema.base_name(),
+        if out { "_out" } else { "" }
+    ))
 }
 
 /// Wraps a tuple result in its `torch.return_types` class (`torch.return_types.max(values=...,

@@ -56,7 +56,10 @@ pub(crate) fn register_queries(t: &mut Table) {
     t.insert("aten::is_complex", |_| Ok(Out::Scalar(Scalar::Bool(false))));
     t.insert("aten::is_signed", |c| {
         let d = c.tensor(0)?.dtype();
-        Ok(Out::Scalar(Scalar::Bool(!matches!(d, DType::U8 | DType::Bool))))
+        Ok(Out::Scalar(Scalar::Bool(!matches!(
+            d,
+            DType::U8 | DType::Bool
+        ))))
     });
     // c10's MemOverlap: 0 no overlap, 1 overlapping, 2 too hard to tell.
     t.insert("aten::_debug_has_internal_overlap", |c| {
