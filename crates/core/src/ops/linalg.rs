@@ -1371,3 +1371,83 @@ pub fn cholesky_solve(b: &Tensor, l: &Tensor, upper: bool) -> Result<Tensor> {
     let y = solve_triangular(&lower, b, false, true, false)?;
     solve_triangular(&lower.transpose(-2, -1)?, &y, true, true, false)
 }
+
+/// `torch.linalg.qr(A, mode)` by Householder reflections: `reduced` (Q `[m, k]`, R `[k, n]`),
+/// `complete` (Q `[m, m]`, R `[m, n]`) or `r` (empty Q).
+pub fn qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
+    let op = "linalg.qr";
+    let (batch, m, n) = lapack_check(op, a, false)?;
+    let k = m.min(n);
+    let (qc, rr) = match mode {
+        "reduced" => (k, k),
+        "complete" => (m, m),
+        "r" => (0, k),
+        _ => {
+            return Err(invalid(
+                op,
+                format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"),
+            ))
+        }
+    };
+    let v = a.to_vec::<f64>()?;
+    let mut qs = Vec::new();
+    let mut rs = Vec::new();
+    for b in 0..batch {
+        let mut r = v[b * m * n..(b + 1) * m * n].to_vec();
+        let mut q = vec![0.0; m * m];
+        for i in 0..m {
+            q[i * m + i] = 1.0;
+        }
+        for j in 0..k {
+            let norm = (j..m)
+                .map(|i| r[i * n + j] * r[i * n + j])
+                .sum::<f64>()
+                .sqrt();
+            if norm == 0.0 {
+                continue;
+            }
+            let alpha = if r[j * n + j] > 0.0 { -norm } else { norm };
+            let mut u: Vec<f64> = (j..m).map(|i| r[i * n + j]).collect();
+            u[0] -= alpha;
+            let un = u.iter().map(|x| x * x).sum::<f64>();
+            if un == 0.0 {
+                continue;
+            }
+            for c in 0..n {
+                let d: f64 = (j..m).map(|i| u[i - j] * r[i * n + c]).sum::<f64>() * 2.0 / un;
+                for i in j..m {
+                    r[i * n + c] -= d * u[i - j];
+                }
+            }
+            for row in 0..m {
+                let d: f64 = (j..m).map(|i| q[row * m + i] * u[i - j]).sum::<f64>() * 2.0 / un;
+                for i in j..m {
+                    q[row * m + i] -= d * u[i - j];
+                }
+            }
+        }
+        for i in 0..m {
+            for c in 0..qc {
+                qs.push(q[i * m + c]);
+            }
+        }
+        for i in 0..rr {
+            for c in 0..n {
+                rs.push(if c < i { 0.0 } else { r[i * n + c] });
+            }
+        }
+    }
+    let bs = batch_shape(a);
+    let mut qshape = bs.clone();
+    let mut rshape = bs;
+    if mode == "r" {
+        qshape = vec![0];
+    } else {
+        qshape.extend([m, qc]);
+    }
+    rshape.extend([rr, n]);
+    let qt = Tensor::from_f64s(&qs, &qshape, a.dtype())?;
+    let rt = Tensor::from_f64s(&rs, &rshape, a.dtype())?;
+    let qt = if mode == "r" { qt } else { column_major(qt)? };
+    Ok((qt, column_major(rt)?))
+}

@@ -407,6 +407,11 @@ pub(crate) fn register(t: &mut Table) {
         ok(r)
     });
 
+    t.insert("aten::linalg_qr", |c| {
+        let (q, r) = la::qr(&c.tensor(0)?, &c.str(1)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![q, r]))
+    });
+
     // ----- matrix_power -----
     t.insert("aten::matrix_power", |c| {
         ok(la::matrix_power(&c.tensor(0)?, c.int(1)?))
