@@ -331,19 +331,31 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
         let result = to_python(py, out, &values)?;
         return named_result(py, schema, result);
     }
+    // A Meta kernel computes shapes only: it may run for meta tensors, never for CPU ones
+    // (upstream's torch._meta_registrations registers hundreds of them through torch.library).
+    let on_meta = values.iter().any(|v| match v {
+        Value::Tensor(t) => t.bind(py).borrow().inner.device() == torchnative_core::Device::Meta,
+        _ => false,
+    });
+    let keys: &[&str] = if on_meta {
+        &[
+            "Meta",
+            "CompositeExplicitAutograd",
+            "CompositeImplicitAutograd",
+        ]
+    } else {
+        &[
+            "CPU",
+            "CompositeExplicitAutograd",
+            "CompositeImplicitAutograd",
+        ]
+    };
     let py_kernel = PY_KERNELS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .and_then(|m| {
-            [
-                "CPU",
-                "CompositeExplicitAutograd",
-                "CompositeImplicitAutograd",
-                "Meta",
-            ]
-            .iter()
-            .find_map(|k| {
+            keys.iter().find_map(|k| {
                 m.get(&(full.clone(), k.to_string()))
                     .map(|f| f.clone_ref(py))
             })
@@ -376,7 +388,9 @@ fn pointwise_layout(
     let pointwise = registry()
         .get(full)
         .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"));
-    if !pointwise || result.dim() < 2 {
+    // Ops that take a memory_format choose their layout themselves (clone, to, ...).
+    let chooses_layout = schema.arguments.iter().any(|a| a.name == "memory_format");
+    if !pointwise || chooses_layout || result.dim() < 2 {
         return Ok(None);
     }
     let mut inputs = Vec::new();

@@ -109,5 +109,6 @@ pub fn apply(result: &Tensor, strides: &[usize]) -> Result<Tensor> {
     if result.storage().is_some() {
         view.copy_(result)?;
     }
-    Ok(view)
+    // A fresh result, not a view of the buffer it was laid out in.
+    Ok(view.without_base())
 }

@@ -1418,13 +1418,26 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
+_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+               "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+               "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+               "bool": "torch.BoolTensor"}
+
+
 def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """Tensor.type(): the legacy type name, or a cast to a dtype / legacy type (name)."""
+    import torch
+
     if dtype is None:
-        return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
-                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
-                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
-                "bool": "torch.BoolTensor"}[repr(self.dtype).split(".")[1]]
-    raise NotImplementedError("Tensor.type(dtype) is not implemented in torchnative")
+        return _TYPE_NAMES[repr(self.dtype).split(".")[1]]
+    if isinstance(dtype, str):
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = getattr(torch, by_name[dtype])
+    elif isinstance(dtype, _builtins.type) and hasattr(dtype, "dtype"):
+        dtype = dtype.dtype
+    return self if self.dtype == dtype else self.to(dtype)
 
 
 def _contains(self, element):

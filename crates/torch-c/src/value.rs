@@ -331,6 +331,17 @@ fn varargs_int_list(schema: &FunctionSchema, skip_self: bool) -> bool {
     }
 }
 
+/// The NumPy spellings upstream's argument parser also accepts (`axis=` for `dim`, ...).
+fn numpy_alias(param: &str, key: &str) -> bool {
+    matches!(
+        (param, key),
+        ("dim", "axis")
+            | ("keepdim", "keepdims")
+            | ("self" | "input", "x" | "a" | "x1")
+            | ("other", "x2")
+    )
+}
+
 /// Binds a call to `schema`. `self_obj` is the receiver of a method call.
 pub fn bind(
     py: Python<'_>,
@@ -397,6 +408,7 @@ pub fn bind(
                     a.name == key
                         || (a.name == "self" && key == "input" && self_obj.is_none())
                         || (a.is_out && outs.len() == 1 && key == "out")
+                        || numpy_alias(&a.name, &key)
                 })
                 .ok_or_else(|| Mismatch(format!("got an unexpected keyword argument '{key}'")))?;
             if slots[i].is_some() {
