@@ -1451,3 +1451,30 @@ pub fn qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let qt = if mode == "r" { qt } else { column_major(qt)? };
     Ok((qt, column_major(rt)?))
 }
+
+/// `torch.linalg.lu_factor(A)`: packed LU (column-major) and 1-based int32 pivots (getrf).
+pub fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    let op = "linalg.lu_factor";
+    if !matches!(a.dtype(), DType::F32 | DType::F64) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: a.dtype(),
+        });
+    }
+    let (batch, n, _) = lapack_check(op, a, true)?;
+    let v = a.to_vec::<f64>()?;
+    let mut lu = Vec::with_capacity(v.len());
+    let mut piv = Vec::with_capacity(batch * n);
+    for b in 0..batch {
+        let mut m = v[b * n * n..(b + 1) * n * n].to_vec();
+        let (_, p) = lu_in_place(&mut m, n);
+        lu.extend(m);
+        piv.extend(p.into_iter().map(|x| x as i64 + 1));
+    }
+    let mut pshape = batch_shape(a);
+    pshape.push(n);
+    Ok((
+        column_major(Tensor::from_f64s(&lu, a.shape(), a.dtype())?)?,
+        Tensor::from_i64s(&piv, &pshape, DType::I32)?,
+    ))
+}

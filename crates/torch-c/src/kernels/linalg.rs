@@ -412,6 +412,39 @@ pub(crate) fn register(t: &mut Table) {
         Ok(Out::Tensors(vec![q, r]))
     });
 
+    // linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None)
+    //   -> (solution, residuals, rank, singular_values); gelsy-like: full-rank least squares.
+    t.insert("aten::linalg_lstsq", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        float32_64(&a)?;
+        float32_64(&b)?;
+        let r = (|| {
+            let (m, n) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
+            let at = a.transpose(-2, -1)?;
+            let sol = if m == n {
+                la::solve(&a, &b)?
+            } else if m > n {
+                la::solve(&at.matmul(&a)?, &at.matmul(&b)?)?
+            } else {
+                at.matmul(&la::solve(&a.matmul(&at)?, &b)?)?
+            };
+            let rank = Tensor::scalar_tensor(Scalar::Int(m.min(n) as i64), DType::I64);
+            let empty = Tensor::empty_on(&[0], a.dtype(), Device::Cpu)?;
+            Ok::<_, torchnative_core::Error>(vec![sol, empty.clone(), rank, empty])
+        })();
+        Ok(Out::Tensors(r.map_err(core_err)?))
+    });
+
+    t.insert("aten::linalg_lu_factor", |c| {
+        if !c.bool(1)? {
+            return Err(PyRuntimeError::new_err(
+                "linalg.lu_factor: LU without pivoting is not implemented on the CPU",
+            ));
+        }
+        let (lu, p) = la::lu_factor(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![lu, p]))
+    });
+
     // ----- matrix_power -----
     t.insert("aten::matrix_power", |c| {
         ok(la::matrix_power(&c.tensor(0)?, c.int(1)?))
