@@ -319,6 +319,17 @@ fn named_result(py: Python<'_>, schema: &FunctionSchema, result: Py<PyAny>) -> P
 pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
     if let Some(kernel) = kernels::get(&full) {
+        // out= tensors the kernel will resize (empty ones) get the new output's layout too.
+        let resized_outs: Vec<usize> = schema
+            .arguments
+            .iter()
+            .zip(&values)
+            .enumerate()
+            .filter(|(_, (a, v))| {
+                a.is_out && matches!(v, Value::Tensor(t) if t.bind(py).borrow().inner.numel() == 0)
+            })
+            .map(|(i, _)| i)
+            .collect();
         let mut out = kernel(&kernels::Ctx {
             py,
             values: &values,
@@ -326,6 +337,14 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
         if let Out::Tensor(t) = &out {
             if let Some(laid_out) = pointwise_layout(py, schema, &full, t, &values)? {
                 out = Out::Tensor(laid_out);
+            }
+        }
+        for i in resized_outs {
+            if let Value::Tensor(o) = &values[i] {
+                let current = o.bind(py).borrow().inner.clone();
+                if let Some(laid_out) = pointwise_layout(py, schema, &full, &current, &values)? {
+                    o.bind(py).borrow_mut().inner = laid_out;
+                }
             }
         }
         let result = to_python(py, out, &values)?;

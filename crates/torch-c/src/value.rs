@@ -342,6 +342,33 @@ fn numpy_alias(param: &str, key: &str) -> bool {
     )
 }
 
+/// Ops whose Tensor arguments also take Python numbers (upstream's
+/// `should_allow_numbers_as_tensors`).
+const NUMBERS_AS_TENSORS: &[&str] = &[
+    "add",
+    "add_",
+    "div",
+    "div_",
+    "divide",
+    "divide_",
+    "mul",
+    "mul_",
+    "multiply",
+    "multiply_",
+    "sub",
+    "sub_",
+    "subtract",
+    "subtract_",
+    "true_divide",
+    "true_divide_",
+    "to",
+    "_to_copy",
+    "copy_",
+    "floor_divide",
+    "floor_divide_",
+    "_conj",
+];
+
 /// Binds a call to `schema`. `self_obj` is the receiver of a method call.
 pub fn bind(
     py: Python<'_>,
@@ -350,6 +377,7 @@ pub fn bind(
     args: &Bound<'_, PyTuple>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> Result<Vec<Value>, Mismatch> {
+    let allow_numbers = NUMBERS_AS_TENSORS.contains(&schema.base_name());
     let mut slots: Vec<Option<Bound<'_, PyAny>>> = vec![None; schema.arguments.len()];
     let mut next = 0usize;
     if let Some(s) = self_obj {
@@ -419,12 +447,23 @@ pub fn bind(
             slots[i] = Some(v);
         }
     }
-    let _ = py;
     schema
         .arguments
         .iter()
         .zip(slots)
         .map(|(arg, slot)| match slot {
+            Some(v)
+                if allow_numbers && arg.ty.base == BaseType::Tensor && arg.ty.list.is_none() =>
+            {
+                match (v.cast::<TensorBase>().is_err(), scalar_of(&v)) {
+                    // A Python number where the op takes a Tensor: a wrapped number, as
+                    // upstream's parser allows for these ops (`2 // t` reaches floor_divide so).
+                    (true, Some(s)) => Py::new(py, TensorBase::new(Tensor::wrap_scalar(s)))
+                        .map(Value::Tensor)
+                        .map_err(|e| Mismatch(e.to_string())),
+                    _ => convert(arg, &v),
+                }
+            }
             Some(v) => convert(arg, &v),
             None => match &arg.default {
                 Some(d) => default_value(arg, d),
