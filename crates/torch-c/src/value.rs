@@ -488,6 +488,9 @@ pub enum Out {
     Arg(usize),
     /// A `ScalarType` result (`torch.promote_types`).
     DType(DType),
+    /// The Python objects bound to several arguments (multi-output out= forms return their
+    /// out tensors themselves: `torch.max(x, 0, out=(v, i))[0] is v`).
+    Args(Vec<usize>),
 }
 
 /// Converts a kernel result to Python.
@@ -506,6 +509,13 @@ pub fn to_python(py: Python<'_>, out: Out, values: &[Value]) -> PyResult<Py<PyAn
         Out::Scalar(Scalar::Float(f)) => f.into_pyobject(py)?.into_any().unbind(),
         Out::Arg(i) => arg_object(py, &values[i])?,
         Out::DType(d) => crate::dtype::to_py(py, d)?.into_any(),
+        Out::Args(is) => {
+            let items = is
+                .into_iter()
+                .map(|i| arg_object(py, &values[i]))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyTuple::new(py, items)?.into_any().unbind()
+        }
     })
 }
 

@@ -23,7 +23,7 @@ fn out_dtype(c: &Ctx<'_, '_>, dtype_arg: usize, out_arg: usize) -> PyResult<Opti
 fn write_pair(c: &Ctx<'_, '_>, a: usize, b: usize, r: (Tensor, Tensor)) -> PyResult<Out> {
     c.write_into(a, r.0)?;
     c.write_into(b, r.1)?;
-    Ok(Out::Tensors(vec![c.tensor(a)?, c.tensor(b)?]))
+    Ok(Out::Args(vec![a, b]))
 }
 
 fn pair(r: torchnative_core::Result<(Tensor, Tensor)>) -> PyResult<Out> {
