@@ -62,6 +62,17 @@ static int argmax(const float *row, int n) {
     return best;
 }
 
+/* Whether /proc/cpuinfo lists AMX (amx_int8). */
+static int cpu_has_amx(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, " amx_int8") != NULL;
+    fclose(f);
+    return found;
+}
+
 int main(int argc, char **argv) {
     if (argc != 7) return fail("usage", "MODEL IDS.txt OUT.f32 THREADS N_GEN default|f32");
     const char *model_path = argv[1], *ids_path = argv[2], *out_path = argv[3];
@@ -74,6 +85,9 @@ int main(int argc, char **argv) {
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    // llama.cpp's AMX weight repacking crashes in this sandbox on AMX CPUs (SIGSEGV in
+    // ggml_backend_amx_mul_mat); there it runs on its plain CPU buffers.
+    if (cpu_has_amx()) mp.use_extra_bufts = false;
     struct llama_model *model = llama_model_load_from_file(model_path, mp);
     if (!model) return fail("cannot load model", model_path);
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
