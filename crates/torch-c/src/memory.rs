@@ -49,6 +49,8 @@ fn typestr(d: DType) -> PyResult<&'static str> {
 /// Keeps the tensor alive for numpy and describes its memory (`__array_interface__`).
 #[pyclass(module = "torch._C", name = "_TnArrayOwner", frozen)]
 struct ArrayOwner {
+    /// Never read: holding it keeps the tensor's memory alive as long as numpy's array.
+    #[allow(dead_code)]
     tensor: Py<PyAny>,
     interface: Py<PyDict>,
 }
@@ -57,7 +59,6 @@ struct ArrayOwner {
 impl ArrayOwner {
     #[getter]
     fn __array_interface__(&self, py: Python<'_>) -> Py<PyDict> {
-        let _ = &self.tensor;
         self.interface.clone_ref(py)
     }
 }

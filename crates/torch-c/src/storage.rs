@@ -230,8 +230,7 @@ pub fn _tn_storage_of(py: Python<'_>, t: PyRef<'_, TensorBase>) -> PyResult<Py<P
 }
 
 /// `Tensor.set_(storage, offset, size, stride)`: the tensor becomes a view of the storage.
-#[pyfunction]
-pub fn _tn_set_storage(
+pub fn set_storage(
     t: &Bound<'_, TensorBase>,
     storage: PyRef<'_, StorageBase>,
     offset: usize,
@@ -289,7 +288,7 @@ pub(crate) fn register(t: &mut crate::kernels::Table) {
     t.insert("aten::set_.source_Storage_storage_offset", |c| {
         let offset = usizes(vec![c.int(2)?])?[0];
         let (size, stride) = (usizes(c.ints(3)?)?, usizes(c.ints(4)?)?);
-        _tn_set_storage(
+        set_storage(
             &tensor_arg(c, 0)?,
             storage_arg(c, 1)?.borrow(),
             offset,
@@ -303,7 +302,7 @@ pub(crate) fn register(t: &mut crate::kernels::Table) {
         let storage = storage_arg(c, 1)?;
         let elem = this.borrow().inner.dtype().size_in_bytes();
         let n = storage.borrow().nbytes_now() / elem;
-        _tn_set_storage(&this, storage.borrow(), 0, vec![n], None)?;
+        set_storage(&this, storage.borrow(), 0, vec![n], None)?;
         Ok(Out::Arg(0))
     });
     t.insert("aten::set_.source_Tensor", |c| {

@@ -1182,10 +1182,6 @@ def _init_names(names):
     pass
 
 
-for _name in ("_autograd_init", "_add_docstr", "_c10d_init", "_rpc_init", "_dist_autograd_init",
-              "_faulthandler_enabled"):
-    pass
-
 _tensor_class = None
 
 _submodule("_autograd", stubs=True)
@@ -1532,7 +1528,6 @@ for _n in ("_jit_init", "_autograd_init", "_multiprocessing_init", "_c10d_init",
     setattr(_this, _n, _returns(True, _n))
 
 (_is_fwd_grad_enabled, _set_fwd_grad_enabled) = _flag("fwd_grad", False)
-(_get_cudnn_enabled, _set_cudnn_enabled) = _flag("cudnn_enabled", False)
 (_get_cudnn_benchmark, _set_cudnn_benchmark) = _flag("cudnn_benchmark", False)
 (_get_cudnn_deterministic, _set_cudnn_deterministic) = _flag("cudnn_deterministic", False)
 (_get_cudnn_allow_tf32, _set_cudnn_allow_tf32) = _flag("cudnn_tf32", True)

@@ -98,5 +98,4 @@ pub(crate) fn register(t: &mut Table) {
     });
     // CPU tensors report device index -1, as upstream's do.
     t.insert("aten::get_device", |_| Ok(Out::Int(-1)));
-    let _ = TensorBase::new;
 }

@@ -7,7 +7,6 @@
 //! [`Forms`] registers all three from one function.
 
 use crate::error::core_err;
-use crate::tensor::TensorBase;
 use crate::value::{Out, Value};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
