@@ -12,7 +12,7 @@ use crate::tensor::{TensorBase, TENSOR_CLASS};
 use crate::value::{bind, to_python, Out, Value};
 use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
@@ -267,7 +267,11 @@ pub fn call(
     let mut reasons = Vec::new();
     for schema in &candidates {
         match bind(py, schema, self_obj, args, kwargs) {
-            Ok(values) => return run(py, schema, values),
+            Ok(values) => {
+                let result = run(py, schema, values)?;
+                let python_binding = matches!(target, Target::Name(_));
+                return tensor_list_container(py, schema, result, python_binding);
+            }
             Err(m) => reasons.push(format!("  ({schema})\n      {}", m.0)),
         }
     }
@@ -285,6 +289,30 @@ pub fn call(
         "{name}() received an invalid combination of arguments; the overloads are:\n{}",
         reasons.join("\n")
     )))
+}
+
+/// A lone `Tensor[]` result comes back as upstream gives it: a tuple from the Python bindings
+/// (`torch.meshgrid`, `Tensor.split`), a list from `torch.ops` (the JIT's calling convention),
+/// whichever container the kernel or decomposition built.
+fn tensor_list_container(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    result: Py<PyAny>,
+    python_binding: bool,
+) -> PyResult<Py<PyAny>> {
+    let lone_list = matches!(schema.returns.as_slice(), [r] if r.ty.base_name == "Tensor" && r.ty.list.is_some());
+    if !lone_list {
+        return Ok(result);
+    }
+    let bound = result.bind(py);
+    if python_binding {
+        if let Ok(list) = bound.cast::<PyList>() {
+            return Ok(list.to_tuple().into_any().unbind());
+        }
+    } else if let Ok(tuple) = bound.cast::<PyTuple>() {
+        return Ok(PyList::new(py, tuple.iter())?.into_any().unbind());
+    }
+    Ok(result)
 }
 
 /// The `torch.return_types` name of a schema's result, if its returns are all named
@@ -348,6 +376,7 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
             }
         }
         let result = to_python(py, out, &values)?;
+        link_view_bases(py, schema, &values, result.bind(py))?;
         return named_result(py, schema, result);
     }
     // A Meta kernel computes shapes only: it may run for meta tensors, never for CPU ones
@@ -395,6 +424,59 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
     )))
 }
 
+/// Operators upstream computes through TensorIterator (directly, or as aliases of a pointwise
+/// op) although native_functions.yaml does not tag them `pointwise`.
+const ITER_LAYOUT_UNTAGGED: &[&str] = &[
+    "absolute",
+    "negative",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "fix",
+    "true_divide",
+    "floor_divide",
+    "isreal",
+];
+
+/// Gives view results (returns annotated `Tensor(a)` aliasing an input) their base's Python
+/// object, so `x.unsqueeze(0)._base is x` as upstream.
+fn link_view_bases(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    values: &[Value],
+    result: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let [ret] = schema.returns.as_slice() else {
+        return Ok(());
+    };
+    let Some(alias) = ret.alias.as_ref().filter(|a| !a.is_write) else {
+        return Ok(());
+    };
+    let source = schema
+        .arguments
+        .iter()
+        .zip(values)
+        .find_map(|(a, v)| match v {
+            Value::Tensor(t) if a.alias.as_ref().is_some_and(|x| x.before == alias.before) => {
+                Some(t.bind(py))
+            }
+            _ => None,
+        });
+    let Some(source) = source else {
+        return Ok(());
+    };
+    if let Ok(items) = result.cast::<PyTuple>() {
+        for item in items.iter() {
+            crate::tensor::link_view_base(&item, source)?;
+        }
+        return Ok(());
+    }
+    crate::tensor::link_view_base(result, source)
+}
+
 /// A pointwise result re-laid out as upstream's TensorIterator lays out a new output
 /// (iter_layout.rs); `None` when row-major is already right or the op is not pointwise.
 fn pointwise_layout(
@@ -406,7 +488,8 @@ fn pointwise_layout(
 ) -> PyResult<Option<torchnative_core::Tensor>> {
     let pointwise = registry()
         .get(full)
-        .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"));
+        .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"))
+        || ITER_LAYOUT_UNTAGGED.contains(&schema.base_name().trim_end_matches('_'));
     // Ops that take a memory_format choose their layout themselves (clone, to, ...).
     let chooses_layout = schema.arguments.iter().any(|a| a.name == "memory_format");
     if !pointwise || chooses_layout || result.dim() < 2 {

@@ -27,6 +27,9 @@ pub struct TensorBase {
     pub grad: Option<Py<PyAny>>,
     /// Bumped by in-place writes through this handle (upstream's version counter).
     pub version: u64,
+    /// For a view: the Python object of its root base, so `v._base is x` holds as upstream
+    /// (one Python object per tensor). Unset when the base never had a Python object.
+    pub base_obj: Option<Py<PyAny>>,
 }
 
 impl TensorBase {
@@ -36,6 +39,7 @@ impl TensorBase {
             requires_grad: false,
             grad: None,
             version: 0,
+            base_obj: None,
         }
     }
 }
@@ -53,6 +57,30 @@ pub fn wrap_as(cls: &Bound<'_, PyType>, t: Tensor) -> PyResult<Py<PyAny>> {
     let obj = TensorBase::type_object_new(cls)?;
     obj.cast::<TensorBase>()?.borrow_mut().inner = t;
     Ok(obj.unbind())
+}
+
+/// Records on `view` (a Python tensor whose core tensor is a view of `of`'s) the Python
+/// object of the root base: `of` itself, or the base `of` already records.
+pub fn link_view_base(view: &Bound<'_, PyAny>, of: &Bound<'_, TensorBase>) -> PyResult<()> {
+    let Ok(view) = view.cast::<TensorBase>() else {
+        return Ok(());
+    };
+    if view.is(of) || !view.borrow().inner.is_view() {
+        return Ok(());
+    }
+    let root = {
+        let of_ref = of.borrow();
+        if of_ref.inner.is_view() {
+            match &of_ref.base_obj {
+                Some(b) => b.clone_ref(of.py()),
+                None => return Ok(()),
+            }
+        } else {
+            of.clone().into_any().unbind()
+        }
+    };
+    view.borrow_mut().base_obj = Some(root);
+    Ok(())
 }
 
 impl TensorBase {
@@ -542,9 +570,10 @@ impl TensorBase {
     /// The tensor this one is a view of (a new handle on the base's storage and layout).
     #[getter]
     fn _base(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.inner.view_base() {
-            Some(b) => wrap(py, b.clone()),
-            None => Ok(py.None()),
+        match (self.inner.view_base(), &self.base_obj) {
+            (Some(_), Some(obj)) => Ok(obj.clone_ref(py)),
+            (Some(b), None) => wrap(py, b.clone()),
+            (None, _) => Ok(py.None()),
         }
     }
     #[getter]
@@ -781,11 +810,14 @@ impl TensorBase {
         }
         self.__int__()
     }
-    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
         let items = parse_index(py, index)?;
-        let (view, advanced) = apply_index(&self.inner, items)?;
+        let (view, advanced) = apply_index(&slf.borrow().inner, items)?;
         if advanced.is_empty() {
-            return wrap(py, view);
+            let obj = wrap(py, view)?;
+            link_view_base(obj.bind(py), slf)?;
+            return Ok(obj);
         }
         wrap(py, advanced_index(&view, advanced)?)
     }

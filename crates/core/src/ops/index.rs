@@ -1009,9 +1009,9 @@ impl Tensor {
                 ),
             ));
         }
-        if self.dtype() == DType::Bool && (reduce == Reduction::Mean || !include_self) {
+        if self.dtype() == DType::Bool && reduce == Reduction::Mean {
             return Err(Error::UnsupportedDType {
-                op: "scatter_gather_tensor_cpu_reduce",
+                op: "scatter_gather_tensor_cpu_reduce_mean",
                 dtype: DType::Bool,
             });
         }

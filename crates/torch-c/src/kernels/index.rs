@@ -529,6 +529,20 @@ pub(crate) fn register(t: &mut Table) {
         ok(Tensor::from_i64s(&v, &[size, nd], DType::I64))
     });
     // ----- sorting, joining, repeating, searching (the shape family) -----
+    t.insert("aten::sort.values", |c| {
+        let options = torchnative_core::SortOptions {
+            descending: c.bool(2)?,
+        };
+        let r = c.tensor(0)?.sort(c.int(1)?, options).map_err(core_err)?;
+        super::reduce::write_pair(c, 3, 4, r)
+    });
+    t.insert("aten::sort.values_stable", |c| {
+        let options = torchnative_core::SortOptions {
+            descending: c.bool(3)?,
+        };
+        let r = c.tensor(0)?.sort(c.int(2)?, options).map_err(core_err)?;
+        super::reduce::write_pair(c, 4, 5, r)
+    });
     t.insert("aten::sort.stable", |c| {
         let options = torchnative_core::SortOptions {
             descending: c.bool(3)?,

@@ -20,7 +20,12 @@ fn out_dtype(c: &Ctx<'_, '_>, dtype_arg: usize, out_arg: usize) -> PyResult<Opti
 }
 
 /// Writes a (values, indices)-style pair into two out= tensors and returns them.
-fn write_pair(c: &Ctx<'_, '_>, a: usize, b: usize, r: (Tensor, Tensor)) -> PyResult<Out> {
+pub(crate) fn write_pair(
+    c: &Ctx<'_, '_>,
+    a: usize,
+    b: usize,
+    r: (Tensor, Tensor),
+) -> PyResult<Out> {
     c.write_into(a, r.0)?;
     c.write_into(b, r.1)?;
     Ok(Out::Args(vec![a, b]))
