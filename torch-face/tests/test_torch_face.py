@@ -104,6 +104,44 @@ def test_numpy_shares_memory():
     assert a.dtype == np.float32 and x[0].item() == 9.0
 
 
+def test_shared_memory_outlives_either_side():
+    # Values and aliasing are golden-compared (cases/interop.py); this checks lifetimes:
+    # the exporter's memory stays valid as long as either side holds it.
+    np = pytest.importorskip("numpy")
+    import gc
+    import torch.utils.dlpack as D
+
+    a = np.arange(1000, dtype=np.float64)
+    t = torch.from_numpy(a)
+    del a
+    gc.collect()
+    assert t[999].item() == 999.0
+
+    x = torch.arange(1000.0)
+    n = x.numpy()
+    m = np.from_dlpack(x)
+    del x
+    gc.collect()
+    n[1] = -1.0
+    assert m[1] == -1.0 and m.sum() == sum(range(1000)) - 1 - 1
+
+    buf = bytearray(8)
+    f = torch.frombuffer(buf, dtype=torch.int32)
+    del buf
+    gc.collect()
+    f[1] = 5
+    assert f.tolist() == [0, 5]
+
+    # An unconsumed capsule frees its tensor; a consumed one hands it over exactly once.
+    capsule = D.to_dlpack(torch.ones(3))
+    del capsule
+    capsule = D.to_dlpack(torch.ones(3))
+    u = D.from_dlpack(capsule)
+    del capsule
+    gc.collect()
+    assert u.sum().item() == 3.0
+
+
 def test_import_time():
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], check=True)

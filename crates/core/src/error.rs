@@ -33,6 +33,8 @@ pub enum Error {
     },
     /// Any other invalid argument, described in `reason`.
     InvalidArgument { op: &'static str, reason: String },
+    /// A valid request torchnative does not support, with the reason.
+    Unsupported { op: &'static str, reason: String },
 }
 
 /// Result alias used by every fallible function in the crate.
@@ -79,6 +81,9 @@ impl fmt::Display for Error {
                 )
             }
             Error::InvalidArgument { op, reason } => write!(f, "{op}: {reason}"),
+            Error::Unsupported { op, reason } => {
+                write!(f, "{op} is not supported by torchnative: {reason}")
+            }
         }
     }
 }

@@ -65,13 +65,13 @@ macro_rules! int_element {
             fn slice(buf: &Buffer) -> Option<&[Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    _ => None,
+                    other => reinterpret(other.as_bytes()),
                 }
             }
             fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    _ => None,
+                    other => reinterpret_mut(other.as_bytes_mut()?),
                 }
             }
             fn into_buffer(v: Vec<Self>) -> Buffer {
@@ -107,13 +107,13 @@ macro_rules! float_element {
             fn slice(buf: &Buffer) -> Option<&[Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    _ => None,
+                    other => reinterpret(other.as_bytes()),
                 }
             }
             fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    _ => None,
+                    other => reinterpret_mut(other.as_bytes_mut()?),
                 }
             }
             fn into_buffer(v: Vec<Self>) -> Buffer {
@@ -159,17 +159,148 @@ impl Element for bool {
     fn slice(buf: &Buffer) -> Option<&[Self]> {
         match buf {
             Buffer::Bool(v) => Some(v),
+            Buffer::Foreign(f) if f.holds_bools => {
+                // SAFETY: checked to be 0/1 bytes when marked (ForeignBytes::with_bools).
+                Some(unsafe { std::slice::from_raw_parts(f.ptr.as_ptr().cast::<bool>(), f.len) })
+            }
             _ => None,
         }
     }
     fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
         match buf {
             Buffer::Bool(v) => Some(v),
+            Buffer::Foreign(f) if f.holds_bools && f.writable => {
+                // SAFETY: as in `slice`; writes through a bool slice keep the bytes 0/1.
+                Some(unsafe {
+                    std::slice::from_raw_parts_mut(f.ptr.as_ptr().cast::<bool>(), f.len)
+                })
+            }
             _ => None,
         }
     }
     fn into_buffer(v: Vec<Self>) -> Buffer {
         Buffer::Bool(v)
+    }
+}
+
+/// The bytes of another allocation read as `T` (a `view(dtype)` or foreign memory); `None`
+/// when they are misaligned for `T` or not a whole number of `T`s.
+///
+/// Only for the plain-number element types: every bit pattern is a valid value of them.
+/// `bool` never comes here (its `slice` accepts only bool allocations), since a byte other
+/// than 0 or 1 is not a valid Rust `bool`.
+fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: aligned, in bounds, and T (a primitive number or a half type) is valid for
+    // every bit pattern; the borrow of `bytes` bounds the lifetime.
+    Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size) })
+}
+
+fn reinterpret_mut<T: Element>(bytes: &mut [u8]) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: as in `reinterpret`, and the exclusive borrow makes the result unique.
+    Some(unsafe {
+        std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), bytes.len() / size)
+    })
+}
+
+/// The buffer's elements as `T` (the tensor's element type), or an error naming `op` when
+/// its bytes cannot be read as `T`.
+pub fn typed<'a, T: Element>(op: &'static str, buf: &'a Buffer) -> crate::Result<&'a [T]> {
+    T::slice(buf).ok_or(crate::Error::UnsupportedDType {
+        op,
+        dtype: T::DTYPE,
+    })
+}
+
+/// The buffer's elements as `T`, writable, or an error naming `op` and the reason.
+pub fn typed_mut<'a, T: Element>(
+    op: &'static str,
+    buf: &'a mut Buffer,
+) -> crate::Result<&'a mut [T]> {
+    let reason = match &*buf {
+        Buffer::Bool(_) if T::DTYPE != DType::Bool => Some(format!(
+            "writing {} into a bool tensor's memory (a view(dtype) of it) could leave bytes \
+             other than 0 and 1, which are not Rust bools",
+            T::DTYPE.name()
+        )),
+        Buffer::Foreign(f) if !f.writable => Some(
+            "the memory comes from a read-only buffer (a non-writable NumPy array or bytes)".into(),
+        ),
+        _ => None,
+    };
+    if let Some(reason) = reason {
+        return Err(crate::Error::Unsupported { op, reason });
+    }
+    T::slice_mut(buf).ok_or(crate::Error::UnsupportedDType {
+        op,
+        dtype: T::DTYPE,
+    })
+}
+
+/// Memory a tensor borrows from outside Rust (a NumPy array, a Python buffer, a DLPack
+/// capsule): the owner keeps it alive and releases it when the last tensor drops it.
+pub struct ForeignBytes {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    writable: bool,
+    /// Every byte was 0 or 1 when checked, so the bytes may be read as bools.
+    holds_bools: bool,
+    /// Never read: dropping it releases the memory.
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+// SAFETY: the memory is plain bytes; access goes through the storage's lock like owned
+// buffers, and the owner is Send + Sync.
+unsafe impl Send for ForeignBytes {}
+unsafe impl Sync for ForeignBytes {}
+
+impl ForeignBytes {
+    /// Wraps `len` bytes at `ptr`, kept alive by `owner`.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` bytes that stay valid (and, when `writable`, writable) as
+    /// long as `owner` lives, and that nothing else frees. Writes from outside (the NumPy
+    /// array that shares them) are the caller's business, as with upstream's `from_numpy`.
+    pub unsafe fn new(
+        ptr: *mut u8,
+        len: usize,
+        writable: bool,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> ForeignBytes {
+        ForeignBytes {
+            ptr: std::ptr::NonNull::new(ptr).unwrap_or(std::ptr::NonNull::dangling()),
+            len,
+            writable,
+            holds_bools: false,
+            _owner: owner,
+        }
+    }
+
+    /// The same memory, readable as bools when every byte is 0 or 1 (a NumPy bool array);
+    /// `None` otherwise. Bytes written later from outside must stay 0 or 1, as NumPy's own
+    /// bool arrays keep them.
+    pub fn with_bools(mut self) -> Option<ForeignBytes> {
+        // SAFETY: ForeignBytes::new's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
+        if bytes.iter().all(|&b| b <= 1) {
+            self.holds_bools = true;
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Debug for ForeignBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ForeignBytes({} bytes at {:p})", self.len, self.ptr)
     }
 }
 
@@ -183,8 +314,12 @@ pub fn cast_element<S: Element, D: Element>(s: S) -> D {
     }
 }
 
-/// A contiguous typed array of elements.
-#[derive(Debug, Clone, PartialEq)]
+/// A contiguous array of elements: allocated by Rust with a type, or borrowed bytes.
+///
+/// The allocation's type need not be the tensor's: `view(dtype)` reads the same bytes as
+/// another type, so element accessors ([`Element::slice`]) take the tensor's type and
+/// reinterpret when it differs.
+#[derive(Debug)]
 pub enum Buffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
@@ -196,26 +331,8 @@ pub enum Buffer {
     I8(Vec<i8>),
     U8(Vec<u8>),
     Bool(Vec<bool>),
-}
-
-/// Calls `$body` with `$v` bound to the buffer's typed slice/vector, monomorphised per dtype.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! with_buffer {
-    ($buf:expr, $v:ident => $body:expr) => {
-        match $buf {
-            $crate::storage::Buffer::F32($v) => $body,
-            $crate::storage::Buffer::F64($v) => $body,
-            $crate::storage::Buffer::F16($v) => $body,
-            $crate::storage::Buffer::BF16($v) => $body,
-            $crate::storage::Buffer::I64($v) => $body,
-            $crate::storage::Buffer::I32($v) => $body,
-            $crate::storage::Buffer::I16($v) => $body,
-            $crate::storage::Buffer::I8($v) => $body,
-            $crate::storage::Buffer::U8($v) => $body,
-            $crate::storage::Buffer::Bool($v) => $body,
-        }
-    };
+    /// Memory owned outside Rust (`torch.from_numpy`, `torch.frombuffer`, DLPack).
+    Foreign(ForeignBytes),
 }
 
 /// Calls `$body` with the type alias `$T` set to the element type of `$dtype`.
@@ -274,7 +391,8 @@ impl Buffer {
         with_dtype!(dtype, T => T::into_buffer(vec![T::default(); len]))
     }
 
-    /// The dtype of the elements.
+    /// The element type the buffer was allocated with (`U8` for foreign bytes); a tensor's
+    /// own dtype may differ (see the type's docs).
     pub fn dtype(&self) -> DType {
         match self {
             Buffer::F32(_) => DType::F32,
@@ -287,17 +405,82 @@ impl Buffer {
             Buffer::I8(_) => DType::I8,
             Buffer::U8(_) => DType::U8,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::Foreign(_) => DType::U8,
         }
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        with_buffer!(self, v => v.len())
+    /// Size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.as_bytes().len()
     }
 
-    /// True when the buffer holds no elements.
+    /// Number of whole elements of `dtype` the bytes hold.
+    pub fn len_as(&self, dtype: DType) -> usize {
+        self.byte_len() / dtype.size_in_bytes()
+    }
+
+    /// True when the buffer holds no bytes.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.byte_len() == 0
+    }
+
+    /// The raw bytes (native byte order).
+    pub fn as_bytes(&self) -> &[u8] {
+        fn bytes<T>(v: &[T]) -> &[u8] {
+            // SAFETY: any initialised memory may be read as bytes (bool and the number
+            // types have no padding); the borrow of `v` bounds the lifetime.
+            unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        }
+        match self {
+            Buffer::F32(v) => bytes(v),
+            Buffer::F64(v) => bytes(v),
+            Buffer::F16(v) => bytes(v),
+            Buffer::BF16(v) => bytes(v),
+            Buffer::I64(v) => bytes(v),
+            Buffer::I32(v) => bytes(v),
+            Buffer::I16(v) => bytes(v),
+            Buffer::I8(v) => bytes(v),
+            Buffer::U8(v) => v,
+            Buffer::Bool(v) => bytes(v),
+            // SAFETY: ForeignBytes::new's contract: `len` valid bytes while the owner lives.
+            Buffer::Foreign(f) => unsafe { std::slice::from_raw_parts(f.ptr.as_ptr(), f.len) },
+        }
+    }
+
+    /// The raw bytes, writable; `None` for a bool allocation (writing arbitrary bytes would
+    /// make invalid bools) and for read-only foreign memory.
+    pub fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        fn bytes<T>(v: &mut [T]) -> &mut [u8] {
+            // SAFETY: the number types are valid for every bit pattern; exclusive borrow.
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    v.as_mut_ptr().cast::<u8>(),
+                    std::mem::size_of_val(v),
+                )
+            }
+        }
+        Some(match self {
+            Buffer::F32(v) => bytes(v),
+            Buffer::F64(v) => bytes(v),
+            Buffer::F16(v) => bytes(v),
+            Buffer::BF16(v) => bytes(v),
+            Buffer::I64(v) => bytes(v),
+            Buffer::I32(v) => bytes(v),
+            Buffer::I16(v) => bytes(v),
+            Buffer::I8(v) => bytes(v),
+            Buffer::U8(v) => v,
+            Buffer::Bool(_) => return None,
+            Buffer::Foreign(f) if f.writable => {
+                // SAFETY: ForeignBytes::new's contract, and `&mut self` is exclusive.
+                unsafe { std::slice::from_raw_parts_mut(f.ptr.as_ptr(), f.len) }
+            }
+            Buffer::Foreign(_) => return None,
+        })
+    }
+
+    /// True when the memory belongs to someone else (it cannot be resized).
+    pub fn is_foreign(&self) -> bool {
+        matches!(self, Buffer::Foreign(_))
     }
 
     /// Builds a buffer of `dtype` from f64 values, casting each like `.to(dtype)`.

@@ -9,7 +9,7 @@ use crate::layout::{
     Layout,
 };
 use crate::storage::{cast_element, Buffer, Element, Storage};
-use crate::{with_buffer, with_dtype};
+use crate::with_dtype;
 
 /// An n-dimensional strided view of typed storage (CPU) or a shape-only tensor (Meta).
 #[derive(Clone)]
@@ -157,13 +157,11 @@ impl Tensor {
     /// Wraps a buffer as a contiguous tensor of `shape`.
     pub(crate) fn from_buffer(op: &'static str, buf: Buffer, shape: &[usize]) -> Result<Tensor> {
         let numel = checked_numel(op, shape)?;
-        if numel != buf.len() {
+        let given = buf.len_as(buf.dtype());
+        if numel != given {
             return Err(invalid(
                 op,
-                format!(
-                    "shape {shape:?} needs {numel} elements but {} were given",
-                    buf.len()
-                ),
+                format!("shape {shape:?} needs {numel} elements but {given} were given"),
             ));
         }
         Ok(Tensor {
@@ -409,6 +407,153 @@ impl Tensor {
         self.with_layout(self.layout.clone())
     }
 
+    /// `Tensor.view(dtype)`: the same bytes read as `dtype`. With another element size the
+    /// last dimension (stride 1) shrinks or grows by the size ratio, as upstream's rules.
+    pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let op = "view";
+        let (from, to) = (self.dtype.size_in_bytes(), dtype.size_in_bytes());
+        if dtype == DType::Bool && self.dtype != DType::Bool {
+            return Err(Error::Unsupported {
+                op: "view(torch.bool) of another dtype",
+                reason:
+                    "a Rust bool must be the byte 0 or 1, and other bytes could be read as bools"
+                        .into(),
+            });
+        }
+        let names = format!(
+            "to view {} as {} (different element sizes)",
+            self.dtype.name(),
+            dtype.name()
+        );
+        let mut layout = self.layout.clone();
+        if from != to {
+            let n = layout.sizes.len();
+            if n == 0 {
+                return Err(invalid(op, format!("self.dim() cannot be 0 {names}")));
+            }
+            let last_stride_one = |l: &Layout| {
+                if l.strides[n - 1] != 1 {
+                    Err(invalid(
+                        op,
+                        format!(
+                            "self.stride(-1) must be 1 {names}, but got {}",
+                            l.strides[n - 1]
+                        ),
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            if from > to {
+                let r = from / to;
+                last_stride_one(&layout)?;
+                layout.sizes[n - 1] *= r;
+                layout.offset *= r;
+                for st in &mut layout.strides[..n - 1] {
+                    *st *= r;
+                }
+            } else {
+                let r = to / from;
+                if layout.sizes[n - 1] % r != 0 {
+                    return Err(invalid(
+                        op,
+                        format!(
+                            "self.size(-1) must be divisible by {r} {names}, but got {}",
+                            layout.sizes[n - 1]
+                        ),
+                    ));
+                }
+                last_stride_one(&layout)?;
+                if layout.offset % r != 0 {
+                    return Err(invalid(
+                        op,
+                        format!(
+                            "self.storage_offset() must be divisible by {r} {names}, but got {}",
+                            layout.offset
+                        ),
+                    ));
+                }
+                for (i, st) in layout.strides[..n - 1].iter().enumerate() {
+                    if st % r != 0 {
+                        return Err(invalid(
+                            op,
+                            format!(
+                                "self.stride({i}) must be divisible by {r} {names}, but got {st}"
+                            ),
+                        ));
+                    }
+                }
+                layout.sizes[n - 1] /= r;
+                layout.offset /= r;
+                for st in &mut layout.strides[..n - 1] {
+                    *st /= r;
+                }
+            }
+        }
+        if let Some(storage) = &self.storage {
+            let buf = storage.read();
+            if (buf.as_bytes().as_ptr() as usize) % to != 0 || buf.byte_len() % to != 0 {
+                return Err(Error::Unsupported {
+                    op,
+                    reason: format!(
+                        "the storage's {} bytes cannot be read as {} (alignment or length)",
+                        buf.byte_len(),
+                        dtype.name()
+                    ),
+                });
+            }
+        }
+        // Upstream does not record a dtype view as a view (`_is_view()` is false, `_base`
+        // None): it is not differentiable, so autograd never replays it.
+        let mut v = self.relayout(layout);
+        v.dtype = dtype;
+        v.base = None;
+        Ok(v)
+    }
+
+    /// A tensor of `dtype` over `storage` (memory from outside, or another tensor's), with
+    /// the given layout in elements of `dtype`; checks alignment and bounds.
+    pub fn over_storage(
+        storage: Storage,
+        dtype: DType,
+        sizes: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<Tensor> {
+        let op = "over_storage";
+        if sizes.len() != strides.len() {
+            return Err(invalid(op, "sizes and strides differ in length"));
+        }
+        checked_numel(op, sizes)?;
+        {
+            let buf = storage.read();
+            let readable = match dtype {
+                DType::Bool => bool::slice(&buf).is_some(),
+                _ => with_dtype!(dtype, T => T::slice(&buf).is_some()),
+            };
+            if !readable {
+                return Err(Error::Unsupported {
+                    op,
+                    reason: format!(
+                        "the storage's {} bytes cannot be read as {} (alignment, length or bool bytes)",
+                        buf.byte_len(),
+                        dtype.name()
+                    ),
+                });
+            }
+        }
+        let flat = Tensor {
+            storage: Some(storage),
+            layout: Layout::contiguous(&[0]),
+            dtype,
+            wrapped_number: false,
+            base: None,
+        };
+        let mut t = flat.as_strided(sizes, strides, offset)?;
+        t.base = None;
+        Ok(t)
+    }
+
     /// Replaces the layout in place, checking it stays in the storage (`as_strided_`, `t_`,
     /// `squeeze_`...): the tensor keeps its view status.
     pub fn set_layout(&mut self, sizes: &[usize], strides: &[usize], offset: usize) -> Result<()> {
@@ -424,7 +569,8 @@ impl Tensor {
         let storage = needs_data("to_vec", self)?;
         let buf = storage.read();
         let mut out = crate::error::reserve_vec("to_vec", self.numel())?;
-        with_buffer!(&*buf, data => {
+        with_dtype!(self.dtype, S => {
+            let data = crate::storage::typed::<S>("to_vec", &buf)?;
             for_each_offsets(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o]| {
                 out.push(cast_element(data[o]));
             });
@@ -456,10 +602,7 @@ impl Tensor {
         self.check_direct_access::<T>(op)?;
         let storage = needs_data(op, self)?;
         let mut buf = storage.write();
-        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType {
-            op,
-            dtype: self.dtype,
-        })?;
+        let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
         Ok(f(
             &mut data[self.layout.offset..self.layout.offset + self.numel()]
         ))
@@ -1020,7 +1163,7 @@ impl Tensor {
             extent += (s as u128 - 1) * st as u128;
         }
         if let Some(storage) = &self.storage {
-            let len = storage.read().len() as u128;
+            let len = storage.read().len_as(self.dtype) as u128;
             if extent > len {
                 return Err(invalid(
                     "as_strided",
@@ -1087,10 +1230,7 @@ impl Tensor {
     fn write_values<T: Element>(&self, op: &'static str, values: &[T]) -> Result<()> {
         let storage = needs_data(op, self)?;
         let mut buf = storage.write();
-        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType {
-            op,
-            dtype: T::DTYPE,
-        })?;
+        let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
         let mut it = values.iter();
         for_each_offsets(
             &self.layout.sizes,
@@ -1355,7 +1495,7 @@ impl Tensor {
         with_dtype!(self.dtype, T => {
             let vals = values.to_vec::<T>()?;
             let mut buf = storage.write();
-            let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+            let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
             for (&o, &v) in offsets.iter().zip(&vals) {
                 data[o] = if accumulate { crate::ops::pointwise::add_elements(data[o], v) } else { v };
             }
@@ -1372,9 +1512,9 @@ impl Tensor {
         }
         let storage = needs_data(op, self)?;
         let buf = storage.read();
-        let out = with_buffer!(&*buf, data => {
-            let v: Vec<_> = offsets.iter().map(|&o| data[o]).collect();
-            Element::into_buffer(v)
+        let out = with_dtype!(self.dtype, T => {
+            let data = crate::storage::typed::<T>(op, &buf)?;
+            T::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>())
         });
         drop(buf);
         Tensor::from_buffer(op, out, &result_shape)

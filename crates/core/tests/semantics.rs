@@ -595,3 +595,105 @@ fn f32_fast_path_equals_f64_rounded() {
         assert_eq!(fast, wide);
     }
 }
+
+#[test]
+fn dtype_views_share_bytes_both_ways() {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 3.0], &[2, 2]).unwrap();
+    let bytes = x.view_dtype(DType::U8).unwrap();
+    assert_eq!(bytes.shape(), &[2, 8]);
+    assert_eq!(bytes.strides(), &[8, 1]);
+    let bits = x.view_dtype(DType::I32).unwrap();
+    assert_eq!(bits.to_vec::<i32>().unwrap()[0], 1.0f32.to_bits() as i32);
+    // A write through the int view changes the float tensor's bytes.
+    bits.select(0, 0)
+        .unwrap()
+        .copy_(&Tensor::from_vec(vec![2.0f32.to_bits() as i32, 0], &[2]).unwrap())
+        .unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, 0.0, 0.5, 3.0]);
+    // Growing the element size needs a divisible last dim with stride 1.
+    let wide = x.view_dtype(DType::F64).unwrap();
+    assert_eq!(wide.shape(), &[2, 1]);
+    assert!(x.transpose(0, 1).unwrap().view_dtype(DType::F64).is_err());
+    assert!(Tensor::from_vec(vec![1i16; 3], &[3])
+        .unwrap()
+        .view_dtype(DType::I32)
+        .is_err());
+    assert!(Tensor::from_vec(vec![1i16], &[])
+        .unwrap()
+        .view_dtype(DType::I8)
+        .is_err());
+}
+
+#[test]
+fn bool_bytes_are_never_written_through_other_dtypes() {
+    let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    let as_u8 = b.view_dtype(DType::U8).unwrap();
+    assert_eq!(as_u8.to_vec::<u8>().unwrap(), vec![1, 0]);
+    let err = as_u8
+        .copy_(&Tensor::from_vec(vec![2u8, 3], &[2]).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, false]);
+    // Viewing other bytes as bool is refused outright.
+    assert!(matches!(
+        as_u8.view_dtype(DType::Bool).unwrap_err(),
+        Error::Unsupported { .. }
+    ));
+}
+
+#[test]
+fn foreign_memory_is_shared_and_read_only_memory_refuses_writes() {
+    use std::sync::{Arc, Mutex};
+    use torchnative_core::storage::{Buffer, ForeignBytes, Storage};
+    // The owner is a boxed Vec the test also keeps a raw pointer into.
+    let mut data: Box<[f32]> = vec![1.0, 2.0, 3.0, 4.0].into_boxed_slice();
+    let ptr = data.as_mut_ptr().cast::<u8>();
+    let dropped = Arc::new(Mutex::new(false));
+    struct Owner(#[allow(dead_code)] Box<[f32]>, Arc<Mutex<bool>>);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            *self.1.lock().unwrap() = true;
+        }
+    }
+    let owner = Owner(data, dropped.clone());
+    let bytes = unsafe { ForeignBytes::new(ptr, 16, true, Box::new(owner)) };
+    let t = Tensor::over_storage(
+        Storage::new(Buffer::Foreign(bytes)),
+        DType::F32,
+        &[2, 2],
+        &[1, 2],
+        0,
+    )
+    .unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
+    t.add_(1.0f64).unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 3.0, 5.0]);
+    // Out of bounds layouts are refused.
+    let storage = t.storage().unwrap().clone();
+    assert!(Tensor::over_storage(storage.clone(), DType::F32, &[5], &[1], 0).is_err());
+    drop(t);
+    assert!(!*dropped.lock().unwrap());
+    drop(storage);
+    assert!(
+        *dropped.lock().unwrap(),
+        "the owner is released with the last storage handle"
+    );
+
+    let ro = [7u8; 4];
+    let bytes = unsafe { ForeignBytes::new(ro.as_ptr() as *mut u8, 4, false, Box::new(())) };
+    let t = Tensor::over_storage(
+        Storage::new(Buffer::Foreign(bytes)),
+        DType::U8,
+        &[4],
+        &[1],
+        0,
+    )
+    .unwrap();
+    assert_eq!(t.to_vec::<u8>().unwrap(), vec![7; 4]);
+    assert!(matches!(
+        t.copy_(&Tensor::from_vec(vec![1u8; 4], &[4]).unwrap())
+            .unwrap_err(),
+        Error::Unsupported { .. }
+    ));
+    assert_eq!(ro, [7; 4]);
+}

@@ -9,9 +9,9 @@ pub fn core_err(e: Error) -> PyErr {
         Error::DimOutOfRange { .. } | Error::IndexOutOfRange { .. } => {
             PyIndexError::new_err(e.to_string())
         }
-        Error::UnsupportedDType { .. } | Error::UnsupportedDevice { .. } => {
-            PyNotImplementedError::new_err(e.to_string())
-        }
+        Error::UnsupportedDType { .. }
+        | Error::UnsupportedDevice { .. }
+        | Error::Unsupported { .. } => PyNotImplementedError::new_err(e.to_string()),
         Error::ShapeMismatch { .. } | Error::InvalidArgument { .. } => {
             PyRuntimeError::new_err(e.to_string())
         }

@@ -14,6 +14,7 @@
 mod door;
 mod dtype;
 mod error;
+mod interop;
 mod iter_layout;
 mod kernels;
 mod memory;
@@ -532,6 +533,12 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<random::Generator>()?;
     m.add_class::<storage::StorageBase>()?;
     m.add_function(wrap_pyfunction!(storage::_tn_storage_of, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_tn_from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_tn_frombuffer, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_to_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_to_dlpack_versioned, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_torchDeviceToDLDevice, m)?)?;
     m.add_function(wrap_pyfunction!(storage::_tn_tensor_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(random::_tn_set_default_generator, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_tn_dtype_names, m)?)?;

@@ -8,18 +8,7 @@ use torchnative_core::storage::Buffer;
 use torchnative_core::{DType, Tensor};
 
 fn base_ptr(buf: &Buffer) -> usize {
-    match buf {
-        Buffer::F32(v) => v.as_ptr() as usize,
-        Buffer::F64(v) => v.as_ptr() as usize,
-        Buffer::F16(v) => v.as_ptr() as usize,
-        Buffer::BF16(v) => v.as_ptr() as usize,
-        Buffer::I64(v) => v.as_ptr() as usize,
-        Buffer::I32(v) => v.as_ptr() as usize,
-        Buffer::I16(v) => v.as_ptr() as usize,
-        Buffer::I8(v) => v.as_ptr() as usize,
-        Buffer::U8(v) => v.as_ptr() as usize,
-        Buffer::Bool(v) => v.as_ptr() as usize,
-    }
+    buf.as_bytes().as_ptr() as usize
 }
 
 /// Address of the tensor's first element. Buffers never reallocate after creation, so the

@@ -27,22 +27,9 @@ pub struct StorageBase {
     data: Mutex<Data>,
 }
 
+/// The storage's bytes (the machine is little-endian, as upstream's file format).
 fn buffer_bytes(buf: &Buffer) -> Vec<u8> {
-    fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-        v.iter().flat_map(|&x| f(x)).collect()
-    }
-    match buf {
-        Buffer::F32(v) => le(v, f32::to_le_bytes),
-        Buffer::F64(v) => le(v, f64::to_le_bytes),
-        Buffer::F16(v) => le(v, |x| x.to_bits().to_le_bytes()),
-        Buffer::BF16(v) => le(v, |x| x.to_bits().to_le_bytes()),
-        Buffer::I64(v) => le(v, i64::to_le_bytes),
-        Buffer::I32(v) => le(v, i32::to_le_bytes),
-        Buffer::I16(v) => le(v, i16::to_le_bytes),
-        Buffer::I8(v) => le(v, i8::to_le_bytes),
-        Buffer::U8(v) => v.clone(),
-        Buffer::Bool(v) => v.iter().map(|&b| b as u8).collect(),
-    }
+    buf.as_bytes().to_vec()
 }
 
 /// A flat typed tensor read from little-endian bytes (a trailing partial element is an error).
@@ -87,7 +74,7 @@ fn whole_buffer(t: &Tensor) -> PyResult<Tensor> {
         .storage()
         .ok_or_else(|| PyRuntimeError::new_err("meta tensors have no storage"))?
         .read()
-        .len();
+        .len_as(t.dtype());
     t.as_strided(&[len], &[1], 0).map_err(core_err)
 }
 
@@ -102,10 +89,15 @@ impl StorageBase {
         match &*data {
             Data::Typed(t) if t.dtype() == dtype => Ok(t.clone()),
             Data::Typed(t) => {
-                // Another dtype over the same bytes: torchnative's buffers are typed, so the
-                // storage takes a copy in the new dtype, and tensors set from it from now on
-                // share that copy (torch.load's byte records become float tensors this way);
-                // tensors made earlier over the old buffer no longer share memory with it.
+                // Another dtype over the same bytes: a flat view reading them as `dtype`.
+                let storage = t.storage().expect("typed storages hold data").clone();
+                let n = storage.read().len_as(dtype);
+                if let Ok(view) = Tensor::over_storage(storage, dtype, &[n], &[1], 0) {
+                    return Ok(view);
+                }
+                // Bytes that cannot be read as `dtype` in place (bools over other bytes):
+                // the storage takes a copy in the new dtype, and tensors set from it from now
+                // on share that copy; tensors made earlier keep the old buffer.
                 let bytes = buffer_bytes(&t.storage().expect("typed storages hold data").read());
                 let retyped = typed_from_bytes(&bytes, dtype)?;
                 *data = Data::Typed(retyped.clone());

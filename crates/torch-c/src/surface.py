@@ -318,8 +318,8 @@ def _as_tensor(data, dtype=None, device=None):
 
 _VariableFunctions.tensor = _tensor
 _VariableFunctions.as_tensor = _as_tensor
-_VariableFunctions.from_numpy = _refuse("from_numpy")
-_VariableFunctions.frombuffer = _refuse("frombuffer")
+_VariableFunctions.from_numpy = _tn_from_numpy
+_VariableFunctions.frombuffer = _tn_frombuffer
 _VariableFunctions.asarray = _as_tensor
 _VariableFunctions.numel = lambda input: input.numel()
 
@@ -1234,9 +1234,6 @@ del _name, _is_function, _is_method, _module, _n, _dunder, _opname
 
 
 _dlpack_exchange_api = _returns(None, "_dlpack_exchange_api")
-_to_dlpack = _refuse("_to_dlpack")
-_to_dlpack_versioned = _refuse("_to_dlpack_versioned")
-_from_dlpack = _refuse("_from_dlpack")
 
 # PyO3 records the Rust-added names in __all__; upstream's _C has none, so `from torch._C
 # import *` takes every public name.

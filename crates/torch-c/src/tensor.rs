@@ -883,7 +883,7 @@ impl TensorBase {
             None => (0, 0),
             Some(s) => (
                 crate::memory::data_ptr(&self.inner)? - self.inner.storage_offset() * size,
-                s.read().len() * size,
+                s.read().byte_len(),
             ),
         };
         Ok(UntypedStorageRef {

@@ -205,4 +205,25 @@ def formats():
     return cs
 
 
-CASES = gen()
+def dtype_views():
+    """view(dtype) across element sizes: layout, aliasing writes both ways, upstream's errors"""
+    cs = []
+    for src in ("float32", "float64", "int16", "uint8", "int64", "bfloat16", "bool"):
+        x = "x = inp(%s)\n" % T(values(src, 48, "gen"), (2, 3, 8), src)
+        for dst in ("uint8", "int16", "float32", "int64", "float64", "float16"):
+            for name, stmt in (
+                    ("plain", "y = x.view(torch.%s)\nout = (y, y.stride(), y.storage_offset(), y._base is x)" % dst),
+                    ("offset", "y = x[1:].view(torch.%s)\nout = (y, y.stride(), y.storage_offset())" % dst),
+                    ("sliced-last", "y = x[:, :, 2:6].view(torch.%s)\nout = (y, y.stride(), y.storage_offset())" % dst),
+                    ("transposed", "out = x.transpose(0, 2).view(torch.%s)" % dst),
+                    ("zerodim", "out = x[0, 0, 0].view(torch.%s)" % dst),
+                    ("write-through", "y = x.view(torch.%s)\ny[0].zero_()\ny[1, 1] = 3\nout = (x, y)" % dst),
+                    ("write-base", "y = x.view(torch.%s)\nx[1].zero_()\nout = y" % dst),
+                    ("roundtrip", "out = x.view(torch.%s).view(x.dtype).equal(x)" % dst),
+            ):
+                cs.append(case("view/dtype-%s/%s/%s" % (name, src, dst), x + stmt + "\n",
+                               ["aten::view.dtype"], FAM, exact=True))
+    return cs
+
+
+CASES = gen() + dtype_views()

@@ -8,7 +8,7 @@ use crate::ops::creation::full;
 use crate::ops::pointwise::{add_elements, where_};
 use crate::storage::Element;
 use crate::tensor::{broadcast_all_shapes, result_type_of, Tensor};
-use crate::{with_buffer, with_dtype, Device};
+use crate::{with_dtype, Device};
 
 fn require_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
     if !matches!(index.dtype(), DType::I64 | DType::I32) {
@@ -147,7 +147,10 @@ fn take_offsets(
         return Tensor::meta(shape, t.dtype());
     };
     let buf = storage.read();
-    let out = with_buffer!(&*buf, data => Element::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>()));
+    let out = with_dtype!(t.dtype(), T => {
+        let data = crate::storage::typed::<T>(op, &buf)?;
+        T::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>())
+    });
     drop(buf);
     Tensor::from_buffer(op, out, shape)
 }
@@ -257,7 +260,7 @@ fn scatter_impl(
     with_dtype!(t.dtype(), T => {
         let vals = src_view.to_vec::<T>()?;
         let mut buf = storage.write();
-        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+        let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
         for (&o, &v) in dst_offsets.iter().zip(&vals) {
             data[o] = if reduce == ScatterReduce::Add { add_elements(data[o], v) } else { v };
         }
@@ -941,7 +944,7 @@ fn reduce_into(
     with_dtype!(out.dtype(), T => {
         let vals = src.to_vec::<T>()?;
         let mut buf = storage.write();
-        let data = T::slice_mut(&mut buf).ok_or(Error::UnsupportedDType { op, dtype: T::DTYPE })?;
+        let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
         for (&o, v) in offsets.iter().zip(&vals) {
             if float {
                 let v = v.to_f64();

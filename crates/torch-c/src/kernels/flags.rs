@@ -10,6 +10,8 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::_is_zerotensor", |_| {
         Ok(Out::Scalar(Scalar::Bool(false)))
     });
+    // No pinned (page-locked for an accelerator) memory exists without an accelerator.
+    t.insert("aten::is_pinned", |_| Ok(Out::Scalar(Scalar::Bool(false))));
     t.insert("aten::is_conj", |_| Ok(Out::Scalar(Scalar::Bool(false))));
     t.insert("aten::is_neg", |_| Ok(Out::Scalar(Scalar::Bool(false))));
     t.insert("aten::is_inference", |_| {

@@ -143,12 +143,7 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::view.dtype", |c| {
         let x = c.tensor(0)?;
         let d = c.opt_dtype(1)?.unwrap_or(x.dtype());
-        if d == x.dtype() {
-            return ok(Ok(x.alias()));
-        }
-        Err(PyNotImplementedError::new_err(
-            "Tensor.view(dtype) to another dtype (a bit reinterpretation of the storage) is not implemented in torchnative: storages are typed",
-        ))
+        ok(x.view_dtype(d))
     });
     t.insert("aten::swapaxes", |c| {
         ok(c.tensor(0)?.transpose(c.int(1)?, c.int(2)?))
@@ -594,7 +589,9 @@ fn resize_arg(c: &Ctx<'_, '_>, shape: &[usize]) -> PyResult<Out> {
     let strides = torchnative_core::layout::contiguous_strides(shape);
     let numel: usize = shape.iter().product();
     let have = x.storage().map_or(usize::MAX, |s| {
-        s.read().len().saturating_sub(x.storage_offset())
+        s.read()
+            .len_as(x.dtype())
+            .saturating_sub(x.storage_offset())
     });
     if numel > have {
         return Err(PyNotImplementedError::new_err(
