@@ -191,7 +191,9 @@ impl Element for bool {
 /// than 0 or 1 is not a valid Rust `bool`.
 fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
     let size = std::mem::size_of::<T>();
-    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+    if !bytes.len().is_multiple_of(size)
+        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+    {
         return None;
     }
     // SAFETY: aligned, in bounds, and T (a primitive number or a half type) is valid for
@@ -201,7 +203,9 @@ fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
 
 fn reinterpret_mut<T: Element>(bytes: &mut [u8]) -> Option<&mut [T]> {
     let size = std::mem::size_of::<T>();
-    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
+    if !bytes.len().is_multiple_of(size)
+        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+    {
         return None;
     }
     // SAFETY: as in `reinterpret`, and the exclusive borrow makes the result unique.

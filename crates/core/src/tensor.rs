@@ -454,7 +454,7 @@ impl Tensor {
                 }
             } else {
                 let r = to / from;
-                if layout.sizes[n - 1] % r != 0 {
+                if !layout.sizes[n - 1].is_multiple_of(r) {
                     return Err(invalid(
                         op,
                         format!(
@@ -464,7 +464,7 @@ impl Tensor {
                     ));
                 }
                 last_stride_one(&layout)?;
-                if layout.offset % r != 0 {
+                if !layout.offset.is_multiple_of(r) {
                     return Err(invalid(
                         op,
                         format!(
@@ -474,7 +474,7 @@ impl Tensor {
                     ));
                 }
                 for (i, st) in layout.strides[..n - 1].iter().enumerate() {
-                    if st % r != 0 {
+                    if !st.is_multiple_of(r) {
                         return Err(invalid(
                             op,
                             format!(
@@ -492,7 +492,9 @@ impl Tensor {
         }
         if let Some(storage) = &self.storage {
             let buf = storage.read();
-            if (buf.as_bytes().as_ptr() as usize) % to != 0 || buf.byte_len() % to != 0 {
+            if !(buf.as_bytes().as_ptr() as usize).is_multiple_of(to)
+                || !buf.byte_len().is_multiple_of(to)
+            {
                 return Err(Error::Unsupported {
                     op,
                     reason: format!(

@@ -431,9 +431,16 @@ ListType.ofInts = staticmethod(lambda: ListType("int[]"))  # noqa: F821
 OptionalType.ofTensor = staticmethod(lambda: OptionalType("Tensor?"))  # noqa: F821
 
 
+_TYPED = {}
+
+
 def _typed(text):
-    cls = getattr(_this, _type_kind(text), JitType)
-    return cls(text)
+    # Types are immutable values of their spelling: one object per spelling (import builds
+    # ~20,000 arguments over a few hundred spellings).
+    t = _TYPED.get(text)
+    if t is None:
+        t = _TYPED[text] = getattr(_this, _type_kind(text), JitType)(text)
+    return t
 
 
 class Argument:
@@ -518,11 +525,20 @@ def parse_schema(text, allow_typevars=False):
     return FunctionSchema(_tn_parse_schema(text))  # noqa: F821
 
 
+_SCHEMAS = {}
+
+
 def _get_schema(qualified, overload):
-    d = _tn_schema(qualified, overload)  # noqa: F821
-    if d is None:
-        raise RuntimeError(f"Unknown operator {qualified}.{overload}")
-    return FunctionSchema(d)
+    # Registered schemas never change, and upstream treats schema objects as read-only: one
+    # object per overload (torch._ops asks for many several times while importing).
+    key = (qualified, overload)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        d = _tn_schema(qualified, overload)  # noqa: F821
+        if d is None:
+            raise RuntimeError(f"Unknown operator {qualified}.{overload}")
+        schema = _SCHEMAS[key] = FunctionSchema(d)
+    return schema
 
 
 def _jit_get_schemas_for_operator(qualified):
@@ -592,23 +608,29 @@ class DispatchKeySet:
     def __init__(self, *keys):
         self._keys = frozenset(k for k in keys if isinstance(k, DispatchKey))
 
+    @classmethod
+    def _of(cls, keys):
+        s = cls.__new__(cls)
+        s._keys = keys
+        return s
+
     def __or__(self, other):
-        return DispatchKeySet(*(self._keys | other._keys))
+        return DispatchKeySet._of(self._keys | other._keys)
 
     def __sub__(self, other):
-        return DispatchKeySet(*(self._keys - other._keys))
+        return DispatchKeySet._of(self._keys - other._keys)
 
     def __and__(self, other):
-        return DispatchKeySet(*(self._keys & other._keys))
+        return DispatchKeySet._of(self._keys & other._keys)
 
     def has(self, key):
         return key in self._keys
 
     def add(self, key):
-        return DispatchKeySet(*(self._keys | {key}))
+        return DispatchKeySet._of(self._keys | {key})
 
     def remove(self, key):
-        return DispatchKeySet(*(self._keys - {key}))
+        return DispatchKeySet._of(self._keys - {key})
 
     def highestPriorityTypeId(self):
         return max(self._keys, key=lambda k: k.value) if self._keys else DispatchKey.Undefined
