@@ -355,6 +355,24 @@ pub fn matrix_norm(
         Some(d) => x.to_dtype(d)?,
         None => x.clone(),
     };
+    if x.numel() == 0 && ord != "fro" {
+        if matches!(ord, "-1" | "-2" | "-inf") {
+            return Err(invalid(
+                op,
+                "amin(): Expected reduction dim -1 to have non-zero size.",
+            ));
+        }
+        let shape: Vec<usize> = (0..n)
+            .filter_map(|d| {
+                if d == d0 || d == d1 {
+                    keepdim.then_some(1)
+                } else {
+                    Some(x.shape()[d])
+                }
+            })
+            .collect();
+        return crate::ops::creation::zeros(&shape, x.dtype());
+    }
     let (sum_dim, ext_dim, max) = match ord {
         "fro" => {
             return x.vector_norm(2.0, &[d0 as i64, d1 as i64], keepdim, None);
@@ -379,8 +397,13 @@ pub fn matrix_norm(
             if !keepdim {
                 return Ok(r);
             }
-            let (lo, hi) = (d0.min(d1) as i64, d0.max(d1) as i64);
-            return r.unsqueeze(lo)?.unsqueeze(hi);
+            // Upstream: the reduced dims kept at the end, then permuted back into place.
+            let r = r.unsqueeze(-1)?.unsqueeze(-1)?;
+            let mut inverse = vec![0i64; n];
+            for (pos, &d) in order.iter().enumerate() {
+                inverse[d as usize] = pos as i64;
+            }
+            return r.permute(&inverse);
         }
         _ => return Err(invalid(op, format!("Order {ord} not supported."))),
     };
@@ -945,7 +968,7 @@ pub fn pdist(x: &Tensor, p: f64) -> Result<Tensor> {
     Tensor::from_f64s(&out, &[out.len()], x.dtype())
 }
 
-/// `torch.linalg.matrix_power(a, n)` for `n >= 0` (negative powers need an inverse).
+/// `torch.linalg.matrix_power(a, n)`: repeated squaring; negative powers of the inverse.
 pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
     let op = "linalg.matrix_power";
     let d = a.dim();
@@ -955,20 +978,28 @@ pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
             "A must be batches of square matrices, but they are not square",
         ));
     }
-    if n < 0 {
-        return Err(Error::UnsupportedDType {
-            op: "linalg.matrix_power (negative powers)",
-            dtype: a.dtype(),
-        });
-    }
     if n == 0 {
         let k = a.shape()[d - 1];
         let eye = crate::ops::creation::eye(k, None, a.dtype())?;
         let shape: Vec<i64> = a.shape().iter().map(|&s| s as i64).collect();
-        return eye.expand(&shape)?.contiguous();
+        return eye
+            .expand(&shape)?
+            .contiguous()?
+            .deep_clone()?
+            .with_row_major_strides();
     }
+    let (base, n) = if n < 0 {
+        let (inv, info) = crate::ops::linalg_decomp::inv_ex(a)?;
+        crate::ops::linalg_decomp::singular_error(op, &info)?;
+        if n == -1 {
+            return Ok(inv);
+        }
+        (inv, n.unsigned_abs())
+    } else {
+        (a.clone(), n as u64)
+    };
     if n == 1 {
-        return a.deep_clone();
+        return base.deep_clone()?.with_row_major_strides();
     }
     // Upstream: repeated squaring, multiplying the result by the squares of set bits.
     let mut z: Option<Tensor> = None;
@@ -976,7 +1007,7 @@ pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
     let mut k = n;
     while k > 0 {
         z = Some(match z {
-            None => a.clone(),
+            None => base.clone(),
             Some(z) => z.matmul(&z)?,
         });
         if k & 1 == 1 {
@@ -988,12 +1019,19 @@ pub fn matrix_power(a: &Tensor, n: i64) -> Result<Tensor> {
         }
         k >>= 1;
     }
-    result.ok_or_else(|| invalid(op, "internal"))
+    result
+        .ok_or_else(|| invalid(op, "internal"))?
+        .with_row_major_strides()
 }
 
 // ----- small dense decompositions (f64 arithmetic, float32/float64 only) -----
 
-fn lapack_check(op: &'static str, a: &Tensor, square: bool) -> Result<(usize, usize, usize)> {
+/// Checks a float32/float64 `[.., m, n]` input; returns (batch count, m, n).
+pub(crate) fn lapack_check(
+    op: &'static str,
+    a: &Tensor,
+    square: bool,
+) -> Result<(usize, usize, usize)> {
     if !matches!(a.dtype(), DType::F32 | DType::F64) {
         return Err(Error::UnsupportedDType {
             op,
@@ -1016,51 +1054,15 @@ fn lapack_check(op: &'static str, a: &Tensor, square: bool) -> Result<(usize, us
             format!("A must be batches of square matrices, but they are {m} by {n} matrices"),
         ));
     }
-    let batch = a.numel() / (m * n).max(1);
+    let batch = a.shape()[..a.dim() - 2].iter().product();
     Ok((batch, m, n))
-}
-
-/// In-place LU with partial pivoting of an n x n row-major matrix; returns the permutation
-/// sign (0 when singular) and the pivot rows.
-fn lu_in_place(a: &mut [f64], n: usize) -> (f64, Vec<usize>) {
-    let mut sign = 1.0;
-    let mut piv = Vec::with_capacity(n);
-    for k in 0..n {
-        let p = (k..n)
-            .max_by(|&i, &j| {
-                a[i * n + k]
-                    .abs()
-                    .partial_cmp(&a[j * n + k].abs())
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .unwrap_or(k);
-        piv.push(p);
-        if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
-            sign = -sign;
-        }
-        let d = a[k * n + k];
-        if d == 0.0 {
-            continue;
-        }
-        for i in k + 1..n {
-            let f = a[i * n + k] / d;
-            a[i * n + k] = f;
-            for j in k + 1..n {
-                a[i * n + j] -= f * a[k * n + j];
-            }
-        }
-    }
-    (sign, piv)
 }
 
 fn batch_shape(a: &Tensor) -> Vec<usize> {
     a.shape()[..a.dim() - 2].to_vec()
 }
 
-/// `(sign, log|det|)` of square matrices.
+/// `(sign, log|det|)` of square matrices (LU with partial pivoting).
 pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let (batch, n, _) = lapack_check("linalg.slogdet", a, true)?;
     let v = a.to_vec::<f64>()?;
@@ -1068,7 +1070,13 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let mut logs = Vec::with_capacity(batch);
     for b in 0..batch {
         let mut m = v[b * n * n..(b + 1) * n * n].to_vec();
-        let (mut s, _) = lu_in_place(&mut m, n);
+        let (piv, _) = crate::ops::linalg_decomp::getrf(&mut m, n, n);
+        let mut s = 1.0;
+        for (i, &p) in piv.iter().enumerate() {
+            if p != i {
+                s = -s;
+            }
+        }
         let mut l = 0.0;
         for i in 0..n {
             let d = m[i * n + i];
@@ -1109,125 +1117,46 @@ pub fn logdet(a: &Tensor) -> Result<Tensor> {
     Tensor::from_f64s(&r, s.shape(), a.dtype())
 }
 
-/// Solves `A X = B` for square `A` (`B` a matrix `[.., n, k]`, broadcasting batches).
+/// Solves `A X = B` for square `A` (`B` a matrix `[.., n, k]` or vector, broadcasting batches).
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let op = "linalg.solve";
-    let (_, n, _) = lapack_check(op, a, true)?;
-    if b.dtype() != a.dtype() {
-        return Err(invalid(op, "Expected A and B to have the same dtype"));
-    }
-    let vector = b.dim() == 1
-        || (b.dim() + 1 == a.dim() && b.shape()[..b.dim() - 1] == a.shape()[..a.dim() - 2]);
-    let bm = if vector { b.unsqueeze(-1)? } else { b.clone() };
-    if bm.shape()[bm.dim() - 2] != n {
-        return Err(mat_mismatch(op, a, b));
-    }
-    let k = bm.shape()[bm.dim() - 1];
-    let batch = broadcast_shapes(op, &a.shape()[..a.dim() - 2], &bm.shape()[..bm.dim() - 2])?;
-    let mut ea: Vec<usize> = batch.clone();
-    ea.extend([n, n]);
-    let mut eb: Vec<usize> = batch.clone();
-    eb.extend([n, k]);
-    let av = a.broadcast_to(&ea)?.to_vec::<f64>()?;
-    let bv = bm.broadcast_to(&eb)?.to_vec::<f64>()?;
-    let nb: usize = batch.iter().product();
-    let mut out = Vec::with_capacity(nb * n * k);
-    for bi in 0..nb {
-        let mut m = av[bi * n * n..(bi + 1) * n * n].to_vec();
-        let mut rhs = bv[bi * n * k..(bi + 1) * n * k].to_vec();
-        let (_, piv) = lu_in_place(&mut m, n);
-        for i in 0..n {
-            if m[i * n + i] == 0.0 {
-                return Err(invalid(
-                    op,
-                    format!("The solver failed because the input matrix is singular (U[{i}, {i}] is zero)."),
-                ));
-            }
-        }
-        for (kk, &p) in piv.iter().enumerate() {
-            if p != kk {
-                for j in 0..k {
-                    rhs.swap(kk * k + j, p * k + j);
-                }
-            }
-        }
-        for j in 0..k {
-            for i in 0..n {
-                let mut s = rhs[i * k + j];
-                for t in 0..i {
-                    s -= m[i * n + t] * rhs[t * k + j];
-                }
-                rhs[i * k + j] = s;
-            }
-            for i in (0..n).rev() {
-                let mut s = rhs[i * k + j];
-                for t in i + 1..n {
-                    s -= m[i * n + t] * rhs[t * k + j];
-                }
-                rhs[i * k + j] = s / m[i * n + i];
-            }
-        }
-        out.extend(rhs);
-    }
-    let mut shape = batch;
-    shape.extend([n, k]);
-    let r = Tensor::from_f64s(&out, &shape, a.dtype())?;
-    if vector {
-        r.squeeze_dims(&[-1])
-    } else {
-        column_major(r)
-    }
+    let (r, info) = crate::ops::linalg_decomp::solve_ex(a, b, true)?;
+    solve_error("linalg.solve", &info)?;
+    Ok(r)
 }
 
-/// LAPACK results are column-major (Fortran) matrices: strides `[.., 1, rows]`.
-fn column_major(r: Tensor) -> Result<Tensor> {
-    r.transpose(-2, -1)?.contiguous()?.transpose(-2, -1)
+/// Error for a singular system found by `info`.
+pub fn solve_error(op: &'static str, info: &Tensor) -> Result<()> {
+    let iv = info.to_vec::<i64>()?;
+    let batched = info.dim() > 0;
+    for (b, &i) in iv.iter().enumerate() {
+        if i > 0 {
+            let pre = if batched {
+                format!("(Batch element {b}): ")
+            } else {
+                String::new()
+            };
+            return Err(invalid(
+                op,
+                format!("{pre}The solver failed because the input matrix is singular."),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `torch.linalg.inv`.
 pub fn inv(a: &Tensor) -> Result<Tensor> {
-    let (_, n, _) = lapack_check("linalg.inv", a, true)?;
-    let eye = crate::ops::creation::eye(n, None, a.dtype())?;
-    solve(a, &eye)
+    let (r, info) = crate::ops::linalg_decomp::inv_ex(a)?;
+    crate::ops::linalg_decomp::singular_error("linalg.inv", &info)?;
+    Ok(r)
 }
 
 /// `torch.linalg.cholesky(A, upper)`.
 pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
     let op = "linalg.cholesky";
-    let (batch, n, _) = lapack_check(op, a, true)?;
-    let v = a.to_vec::<f64>()?;
-    let mut out = vec![0.0; v.len()];
-    for b in 0..batch {
-        let m = &v[b * n * n..(b + 1) * n * n];
-        let l = &mut out[b * n * n..(b + 1) * n * n];
-        for j in 0..n {
-            let mut d = m[j * n + j];
-            for k in 0..j {
-                d -= l[j * n + k] * l[j * n + k];
-            }
-            if d <= 0.0 || d.is_nan() {
-                return Err(invalid(
-                    op,
-                    format!("The factorization could not be completed because the input is not positive-definite (the leading minor of order {} is not positive-definite).", j + 1),
-                ));
-            }
-            let d = d.sqrt();
-            l[j * n + j] = d;
-            for i in j + 1..n {
-                let mut s = m[i * n + j];
-                for k in 0..j {
-                    s -= l[i * n + k] * l[j * n + k];
-                }
-                l[i * n + j] = s / d;
-            }
-        }
-    }
-    let r = Tensor::from_f64s(&out, a.shape(), a.dtype())?;
-    if upper {
-        column_major(r.transpose(-2, -1)?.contiguous()?)
-    } else {
-        column_major(r)
-    }
+    let (r, info) = crate::ops::linalg_decomp::cholesky_ex(a, upper)?;
+    crate::ops::linalg_decomp::cholesky_error(op, &info)?;
+    Ok(r)
 }
 
 /// Eigenvalues (ascending) of symmetric matrices by cyclic Jacobi rotations.
@@ -1290,7 +1219,7 @@ pub fn eigvalsh(a: &Tensor, upper: bool) -> Result<Tensor> {
     Tensor::from_f64s(&out, &shape, a.dtype())
 }
 
-/// `torch.linalg.svdvals(A)` (descending), from the eigenvalues of the smaller Gram matrix.
+/// `torch.linalg.svdvals(A)` (descending), by one-sided Jacobi rotations.
 pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     let (batch, m, n) = lapack_check("linalg.svd", a, false)?;
     let v = a.to_vec::<f64>()?;
@@ -1298,25 +1227,7 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     let mut out = Vec::with_capacity(batch * k);
     for b in 0..batch {
         let x = &v[b * m * n..(b + 1) * m * n];
-        let mut g = vec![0.0; k * k];
-        for i in 0..k {
-            for j in 0..k {
-                let mut s = 0.0;
-                if n <= m {
-                    for r in 0..m {
-                        s += x[r * n + i] * x[r * n + j];
-                    }
-                } else {
-                    for c in 0..n {
-                        s += x[i * n + c] * x[j * n + c];
-                    }
-                }
-                g[i * k + j] = s;
-            }
-        }
-        let mut e = sym_eigvals(&mut g, k);
-        e.reverse();
-        out.extend(e.into_iter().map(|x| x.max(0.0).sqrt()));
+        out.extend(crate::ops::linalg_decomp::singular_values(x, m, n));
     }
     let mut shape = batch_shape(a);
     shape.push(k);
@@ -1332,149 +1243,45 @@ pub fn solve_triangular(
     left: bool,
     unitriangular: bool,
 ) -> Result<Tensor> {
-    let (_, n, _) = lapack_check("linalg.solve_triangular", a, true)?;
-    let v = a.to_vec::<f64>()?;
-    let mut t = vec![0.0; v.len()];
-    for (idx, x) in v.iter().enumerate() {
-        let (i, j) = ((idx / n) % n, idx % n);
-        t[idx] = if i == j {
-            if unitriangular {
-                1.0
-            } else {
-                *x
-            }
-        } else if (j > i) == upper {
-            *x
-        } else {
-            0.0
-        };
-    }
-    let tri = Tensor::from_f64s(&t, a.shape(), a.dtype())?;
-    if left {
-        solve(&tri, b)
-    } else {
-        column_major(
-            solve(&tri.transpose(-2, -1)?, &b.transpose(-2, -1)?)?
-                .transpose(-2, -1)?
-                .contiguous()?,
-        )
-    }
+    crate::ops::linalg_decomp::solve_triangular(a, b, upper, left, unitriangular)
 }
 
 /// `torch.cholesky_solve(B, L, upper)`: solves `A X = B` given the Cholesky factor of `A`.
 pub fn cholesky_solve(b: &Tensor, l: &Tensor, upper: bool) -> Result<Tensor> {
-    let lower = if upper {
-        l.transpose(-2, -1)?
+    let op = "cholesky_solve";
+    if b.dim() < 2 || l.dim() < 2 {
+        return Err(invalid(
+            op,
+            "b should have at least 2 dimensions, and A should have at least 2 dimensions",
+        ));
+    }
+    if b.dtype() != l.dtype() {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected b and A to have the same dtype, but found b of type {} and A of type {} instead.",
+                b.dtype().name(),
+                l.dtype().name()
+            ),
+        ));
+    }
+    // A = L L^T: L Y = B, then L^T X = Y (the upper factor U = L^T).
+    let (lower, up) = if upper {
+        (l.transpose(-2, -1)?, l.clone())
     } else {
-        l.clone()
+        (l.clone(), l.transpose(-2, -1)?)
     };
     let y = solve_triangular(&lower, b, false, true, false)?;
-    solve_triangular(&lower.transpose(-2, -1)?, &y, true, true, false)
+    solve_triangular(&up, &y, true, true, false)
 }
 
-/// `torch.linalg.qr(A, mode)` by Householder reflections: `reduced` (Q `[m, k]`, R `[k, n]`),
-/// `complete` (Q `[m, m]`, R `[m, n]`) or `r` (empty Q).
+/// `torch.linalg.qr(A, mode)`: Householder QR with LAPACK's sign conventions.
 pub fn qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
-    let op = "linalg.qr";
-    let (batch, m, n) = lapack_check(op, a, false)?;
-    let k = m.min(n);
-    let (qc, rr) = match mode {
-        "reduced" => (k, k),
-        "complete" => (m, m),
-        "r" => (0, k),
-        _ => {
-            return Err(invalid(
-                op,
-                format!("qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"),
-            ))
-        }
-    };
-    let v = a.to_vec::<f64>()?;
-    let mut qs = Vec::new();
-    let mut rs = Vec::new();
-    for b in 0..batch {
-        let mut r = v[b * m * n..(b + 1) * m * n].to_vec();
-        let mut q = vec![0.0; m * m];
-        for i in 0..m {
-            q[i * m + i] = 1.0;
-        }
-        for j in 0..k {
-            let norm = (j..m)
-                .map(|i| r[i * n + j] * r[i * n + j])
-                .sum::<f64>()
-                .sqrt();
-            if norm == 0.0 {
-                continue;
-            }
-            let alpha = if r[j * n + j] > 0.0 { -norm } else { norm };
-            let mut u: Vec<f64> = (j..m).map(|i| r[i * n + j]).collect();
-            u[0] -= alpha;
-            let un = u.iter().map(|x| x * x).sum::<f64>();
-            if un == 0.0 {
-                continue;
-            }
-            for c in 0..n {
-                let d: f64 = (j..m).map(|i| u[i - j] * r[i * n + c]).sum::<f64>() * 2.0 / un;
-                for i in j..m {
-                    r[i * n + c] -= d * u[i - j];
-                }
-            }
-            for row in 0..m {
-                let d: f64 = (j..m).map(|i| q[row * m + i] * u[i - j]).sum::<f64>() * 2.0 / un;
-                for i in j..m {
-                    q[row * m + i] -= d * u[i - j];
-                }
-            }
-        }
-        for i in 0..m {
-            for c in 0..qc {
-                qs.push(q[i * m + c]);
-            }
-        }
-        for i in 0..rr {
-            for c in 0..n {
-                rs.push(if c < i { 0.0 } else { r[i * n + c] });
-            }
-        }
-    }
-    let bs = batch_shape(a);
-    let mut qshape = bs.clone();
-    let mut rshape = bs;
-    if mode == "r" {
-        qshape = vec![0];
-    } else {
-        qshape.extend([m, qc]);
-    }
-    rshape.extend([rr, n]);
-    let qt = Tensor::from_f64s(&qs, &qshape, a.dtype())?;
-    let rt = Tensor::from_f64s(&rs, &rshape, a.dtype())?;
-    let qt = if mode == "r" { qt } else { column_major(qt)? };
-    Ok((qt, column_major(rt)?))
+    crate::ops::linalg_decomp::qr(a, mode)
 }
 
 /// `torch.linalg.lu_factor(A)`: packed LU (column-major) and 1-based int32 pivots (getrf).
 pub fn lu_factor(a: &Tensor) -> Result<(Tensor, Tensor)> {
-    let op = "linalg.lu_factor";
-    if !matches!(a.dtype(), DType::F32 | DType::F64) {
-        return Err(Error::UnsupportedDType {
-            op,
-            dtype: a.dtype(),
-        });
-    }
-    let (batch, n, _) = lapack_check(op, a, true)?;
-    let v = a.to_vec::<f64>()?;
-    let mut lu = Vec::with_capacity(v.len());
-    let mut piv = Vec::with_capacity(batch * n);
-    for b in 0..batch {
-        let mut m = v[b * n * n..(b + 1) * n * n].to_vec();
-        let (_, p) = lu_in_place(&mut m, n);
-        lu.extend(m);
-        piv.extend(p.into_iter().map(|x| x as i64 + 1));
-    }
-    let mut pshape = batch_shape(a);
-    pshape.push(n);
-    Ok((
-        column_major(Tensor::from_f64s(&lu, a.shape(), a.dtype())?)?,
-        Tensor::from_i64s(&piv, &pshape, DType::I32)?,
-    ))
+    let (lu, piv, _) = crate::ops::linalg_decomp::lu_factor_ex(a, "linalg.lu_factor")?;
+    Ok((lu, piv))
 }

@@ -5,6 +5,7 @@ pub mod conv;
 pub mod creation;
 pub mod index;
 pub mod linalg;
+pub mod linalg_decomp;
 pub mod nn;
 pub mod pointwise;
 pub mod reduce;

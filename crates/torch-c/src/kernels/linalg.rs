@@ -1,10 +1,13 @@
 //! Matrix products: mm, bmm, matmul, dot, mv, linear, addmm/addmv/addr/baddbmm/addbmm,
-//! einsum, tensordot, kron, outer, inner, cross, cdist/pdist/dist, matrix_power, trace.
+//! einsum, tensordot, kron, outer, inner, cross, cdist/pdist/dist, matrix_power, trace; and the
+//! LAPACK-style decompositions and solvers (det, inv, solve, cholesky, qr/geqrf, lu, ldl, svd,
+//! eigh, pinv, lstsq, matrix_exp, ...) on `torchnative_core::ops::linalg_decomp`.
 
 #![allow(unused_imports)]
 
 use super::*;
 use torchnative_core::ops::linalg as la;
+use torchnative_core::ops::linalg_decomp as ld;
 use torchnative_core::AddmmScale;
 
 type R = torchnative_core::Result<Tensor>;
@@ -199,6 +202,219 @@ fn float32_64(x: &Tensor) -> PyResult<()> {
     Ok(())
 }
 
+/// `torch.linalg.vander(x, N)`: powers `x^0 .. x^(N-1)` along a new last dim (a cumulative
+/// product, so integer inputs give int64 as upstream's).
+fn vander(x: &Tensor, n: Option<i64>) -> R {
+    let op = "linalg.vander";
+    if x.dtype() == DType::Bool {
+        return Err(torchnative_core::Error::Unsupported {
+            op,
+            reason:
+                "linalg.vander supports floating point, complex, and integer tensors, but got Bool"
+                    .into(),
+        });
+    }
+    let n = n.unwrap_or(if x.dim() == 0 {
+        1
+    } else {
+        x.shape()[x.dim() - 1] as i64
+    });
+    // A 0-dim input counts as one element.
+    let x = if x.dim() == 0 {
+        x.reshape(&[1])?
+    } else {
+        x.clone()
+    };
+    if n <= 1 {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "N must be greater than 1.".into(),
+        });
+    }
+    let col = x.unsqueeze(-1)?;
+    let mut shape: Vec<i64> = col.shape().iter().map(|&s| s as i64).collect();
+    let last = shape.len() - 1;
+    shape[last] = n - 1;
+    let ones = torchnative_core::ops::creation::ones_like(&col)?;
+    let rest = col.expand(&shape)?;
+    let cat = torchnative_core::ops::index::cat(&[&ones, &rest], -1)?;
+    let dtype = if x.dtype().is_float() {
+        x.dtype()
+    } else {
+        DType::I64
+    };
+    cat.cumprod_dtype(-1, Some(dtype))
+}
+
+fn prod(s: &[usize]) -> i64 {
+    s.iter().product::<usize>() as i64
+}
+
+/// `torch.linalg.tensorinv(A, ind)`: the inverse of A viewed as a square matrix.
+fn tensorinv(a: &Tensor, ind: i64) -> R {
+    let op = "linalg.tensorinv";
+    if ind <= 0 || ind as usize > a.dim() {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: format!("Expected a strictly positive integer for 'ind', but got {ind}"),
+        });
+    }
+    let (front, back) = a.shape().split_at(ind as usize);
+    if prod(front) != prod(back) {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: format!("Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {} != {}", prod(back), prod(front)),
+        });
+    }
+    let mut shape: Vec<i64> = back.iter().map(|&s| s as i64).collect();
+    shape.extend(front.iter().map(|&s| s as i64));
+    let m = a.reshape(&[prod(front), prod(back)])?;
+    la::inv(&m)?.reshape(&shape)
+}
+
+/// `torch.linalg.tensorsolve(A, B, dims)`: solves `tensordot(A, X, X.ndim) = B`.
+fn tensorsolve(a: &Tensor, b: &Tensor, dims: Option<Vec<i64>>) -> R {
+    let op = "linalg.tensorsolve";
+    let a = match dims {
+        Some(ds) if !ds.is_empty() => {
+            let nd = a.dim() as i64;
+            let wrapped: Vec<i64> = ds.iter().map(|&d| if d < 0 { d + nd } else { d }).collect();
+            let mut order: Vec<i64> = (0..nd).filter(|d| !wrapped.contains(d)).collect();
+            order.extend(wrapped);
+            a.permute(&order)?
+        }
+        _ => a.clone(),
+    };
+    if a.dim() < b.dim() {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: "Expected self to have at least as many dimensions as other".into(),
+        });
+    }
+    let result: Vec<i64> = a.shape()[b.dim()..].iter().map(|&s| s as i64).collect();
+    let rows = prod(b.shape());
+    let cols = prod(&a.shape()[b.dim()..]);
+    if rows != cols {
+        return Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: format!("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), but got {cols} != {rows}"),
+        });
+    }
+    let m = a.reshape(&[rows, cols])?;
+    la::solve(&m, &b.reshape(&[rows])?)?.reshape(&result)
+}
+
+/// `torch.linalg.cond(A, p)`: `smax / smin` for p = 2 (`smin / smax` for -2), otherwise
+/// `norm(A, p) * norm(inv(A), p)` (inf where A is singular).
+fn cond(x: &Tensor, ord: &str) -> R {
+    let op = "linalg.cond";
+    match ord {
+        "2" | "-2" => {
+            let sv = la::svdvals(x)?;
+            let last = sv.dim() as i64 - 1;
+            if sv.shape()[sv.dim() - 1] == 0 {
+                return torchnative_core::ops::creation::zeros(
+                    &sv.shape()[..sv.dim() - 1],
+                    x.dtype(),
+                );
+            }
+            let (hi, lo) = (sv.amax(&[last], false)?, sv.amin(&[last], false)?);
+            if ord == "2" {
+                hi.div(&lo)
+            } else {
+                lo.div(&hi)
+            }
+        }
+        "fro" | "nuc" | "1" | "-1" | "inf" | "-inf" => {
+            if x.dim() < 2 || x.shape()[x.dim() - 2] != x.shape()[x.dim() - 1] {
+                return Err(torchnative_core::Error::InvalidArgument {
+                    op,
+                    reason: "A must be batches of square matrices, but they are not square".into(),
+                });
+            }
+            if x.numel() == 0 {
+                return torchnative_core::ops::creation::zeros(
+                    &x.shape()[..x.dim() - 2],
+                    x.dtype(),
+                );
+            }
+            let (inv, info) = ld::inv_ex(x)?;
+            let a = la::matrix_norm(x, ord, &[-2, -1], false, None)?;
+            let b = la::matrix_norm(&inv, ord, &[-2, -1], false, None)?;
+            let r = a.mul(&b)?;
+            let iv = info.to_vec::<i64>()?;
+            if iv.iter().all(|&i| i == 0) {
+                return Ok(r);
+            }
+            let rv = r.to_vec::<f64>()?;
+            let out: Vec<f64> = rv
+                .iter()
+                .zip(&iv)
+                .map(|(&v, &i)| if i > 0 { f64::INFINITY } else { v })
+                .collect();
+            Tensor::from_f64s(&out, r.shape(), r.dtype())
+        }
+        _ => Err(torchnative_core::Error::InvalidArgument {
+            op,
+            reason: format!("linalg.cond got an invalid norm type: {ord}"),
+        }),
+    }
+}
+
+/// A 0-dim float64 tensor (tolerances given as Python floats).
+fn f64_tensor(v: f64) -> Tensor {
+    Tensor::scalar_tensor(Scalar::Float(v), DType::F64)
+}
+
+/// `float? x` as an optional 0-dim float64 tensor.
+fn opt_f64_tensor(c: &Ctx<'_, '_>, i: usize) -> PyResult<Option<Tensor>> {
+    match &c.values[i] {
+        Value::None => Ok(None),
+        _ => Ok(Some(f64_tensor(c.float(i)?))),
+    }
+}
+
+/// Upstream's CPU LU always pivots.
+fn no_pivot_cpu(pivot: bool, op: &str) -> PyResult<()> {
+    if pivot {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "{op}: LU without pivoting is not implemented on the CPU"
+    )))
+}
+
+/// Error for a singular D found by sytrf's `info` (check_errors=True).
+fn ldl_error(op: &str, info: &Tensor) -> PyResult<()> {
+    let iv = info.to_vec::<i64>().map_err(core_err)?;
+    if let Some(i) = iv.iter().find(|&&i| i > 0) {
+        return Err(PyRuntimeError::new_err(format!(
+            "{op}: The factorization could not be completed because the input is singular (D[{i},{i}] is zero)."
+        )));
+    }
+    Ok(())
+}
+
+/// Error for a singular factor found by getrf's `info` (check_errors=True).
+fn lu_error(op: &str, info: &Tensor) -> PyResult<()> {
+    let iv = info.to_vec::<i64>().map_err(core_err)?;
+    let batched = info.dim() > 0;
+    for (b, &i) in iv.iter().enumerate() {
+        if i > 0 {
+            let pre = if batched {
+                format!("(Batch element {b}): ")
+            } else {
+                String::new()
+            };
+            return Err(PyRuntimeError::new_err(format!(
+                "{op}: {pre}U[{0},{0}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
+                i
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn register(t: &mut Table) {
     // ----- products -----
     product!(t, "mm", |a, b| a.mm(b));
@@ -327,14 +543,183 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::inverse", |c| ok(la::inv(&c.tensor(0)?)));
     t.insert("aten::linalg_solve", |c| {
         let (a, b) = (c.tensor(0)?, c.tensor(1)?);
-        if !c.bool(2)? {
-            // X A = B  <=>  A^T X^T = B^T
-            let r =
-                (|| la::solve(&a.transpose(-2, -1)?, &b.transpose(-2, -1)?)?.transpose(-2, -1))();
-            return ok(r);
-        }
-        ok(la::solve(&a, &b))
+        let (r, info) = ld::solve_ex(&a, &b, c.bool(2)?).map_err(core_err)?;
+        la::solve_error("linalg.solve", &info).map_err(core_err)?;
+        Ok(Out::Tensor(r))
     });
+    t.insert("aten::linalg_solve_ex", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        let (r, info) = ld::solve_ex(&a, &b, c.bool(2)?).map_err(core_err)?;
+        if c.bool(3)? {
+            la::solve_error("linalg.solve_ex", &info).map_err(core_err)?;
+        }
+        Ok(Out::Tensors(vec![r, info]))
+    });
+    t.insert("aten::linalg_inv_ex", |c| {
+        let (r, info) = ld::inv_ex(&c.tensor(0)?).map_err(core_err)?;
+        if c.bool(1)? {
+            ld::singular_error("linalg.inv_ex", &info).map_err(core_err)?;
+        }
+        Ok(Out::Tensors(vec![r, info]))
+    });
+    t.insert("aten::linalg_cholesky_ex", |c| {
+        let (r, info) = ld::cholesky_ex(&c.tensor(0)?, c.bool(1)?).map_err(core_err)?;
+        if c.bool(2)? {
+            ld::cholesky_error("linalg.cholesky_ex", &info).map_err(core_err)?;
+        }
+        Ok(Out::Tensors(vec![r, info]))
+    });
+    t.insert("aten::cholesky", |c| {
+        ok(la::cholesky(&c.tensor(0)?, c.bool(1)?))
+    });
+    t.insert("aten::cholesky_inverse", |c| {
+        ok(ld::cholesky_inverse(&c.tensor(0)?, c.bool(1)?))
+    });
+    t.insert("aten::linalg_eigh", |c| {
+        let (w, v) = ld::eigh(&c.tensor(0)?, c.str(1)? == "U").map_err(core_err)?;
+        Ok(Out::Tensors(vec![w, v]))
+    });
+    t.insert("aten::linalg_svd", |c| {
+        let (u, s, vh) = ld::svd(&c.tensor(0)?, c.bool(1)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![u, s, vh]))
+    });
+    t.insert("aten::svd", |c| {
+        let x = c.tensor(0)?;
+        let (some, uv) = (c.bool(1)?, c.bool(2)?);
+        let r = (|| {
+            let (u, s, vh) = ld::svd(&x, !some)?;
+            if !uv {
+                let uz = torchnative_core::ops::creation::zeros(u.shape(), x.dtype())?;
+                let mut vs = vh.shape().to_vec();
+                let d = vs.len();
+                vs.swap(d - 2, d - 1);
+                let vz = torchnative_core::ops::creation::zeros(&vs, x.dtype())?
+                    .transpose(-2, -1)?
+                    .contiguous()?
+                    .transpose(-2, -1)?;
+                return Ok(vec![uz, s, vz]);
+            }
+            Ok::<_, torchnative_core::Error>(vec![u, s, vh.transpose(-2, -1)?])
+        })();
+        Ok(Out::Tensors(r.map_err(core_err)?))
+    });
+    t.insert("aten::geqrf", |c| {
+        let (a, tau) = ld::geqrf(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![a, tau]))
+    });
+    t.insert("aten::linalg_householder_product", |c| {
+        ok(ld::householder_product(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::orgqr", |c| {
+        ok(ld::householder_product(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::linalg_lu_factor_ex", |c| {
+        no_pivot_cpu(c.bool(1)?, "linalg.lu_factor_ex")?;
+        let (lu, p, info) =
+            ld::lu_factor_ex(&c.tensor(0)?, "linalg.lu_factor_ex").map_err(core_err)?;
+        if c.bool(2)? {
+            lu_error("torch.linalg.lu_factor_ex", &info)?;
+        }
+        Ok(Out::Tensors(vec![lu, p, info]))
+    });
+    t.insert("aten::_lu_with_info", |c| {
+        no_pivot_cpu(c.bool(1)?, "lu")?;
+        let (lu, p, info) = ld::lu_factor_ex(&c.tensor(0)?, "lu").map_err(core_err)?;
+        if c.bool(2)? {
+            lu_error("lu", &info)?;
+        }
+        Ok(Out::Tensors(vec![lu, p, info]))
+    });
+    t.insert("aten::linalg_lu", |c| {
+        no_pivot_cpu(c.bool(1)?, "linalg.lu")?;
+        let (p, l, u) = ld::lu(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![p, l, u]))
+    });
+    t.insert("aten::lu_unpack", |c| {
+        let (p, l, u) = ld::lu_unpack(&c.tensor(0)?, &c.tensor(1)?, c.bool(2)?, c.bool(3)?)
+            .map_err(core_err)?;
+        Ok(Out::Tensors(vec![p, l, u]))
+    });
+    t.insert("aten::linalg_lu_solve", |c| {
+        ok(ld::lu_solve(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            &c.tensor(2)?,
+            c.bool(3)?,
+            c.bool(4)?,
+        ))
+    });
+    t.insert("aten::lu_solve", |c| {
+        ok(ld::lu_solve(
+            &c.tensor(1)?,
+            &c.tensor(2)?,
+            &c.tensor(0)?,
+            true,
+            false,
+        ))
+    });
+    t.insert("aten::triangular_solve", |c| {
+        let (x, a) = ld::triangular_solve(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.bool(2)?,
+            c.bool(3)?,
+            c.bool(4)?,
+        )
+        .map_err(core_err)?;
+        Ok(Out::Tensors(vec![x, a]))
+    });
+    t.insert("aten::linalg_matrix_exp", |c| {
+        ok(ld::matrix_exp(&c.tensor(0)?))
+    });
+    t.insert("aten::linalg_ldl_factor_ex", |c| {
+        let (ld_, p, info) = ld::ldl_factor_ex(&c.tensor(0)?).map_err(core_err)?;
+        if c.bool(2)? {
+            ldl_error("torch.linalg.ldl_factor_ex", &info)?;
+        }
+        Ok(Out::Tensors(vec![ld_, p, info]))
+    });
+    t.insert("aten::linalg_ldl_factor", |c| {
+        let (ld_, p, info) = ld::ldl_factor_ex(&c.tensor(0)?).map_err(core_err)?;
+        ldl_error("torch.linalg.ldl_factor", &info)?;
+        Ok(Out::Tensors(vec![ld_, p]))
+    });
+    t.insert("aten::linalg_ldl_solve", |c| {
+        ok(ld::ldl_solve(&c.tensor(0)?, &c.tensor(1)?, &c.tensor(2)?))
+    });
+    t.insert("aten::linalg_polar", |c| {
+        let (u, h) = ld::polar(&c.tensor(0)?).map_err(core_err)?;
+        Ok(Out::Tensors(vec![u, h]))
+    });
+    t.insert("aten::linalg_matrix_sqrth", |c| {
+        ok(ld::matrix_sqrth(&c.tensor(0)?))
+    });
+    t.insert("aten::ormqr", |c| {
+        ok(ld::ormqr(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            &c.tensor(2)?,
+            c.bool(3)?,
+            c.bool(4)?,
+        ))
+    });
+    t.insert("aten::linalg_diagonal", |c| {
+        ok(c.tensor(0)?.diagonal(c.int(1)?, c.int(2)?, c.int(3)?))
+    });
+    t.insert("aten::linalg_vander", |c| {
+        let n = match &c.values[1] {
+            Value::None => None,
+            _ => Some(c.int(1)?),
+        };
+        ok(vander(&c.tensor(0)?, n))
+    });
+    t.insert("aten::linalg_tensorinv", |c| {
+        ok(tensorinv(&c.tensor(0)?, c.int(1)?))
+    });
+    t.insert("aten::linalg_tensorsolve", |c| {
+        ok(tensorsolve(&c.tensor(0)?, &c.tensor(1)?, c.opt_ints(2)?))
+    });
+    t.insert("aten::matrix_exp", |c| ok(ld::matrix_exp(&c.tensor(0)?)));
     t.insert("aten::linalg_cholesky", |c| {
         ok(la::cholesky(&c.tensor(0)?, c.bool(1)?))
     });
@@ -345,12 +730,25 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::linalg_svdvals", |c| ok(la::svdvals(&c.tensor(0)?)));
     t.insert("aten::linalg_cond", |c| {
         let x = c.tensor(0)?;
-        let r = (|| {
-            let sv = la::svdvals(&x)?;
-            let last = sv.dim() as i64 - 1;
-            sv.amax(&[last], false)?.div(&sv.amin(&[last], false)?)
-        })();
-        ok(r)
+        let ord = match c.opt_scalar(1)? {
+            None => "2".to_string(),
+            Some(p) => {
+                let v = p.to_f64();
+                if v == f64::INFINITY {
+                    "inf".into()
+                } else if v == f64::NEG_INFINITY {
+                    "-inf".into()
+                } else if v.fract() == 0.0 {
+                    format!("{}", v as i64)
+                } else {
+                    format!("{v}")
+                }
+            }
+        };
+        ok(cond(&x, &ord))
+    });
+    t.insert("aten::linalg_cond.p_str", |c| {
+        ok(cond(&c.tensor(0)?, &c.str(1)?))
     });
 
     t.insert("aten::linalg_solve_triangular", |c| {
@@ -367,44 +765,76 @@ pub(crate) fn register(t: &mut Table) {
     });
 
     t.insert("aten::linalg_matrix_rank.atol_rtol_tensor", |c| {
-        let x = c.tensor(0)?;
-        float32_64(&x)?;
+        float32_64(&c.tensor(0)?)?;
         let (atol, rtol) = (c.opt_tensor(1)?, c.opt_tensor(2)?);
-        let r = (|| {
-            let sv = la::svdvals(&x)?;
-            let last = sv.dim() as i64 - 1;
-            let smax = sv.amax(&[last], true)?;
-            let (m, n) = (x.shape()[x.dim() - 2], x.shape()[x.dim() - 1]);
-            let eps = torchnative_core::ops::nn::finfo_eps(x.dtype());
-            let rtol = match (&atol, rtol) {
-                (_, Some(r)) => r.unsqueeze(-1)?,
-                (None, None) => {
-                    Tensor::scalar_tensor(Scalar::Float(eps * m.max(n) as f64), x.dtype())
-                }
-                (Some(_), None) => Tensor::scalar_tensor(Scalar::Float(0.0), x.dtype()),
-            };
-            let mut tol = smax.mul(&rtol)?;
-            if let Some(a) = &atol {
-                tol = tol.maximum(&a.unsqueeze(-1)?)?;
-            }
-            sv.gt(&tol)?.sum_dtype(&[last], false, None)
-        })();
-        ok(r)
+        ok(ld::matrix_rank(
+            &c.tensor(0)?,
+            atol.as_ref(),
+            rtol.as_ref(),
+            c.bool(3)?,
+        ))
+    });
+    t.insert("aten::linalg_matrix_rank.atol_rtol_float", |c| {
+        float32_64(&c.tensor(0)?)?;
+        let (atol, rtol) = (opt_f64_tensor(c, 1)?, opt_f64_tensor(c, 2)?);
+        ok(ld::matrix_rank(
+            &c.tensor(0)?,
+            atol.as_ref(),
+            rtol.as_ref(),
+            c.bool(3)?,
+        ))
+    });
+    t.insert("aten::linalg_matrix_rank", |c| {
+        float32_64(&c.tensor(0)?)?;
+        let atol = f64_tensor(c.float(1)?);
+        let rtol = f64_tensor(0.0);
+        ok(ld::matrix_rank(
+            &c.tensor(0)?,
+            Some(&atol),
+            Some(&rtol),
+            c.bool(2)?,
+        ))
+    });
+    t.insert("aten::linalg_matrix_rank.tol_tensor", |c| {
+        float32_64(&c.tensor(0)?)?;
+        let atol = c.tensor(1)?;
+        let rtol = f64_tensor(0.0);
+        ok(ld::matrix_rank(
+            &c.tensor(0)?,
+            Some(&atol),
+            Some(&rtol),
+            c.bool(2)?,
+        ))
     });
     t.insert("aten::linalg_pinv.atol_rtol_tensor", |c| {
         let x = c.tensor(0)?;
         float32_64(&x)?;
-        let r = (|| {
-            let xt = x.transpose(-2, -1)?;
-            let (m, n) = (x.shape()[x.dim() - 2], x.shape()[x.dim() - 1]);
-            if m >= n {
-                la::solve(&xt.matmul(&x)?, &xt)?.contiguous()
-            } else {
-                let y = la::solve(&x.matmul(&xt)?, &x)?;
-                y.transpose(-2, -1)?.contiguous()
-            }
-        })();
-        ok(r)
+        let (atol, rtol) = (c.opt_tensor(1)?, c.opt_tensor(2)?);
+        ok(ld::pinv(&x, atol.as_ref(), rtol.as_ref(), c.bool(3)?))
+    });
+    t.insert("aten::linalg_pinv.atol_rtol_float", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let (atol, rtol) = (opt_f64_tensor(c, 1)?, opt_f64_tensor(c, 2)?);
+        ok(ld::pinv(&x, atol.as_ref(), rtol.as_ref(), c.bool(3)?))
+    });
+    t.insert("aten::linalg_pinv", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let (atol, rtol) = (f64_tensor(0.0), f64_tensor(c.float(1)?));
+        ok(ld::pinv(&x, Some(&atol), Some(&rtol), c.bool(2)?))
+    });
+    t.insert("aten::linalg_pinv.rcond_tensor", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let (atol, rtol) = (f64_tensor(0.0), c.tensor(1)?);
+        ok(ld::pinv(&x, Some(&atol), Some(&rtol), c.bool(2)?))
+    });
+    t.insert("aten::pinverse", |c| {
+        let x = c.tensor(0)?;
+        float32_64(&x)?;
+        let (atol, rtol) = (f64_tensor(0.0), f64_tensor(c.float(1)?));
+        ok(ld::pinv(&x, Some(&atol), Some(&rtol), false))
     });
 
     t.insert("aten::linalg_qr", |c| {
@@ -413,26 +843,21 @@ pub(crate) fn register(t: &mut Table) {
     });
 
     // linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None)
-    //   -> (solution, residuals, rank, singular_values); gelsy-like: full-rank least squares.
+    //   -> (solution, residuals, rank, singular_values).
     t.insert("aten::linalg_lstsq", |c| {
         let (a, b) = (c.tensor(0)?, c.tensor(1)?);
         float32_64(&a)?;
         float32_64(&b)?;
-        let r = (|| {
-            let (m, n) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
-            let at = a.transpose(-2, -1)?;
-            let sol = if m == n {
-                la::solve(&a, &b)?
-            } else if m > n {
-                la::solve(&at.matmul(&a)?, &at.matmul(&b)?)?
-            } else {
-                at.matmul(&la::solve(&a.matmul(&at)?, &b)?)?
-            };
-            let rank = Tensor::scalar_tensor(Scalar::Int(m.min(n) as i64), DType::I64);
-            let empty = Tensor::empty_on(&[0], a.dtype(), Device::Cpu)?;
-            Ok::<_, torchnative_core::Error>(vec![sol, empty.clone(), rank, empty])
-        })();
-        Ok(Out::Tensors(r.map_err(core_err)?))
+        let rcond = match &c.values[2] {
+            Value::None => None,
+            _ => Some(c.float(2)?),
+        };
+        let driver = match &c.values[3] {
+            Value::None => None,
+            _ => Some(c.str(3)?),
+        };
+        let r = ld::lstsq(&a, &b, rcond, driver.as_deref()).map_err(core_err)?;
+        Ok(Out::Tensors(r))
     });
 
     t.insert("aten::linalg_lu_factor", |c| {
@@ -441,7 +866,9 @@ pub(crate) fn register(t: &mut Table) {
                 "linalg.lu_factor: LU without pivoting is not implemented on the CPU",
             ));
         }
-        let (lu, p) = la::lu_factor(&c.tensor(0)?).map_err(core_err)?;
+        let (lu, p, info) =
+            ld::lu_factor_ex(&c.tensor(0)?, "linalg.lu_factor").map_err(core_err)?;
+        lu_error("torch.linalg.lu_factor", &info)?;
         Ok(Out::Tensors(vec![lu, p]))
     });
 
