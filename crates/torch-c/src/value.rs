@@ -80,13 +80,46 @@ fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
     None
 }
 
+/// upstream's `is_int_or_symint`: what an `SymInt` parameter, or the first element of an int
+/// list, takes: an int (not a bool), an object with `__index__`, or a one-element integral
+/// (bool included) tensor.
+fn is_int_or_symint(v: &Bound<'_, PyAny>) -> bool {
+    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyFloat>() {
+        return false;
+    }
+    if v.is_instance_of::<PyInt>() {
+        return true;
+    }
+    if let Ok(t) = v.cast::<TensorBase>() {
+        let t = t.borrow();
+        return t.inner.numel() == 1 && !t.inner.dtype().is_float();
+    }
+    v.hasattr("__index__").unwrap_or(false)
+}
+
+/// upstream's check for an `int` parameter (`INT64`): an int (not a bool), a NumPy integer,
+/// or a 0-dim integral (not bool) tensor that does not require grad.
+fn is_int64(v: &Bound<'_, PyAny>) -> bool {
+    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyFloat>() {
+        return false;
+    }
+    if let Ok(t) = v.cast::<TensorBase>() {
+        let t = t.borrow();
+        return t.inner.dim() == 0
+            && !t.inner.dtype().is_float()
+            && t.inner.dtype() != DType::Bool
+            && !t.requires_grad;
+    }
+    true
+}
+
 fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
     if v.is_instance_of::<PyInt>() {
         return v.extract::<i64>().ok();
     }
     if let Ok(t) = v.cast::<TensorBase>() {
         let t = t.borrow();
-        if t.inner.dim() == 0 && !t.inner.dtype().is_float() && t.inner.storage().is_some() {
+        if t.inner.numel() == 1 && !t.inner.dtype().is_float() && t.inner.storage().is_some() {
             return match t.inner.item().ok()? {
                 Scalar::Int(i) => Some(i),
                 Scalar::Bool(b) => Some(b as i64),
@@ -120,8 +153,14 @@ fn sequence_items<'py>(v: &Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> 
     None
 }
 
-/// Checks and converts one value for `arg`.
-pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> {
+/// Checks and converts one value for `arg`. `python_binding`: apply upstream's
+/// `PythonArgParser` rules (stricter about ints than `torch.ops`, which takes any Python int,
+/// bools included).
+pub fn convert(
+    arg: &Argument,
+    v: &Bound<'_, PyAny>,
+    python_binding: bool,
+) -> Result<Value, Mismatch> {
     let ty = &arg.ty;
     let fail = || {
         Mismatch(format!(
@@ -143,6 +182,9 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
             Some(items) => items,
             // `int[2] stride=1`: a single number fills a fixed-size list.
             None if size.is_some() && matches!(ty.base, BaseType::Int | BaseType::SymInt) => {
+                if python_binding && !is_int_or_symint(v) {
+                    return Err(fail());
+                }
                 let i = int_of(v).ok_or_else(fail)?;
                 return Ok(Value::Ints(vec![i; size.unwrap_or(1)]));
             }
@@ -164,6 +206,11 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
             }
         };
         return match ty.base {
+            BaseType::Int | BaseType::SymInt
+                if python_binding && items.first().is_some_and(|x| !is_int_or_symint(x)) =>
+            {
+                Err(fail())
+            }
             BaseType::Int | BaseType::SymInt => items
                 .iter()
                 .map(int_of)
@@ -202,6 +249,11 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
                 .collect::<Option<Vec<_>>>()
                 .map(Value::Tensors)
                 .ok_or_else(fail),
+            // `Scalar[]`: kept as the Python list (numbers only), for the kernel or the
+            // decomposition to read.
+            BaseType::Scalar if items.iter().all(|x| scalar_of(x).is_some()) => {
+                Ok(Value::Object(v.clone().unbind()))
+            }
             BaseType::Scalar => Err(fail()),
             _ => Ok(Value::Object(v.clone().unbind())),
         };
@@ -212,6 +264,8 @@ pub fn convert(arg: &Argument, v: &Bound<'_, PyAny>) -> Result<Value, Mismatch> 
             .map(|t| Value::Tensor(t.clone().unbind()))
             .map_err(|_| fail()),
         BaseType::Scalar => scalar_of(v).map(Value::Scalar).ok_or_else(fail),
+        BaseType::Int if python_binding && !is_int64(v) => Err(fail()),
+        BaseType::SymInt if python_binding && !is_int_or_symint(v) => Err(fail()),
         BaseType::Int | BaseType::SymInt | BaseType::DeviceIndex => {
             if v.is_instance_of::<PyBool>() && ty.base != BaseType::Int {
                 return Err(fail());
@@ -369,14 +423,56 @@ const NUMBERS_AS_TENSORS: &[&str] = &[
     "_conj",
 ];
 
-/// Binds a call to `schema`. `self_obj` is the receiver of a method call.
+/// Factory functions whose yaml entry says `category_override: factory` although they take a
+/// Tensor (`linspace.Tensor_Tensor`, ...).
+const FACTORY_OVERRIDE: &[&str] = &[
+    "linspace",
+    "logspace",
+    "empty_quantized",
+    "_empty_per_channel_affine_quantized",
+];
+
+/// Does the Python binding of `schema` take the TensorOptions keywords, `requires_grad`
+/// included? torchgen gives them to factory functions (a Tensor result and no Tensor input),
+/// to `new_*` and `*_like` functions and to those its yaml marks `factory`.
+pub fn takes_tensor_options(schema: &FunctionSchema) -> bool {
+    let name = schema.base_name();
+    let tensor_result = schema.returns.iter().any(|r| r.ty.is_tensor_like());
+    let tensor_input = schema
+        .arguments
+        .iter()
+        .any(|a| !a.is_out && a.ty.is_tensor_like());
+    (tensor_result && !tensor_input)
+        || FACTORY_OVERRIDE.contains(&name)
+        || name.starts_with("new_")
+        || name.ends_with("_like")
+}
+
+/// A call bound to one overload: the schema's arguments, and what the Python binding adds.
+pub struct Binding {
+    pub values: Vec<Value>,
+    /// `requires_grad=True` given to a factory function's Python binding: the result is
+    /// marked after the kernel ran.
+    pub requires_grad: bool,
+    /// TensorOptions keywords given with `out=` to a factory function's binding (the out=
+    /// overload has none): (name, value), checked against the out tensor before the kernel
+    /// runs.
+    pub out_options: Vec<(String, Py<PyAny>)>,
+}
+
+/// Binds a call to `schema`. `self_obj` is the receiver of a method call; `python_binding` is
+/// true for `torch.*`/`Tensor.*` (upstream's generated bindings, with their extra keywords),
+/// false for `torch.ops` (the schema alone).
 pub fn bind(
     py: Python<'_>,
     schema: &FunctionSchema,
     self_obj: Option<&Bound<'_, PyAny>>,
     args: &Bound<'_, PyTuple>,
     kwargs: Option<&Bound<'_, PyDict>>,
-) -> Result<Vec<Value>, Mismatch> {
+    python_binding: bool,
+) -> Result<Binding, Mismatch> {
+    let mut requires_grad = false;
+    let mut out_options = Vec::new();
     let allow_numbers = NUMBERS_AS_TENSORS.contains(&schema.base_name());
     let mut slots: Vec<Option<Bound<'_, PyAny>>> = vec![None; schema.arguments.len()];
     let mut next = 0usize;
@@ -396,7 +492,14 @@ pub fn bind(
         .collect();
     let given = args.len();
     if varargs_int_list(schema, self_obj.is_some())
-        && (given > 1 || (given == 1 && int_of(&args.get_item(0).unwrap()).is_some()))
+        && given >= 1
+        && args.get_item(0).is_ok_and(|first| {
+            if python_binding {
+                is_int_or_symint(&first)
+            } else {
+                given > 1 || int_of(&first).is_some()
+            }
+        })
     {
         slots[positional[0]] = Some(args.clone().into_any());
     } else {
@@ -418,6 +521,34 @@ pub fn bind(
             let key: String = k
                 .extract()
                 .map_err(|_| Mismatch("non-string keyword".into()))?;
+            if key == "requires_grad"
+                && python_binding
+                && !schema.arguments.iter().any(|a| a.name == key)
+                && takes_tensor_options(schema)
+            {
+                requires_grad = if v.is_none() {
+                    false
+                } else if v.is_instance_of::<PyBool>() {
+                    v.extract::<bool>().map_err(|e| Mismatch(e.to_string()))?
+                } else {
+                    return Err(Mismatch(format!(
+                        "argument 'requires_grad' must be bool, not {}",
+                        python_type_name(&v)
+                    )));
+                };
+                continue;
+            }
+            if matches!(key.as_str(), "dtype" | "layout" | "device" | "pin_memory")
+                && python_binding
+                && !schema.arguments.iter().any(|a| a.name == key)
+                && schema.arguments.iter().any(|a| a.is_out)
+                && takes_tensor_options(schema)
+            {
+                if !v.is_none() {
+                    out_options.push((key, v.unbind()));
+                }
+                continue;
+            }
             if key == "out" && outs.len() > 1 {
                 let items = sequence_items(&v)
                     .filter(|items| items.len() == outs.len())
@@ -447,7 +578,7 @@ pub fn bind(
             slots[i] = Some(v);
         }
     }
-    schema
+    let values = schema
         .arguments
         .iter()
         .zip(slots)
@@ -461,10 +592,10 @@ pub fn bind(
                     (true, Some(s)) => Py::new(py, TensorBase::new(Tensor::wrap_scalar(s)))
                         .map(Value::Tensor)
                         .map_err(|e| Mismatch(e.to_string())),
-                    _ => convert(arg, &v),
+                    _ => convert(arg, &v, python_binding),
                 }
             }
-            Some(v) => convert(arg, &v),
+            Some(v) => convert(arg, &v, python_binding),
             None => match &arg.default {
                 Some(d) => default_value(arg, d),
                 None if arg.is_out => Err(Mismatch("out= not given".into())),
@@ -474,7 +605,12 @@ pub fn bind(
                 ))),
             },
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Binding {
+        values,
+        requires_grad,
+        out_options,
+    })
 }
 
 /// What a kernel hands back.

@@ -1055,6 +1055,17 @@ impl Tensor {
         include_self: bool,
     ) -> Result<Tensor> {
         let op = "index_reduce";
+        // Upstream's CPU index_reduce has no bool kernels (index_add, the Sum case, has).
+        if self.dtype() == DType::Bool && reduce != Reduction::Sum {
+            return Err(Error::UnsupportedDType {
+                op: if include_self {
+                    "index_func_"
+                } else {
+                    "index_reduce_func_exclude_input_init"
+                },
+                dtype: DType::Bool,
+            });
+        }
         if index.dim() > 1 {
             return Err(invalid(op, "Index is supposed to be a vector"));
         }
@@ -1404,8 +1415,735 @@ pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) ->
     Tensor::from_i64s(&out, &shape, DType::Bool)
 }
 
+/// One lane's sort keys: integers compare exactly, floats with NaN above every number.
+enum Keys {
+    Ints(Vec<i64>),
+    Floats(Vec<f64>),
+}
+
+impl Keys {
+    fn of(t: &Tensor) -> Result<Keys> {
+        Ok(if t.dtype().is_float() {
+            Keys::Floats(t.to_vec::<f64>()?)
+        } else {
+            Keys::Ints(t.to_vec::<i64>()?)
+        })
+    }
+}
+
+/// upstream's CPU comparators on (value, index) pairs: ascending puts NaN last, descending
+/// first; indices never take part.
+fn float_less(descending: bool) -> impl Fn(&(f64, i64), &(f64, i64)) -> bool {
+    move |a, b| {
+        if descending {
+            (a.0.is_nan() && !b.0.is_nan()) || a.0 > b.0
+        } else {
+            (!a.0.is_nan() && b.0.is_nan()) || a.0 < b.0
+        }
+    }
+}
+
+fn int_less(descending: bool) -> impl Fn(&(i64, i64), &(i64, i64)) -> bool {
+    move |a, b| if descending { a.0 > b.0 } else { a.0 < b.0 }
+}
+
+/// Runs `f` on every lane (the last dim of a contiguous tensor) as (value, index) pairs and
+/// returns the indices it leaves in each lane's first `keep` places.
+fn lanes_as_aten(
+    moved: &Tensor,
+    keep: usize,
+    ints: impl Fn(&mut [(i64, i64)]),
+    floats: impl Fn(&mut [(f64, i64)]),
+) -> Result<Vec<i64>> {
+    let lane = moved.shape().last().copied().unwrap_or(1);
+    let mut order = Vec::with_capacity(moved.numel() / lane.max(1) * keep);
+    if lane == 0 {
+        return Ok(order);
+    }
+    match Keys::of(moved)? {
+        Keys::Ints(v) => {
+            for chunk in v.chunks(lane) {
+                let mut pairs: Vec<(i64, i64)> = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| (x, i as i64))
+                    .collect();
+                ints(&mut pairs);
+                order.extend(pairs[..keep].iter().map(|p| p.1));
+            }
+        }
+        Keys::Floats(v) => {
+            for chunk in v.chunks(lane) {
+                let mut pairs: Vec<(f64, i64)> = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| (x, i as i64))
+                    .collect();
+                floats(&mut pairs);
+                order.extend(pairs[..keep].iter().map(|p| p.1));
+            }
+        }
+    }
+    Ok(order)
+}
+
+impl Tensor {
+    /// `torch.sort(self, dim, descending, stable)` as upstream's CPU kernel orders equal
+    /// values: `stable=True` keeps them in input order; otherwise `std::sort` decides, except
+    /// for 1-D integer tensors of at least 32768 elements sorted ascending, which take a
+    /// (stable) radix sort.
+    pub fn sort_as_aten(
+        &self,
+        dim: i64,
+        descending: bool,
+        stable: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let radix = self.dim() == 1
+            && self.numel() >= 32768
+            && !descending
+            && !self.dtype().is_float()
+            && self.dtype() != DType::Bool;
+        if stable || radix || self.dim() == 0 || self.device() == Device::Meta {
+            return self.sort(dim, SortOptions { descending });
+        }
+        let d = wrap_dim("sort", dim, self.dim())?;
+        let moved = self.transpose(d as i64, -1)?.contiguous()?;
+        let lane = moved.shape()[moved.dim() - 1];
+        let order = lanes_as_aten(
+            &moved,
+            lane,
+            |p| std_algo::sort(p, &int_less(descending)),
+            |p| std_algo::sort(p, &float_less(descending)),
+        )?;
+        let indices_moved = Tensor::from_i64s(&order, moved.shape(), DType::I64)?;
+        let values_moved = moved.gather(-1, &indices_moved)?;
+        Ok((
+            values_moved.transpose(d as i64, -1)?.contiguous()?,
+            indices_moved.transpose(d as i64, -1)?.contiguous()?,
+        ))
+    }
+
+    /// `torch.topk(self, k, dim, largest, sorted)` choosing among equal values as upstream's
+    /// CPU kernel does: `std::partial_sort` when `k * 64 <= n`, else `std::nth_element` and
+    /// (sorted) `std::sort` of the first `k - 1`.
+    pub fn topk_as_aten(
+        &self,
+        k: usize,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let d = wrap_dim("topk", dim, self.dim())?;
+        let size = if self.dim() == 0 { 1 } else { self.shape()[d] };
+        if k > size {
+            return Err(invalid(
+                "topk",
+                format!("selected index k ({k}) out of range for dimension size {size}"),
+            ));
+        }
+        if self.dim() == 0 || self.device() == Device::Meta {
+            return self.topk(k, dim, largest);
+        }
+        let moved = self.transpose(d as i64, -1)?.contiguous()?;
+        let partial = k * 64 <= size;
+        fn select<T: Copy>(
+            p: &mut [T],
+            k: usize,
+            partial: bool,
+            sorted: bool,
+            less: &impl Fn(&T, &T) -> bool,
+        ) {
+            if k == 0 {
+                return;
+            }
+            if partial {
+                std_algo::partial_sort(p, k, less);
+            } else {
+                std_algo::nth_element(p, k - 1, less);
+                if sorted {
+                    std_algo::sort(&mut p[..k - 1], less);
+                }
+            }
+        }
+        let order = lanes_as_aten(
+            &moved,
+            k,
+            |p| select(p, k, partial, sorted, &int_less(largest)),
+            |p| select(p, k, partial, sorted, &float_less(largest)),
+        )?;
+        let mut shape = moved.shape().to_vec();
+        let last = shape.len() - 1;
+        shape[last] = k;
+        let indices_moved = Tensor::from_i64s(&order, &shape, DType::I64)?;
+        let values_moved = moved.gather(-1, &indices_moved)?;
+        Ok((
+            values_moved.transpose(d as i64, -1)?.contiguous()?,
+            indices_moved.transpose(d as i64, -1)?.contiguous()?,
+        ))
+    }
+}
+
+/// ATen's `quick_select_template` (SortingUtils.h, the selection its CPU `kthvalue` runs):
+/// median-of-three quickselect that leaves the `k`-th smallest (by `gt`, "greater or NaN") at
+/// `k`. Which of several equal values ends there, and so its index, follows these steps.
+pub fn aten_quick_select<T: Copy>(arr: &mut [T], k: usize, gt: &impl Fn(&T, &T) -> bool) {
+    if arr.len() < 2 || k >= arr.len() {
+        return;
+    }
+    let (mut l, mut r) = (0usize, arr.len() - 1);
+    loop {
+        if r <= l {
+            return;
+        }
+        if r == l + 1 {
+            if gt(&arr[l], &arr[r]) {
+                arr.swap(l, r);
+            }
+            return;
+        }
+        let p = l + (r - l) / 2;
+        arr.swap(p, l + 1);
+        if gt(&arr[l + 1], &arr[r]) {
+            arr.swap(l + 1, r);
+        }
+        if gt(&arr[l], &arr[r]) {
+            arr.swap(l, r);
+        }
+        if gt(&arr[l + 1], &arr[l]) {
+            arr.swap(l + 1, l);
+        }
+        let (mut i, mut j) = (l + 1, r);
+        let piv = arr[l];
+        loop {
+            i += 1;
+            while gt(&piv, &arr[i]) {
+                i += 1;
+            }
+            j -= 1;
+            while gt(&arr[j], &piv) {
+                j -= 1;
+            }
+            if j < i {
+                break;
+            }
+            arr.swap(i, j);
+        }
+        arr.swap(l, j);
+        if j <= k {
+            l = i;
+        }
+        if j >= k {
+            r = j - 1;
+        }
+    }
+}
+
+impl Tensor {
+    /// `torch.kthvalue(self, k, dim, keepdim)` picking among equal values as upstream's CPU
+    /// kernel (ATen's quickselect on (value, index) pairs, NaN largest).
+    pub fn kthvalue_as_aten(&self, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = "kthvalue";
+        let d = wrap_dim(op, dim, self.dim())?;
+        let size = if self.dim() == 0 { 1 } else { self.shape()[d] };
+        // 0-dim, meta and empty inputs: no ties to break; the plain kernel gives upstream's
+        // results and errors (an empty reduction dim before a k out of range).
+        if self.dim() == 0
+            || self.device() == Device::Meta
+            || size == 0
+            || self.dtype() == DType::Bool
+        {
+            return self.kthvalue(k, dim, keepdim);
+        }
+        if k < 1 || k as usize > size {
+            return Err(invalid(
+                op,
+                format!("kthvalue(): selected number k out of range for dimension {dim}"),
+            ));
+        }
+        let kk = k as usize - 1;
+        let moved = self.transpose(d as i64, -1)?.contiguous()?;
+        let order = lanes_as_aten(
+            &moved,
+            size,
+            |p| {
+                aten_quick_select(p, kk, &int_less(true));
+                p.swap(0, kk);
+            },
+            |p| {
+                aten_quick_select(p, kk, &float_less(true));
+                p.swap(0, kk);
+            },
+        )?;
+        // lanes_as_aten kept whole lanes; the k-th of each now sits first.
+        let chosen: Vec<i64> = order.chunks(size).map(|c| c[0]).collect();
+        let mut shape = moved.shape().to_vec();
+        let last = shape.len() - 1;
+        shape[last] = 1;
+        let idx = Tensor::from_i64s(&chosen, &shape, DType::I64)?;
+        let vals = moved.gather(-1, &idx)?;
+        let back = |t: Tensor| -> Result<Tensor> {
+            let t = t.transpose(d as i64, -1)?.contiguous()?;
+            if keepdim {
+                Ok(t)
+            } else {
+                t.squeeze_dims(&[d as i64])
+            }
+        };
+        Ok((back(vals)?, back(idx)?))
+    }
+
+    /// `torch.mode(self, dim, keepdim)` as upstream's CPU kernel: (value, index) pairs sorted
+    /// by value with `std::sort`, the longest run wins (the first such run on a tie), and its
+    /// last pair after the sort gives the index.
+    pub fn mode_as_aten(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let op = "mode";
+        let d = wrap_dim(op, dim, self.dim())?;
+        if self.dim() == 0 || self.device() == Device::Meta || self.numel() == 0 {
+            return self.mode(dim, keepdim);
+        }
+        let size = self.shape()[d];
+        let moved = self.transpose(d as i64, -1)?.contiguous()?;
+        fn winner<T: Copy + PartialEq>(p: &[(T, i64)]) -> i64 {
+            let (mut best, mut best_freq, mut run) = (0i64, 0usize, 0usize);
+            for i in 0..p.len() {
+                run += 1;
+                if i + 1 == p.len() || p[i].0 != p[i + 1].0 {
+                    if run > best_freq {
+                        best = p[i].1;
+                        best_freq = run;
+                    }
+                    run = 0;
+                }
+            }
+            best
+        }
+        let order = lanes_as_aten(
+            &moved,
+            size,
+            |p| {
+                std_algo::sort(p, &|a: &(i64, i64), b: &(i64, i64)| a.0 < b.0);
+                p[0].1 = winner(p);
+            },
+            |p| {
+                std_algo::sort(p, &|a: &(f64, i64), b: &(f64, i64)| a.0 < b.0);
+                p[0].1 = winner(p);
+            },
+        )?;
+        let chosen: Vec<i64> = order.chunks(size).map(|c| c[0]).collect();
+        let mut shape = moved.shape().to_vec();
+        let last = shape.len() - 1;
+        shape[last] = 1;
+        let idx = Tensor::from_i64s(&chosen, &shape, DType::I64)?;
+        let vals = moved.gather(-1, &idx)?;
+        let back = |t: Tensor| -> Result<Tensor> {
+            let t = t.transpose(d as i64, -1)?.contiguous()?;
+            if keepdim {
+                Ok(t)
+            } else {
+                t.squeeze_dims(&[d as i64])
+            }
+        };
+        Ok((back(vals)?, back(idx)?))
+    }
+}
+
+/// The C++ standard library's unstable sorting algorithms as libstdc++ carries them out
+/// (introsort, introselect, heap select), written from their published descriptions. Upstream's
+/// CPU kernels call `std::sort`, `std::nth_element` and `std::partial_sort` on (value, index)
+/// pairs compared by value alone, so which of several equal values lands first is decided by
+/// these exact steps; replaying them gives the same indices.
+pub mod std_algo {
+    /// Below this many elements introsort leaves a run to the final insertion sort.
+    const THRESHOLD: usize = 16;
+
+    fn floor_log2(n: usize) -> usize {
+        (usize::BITS - 1 - n.leading_zeros()) as usize
+    }
+
+    /// `std::sort`.
+    pub fn sort<T: Copy>(v: &mut [T], less: &impl Fn(&T, &T) -> bool) {
+        if v.len() < 2 {
+            return;
+        }
+        introsort_loop(v, 0, v.len(), floor_log2(v.len()) * 2, less);
+        final_insertion_sort(v, 0, v.len(), less);
+    }
+
+    /// `std::nth_element`: the element at `nth` is the one a full sort would put there, those
+    /// before it are not greater, those after it not less.
+    pub fn nth_element<T: Copy>(v: &mut [T], nth: usize, less: &impl Fn(&T, &T) -> bool) {
+        if v.is_empty() || nth >= v.len() {
+            return;
+        }
+        let (mut first, mut last) = (0, v.len());
+        let mut depth = floor_log2(v.len()) * 2;
+        while last - first > 3 {
+            if depth == 0 {
+                heap_select(v, first, nth + 1, last, less);
+                v.swap(first, nth);
+                return;
+            }
+            depth -= 1;
+            let cut = partition_pivot(v, first, last, less);
+            if cut <= nth {
+                first = cut;
+            } else {
+                last = cut;
+            }
+        }
+        insertion_sort(v, first, last, less);
+    }
+
+    /// `std::partial_sort`: the first `middle` elements sorted, the rest in no given order.
+    pub fn partial_sort<T: Copy>(v: &mut [T], middle: usize, less: &impl Fn(&T, &T) -> bool) {
+        let middle = middle.min(v.len());
+        if middle == 0 {
+            return;
+        }
+        heap_select(v, 0, middle, v.len(), less);
+        sort_heap(v, 0, middle, less);
+    }
+
+    fn introsort_loop<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        mut last: usize,
+        mut depth: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        while last - first > THRESHOLD {
+            if depth == 0 {
+                heap_select(v, first, last, last, less);
+                sort_heap(v, first, last, less);
+                return;
+            }
+            depth -= 1;
+            let cut = partition_pivot(v, first, last, less);
+            introsort_loop(v, cut, last, depth, less);
+            last = cut;
+        }
+    }
+
+    /// Median of (first+1, middle, last-1) moved to `first`, then a Hoare partition of the
+    /// rest around it; returns where the upper part starts.
+    fn partition_pivot<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        last: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) -> usize {
+        let mid = first + (last - first) / 2;
+        let (a, b, c) = (first + 1, mid, last - 1);
+        let pick = if less(&v[a], &v[b]) {
+            if less(&v[b], &v[c]) {
+                b
+            } else if less(&v[a], &v[c]) {
+                c
+            } else {
+                a
+            }
+        } else if less(&v[a], &v[c]) {
+            a
+        } else if less(&v[b], &v[c]) {
+            c
+        } else {
+            b
+        };
+        v.swap(first, pick);
+        let pivot = first;
+        let (mut lo, mut hi) = (first + 1, last);
+        loop {
+            while less(&v[lo], &v[pivot]) {
+                lo += 1;
+            }
+            hi -= 1;
+            while less(&v[pivot], &v[hi]) {
+                hi -= 1;
+            }
+            if lo >= hi {
+                return lo;
+            }
+            v.swap(lo, hi);
+            lo += 1;
+        }
+    }
+
+    fn final_insertion_sort<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        last: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        if last - first > THRESHOLD {
+            insertion_sort(v, first, first + THRESHOLD, less);
+            for i in first + THRESHOLD..last {
+                linear_insert(v, i, less);
+            }
+        } else {
+            insertion_sort(v, first, last, less);
+        }
+    }
+
+    fn insertion_sort<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        last: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        if first == last {
+            return;
+        }
+        for i in first + 1..last {
+            if less(&v[i], &v[first]) {
+                let val = v[i];
+                v.copy_within(first..i, first + 1);
+                v[first] = val;
+            } else {
+                linear_insert(v, i, less);
+            }
+        }
+    }
+
+    /// Moves `v[at]` down past the greater elements before it (something not greater than it
+    /// stands somewhere before).
+    fn linear_insert<T: Copy>(v: &mut [T], at: usize, less: &impl Fn(&T, &T) -> bool) {
+        let val = v[at];
+        let mut hole = at;
+        while hole > 0 && less(&val, &v[hole - 1]) {
+            v[hole] = v[hole - 1];
+            hole -= 1;
+        }
+        v[hole] = val;
+    }
+
+    /// Makes `[first, middle)` a max-heap of the smallest elements of `[first, last)`.
+    fn heap_select<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        middle: usize,
+        last: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        make_heap(v, first, middle, less);
+        for i in middle..last {
+            if less(&v[i], &v[first]) {
+                pop_heap(v, first, middle, i, less);
+            }
+        }
+    }
+
+    fn make_heap<T: Copy>(v: &mut [T], first: usize, last: usize, less: &impl Fn(&T, &T) -> bool) {
+        let len = last - first;
+        if len < 2 {
+            return;
+        }
+        let mut parent = (len - 2) / 2;
+        loop {
+            let value = v[first + parent];
+            adjust_heap(v, first, parent, len, value, less);
+            if parent == 0 {
+                return;
+            }
+            parent -= 1;
+        }
+    }
+
+    fn sort_heap<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        mut last: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        while last - first > 1 {
+            last -= 1;
+            pop_heap(v, first, last, last, less);
+        }
+    }
+
+    /// Moves the heap's top to `result` and re-heaps `[first, last)` with `result`'s old value.
+    fn pop_heap<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        last: usize,
+        result: usize,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        let value = v[result];
+        v[result] = v[first];
+        adjust_heap(v, first, 0, last - first, value, less);
+    }
+
+    /// Sifts the hole at `hole` down to a leaf along the larger children, then pushes `value`
+    /// up from there.
+    fn adjust_heap<T: Copy>(
+        v: &mut [T],
+        first: usize,
+        mut hole: usize,
+        len: usize,
+        value: T,
+        less: &impl Fn(&T, &T) -> bool,
+    ) {
+        let top = hole;
+        let mut child = hole;
+        while child < (len - 1) / 2 {
+            child = 2 * (child + 1);
+            if less(&v[first + child], &v[first + child - 1]) {
+                child -= 1;
+            }
+            v[first + hole] = v[first + child];
+            hole = child;
+        }
+        if len & 1 == 0 && child == (len - 2) / 2 {
+            child = 2 * (child + 1);
+            v[first + hole] = v[first + child - 1];
+            hole = child - 1;
+        }
+        let mut parent = hole.wrapping_sub(1) / 2;
+        while hole > top && less(&v[first + parent], &value) {
+            v[first + hole] = v[first + parent];
+            hole = parent;
+            parent = hole.wrapping_sub(1) / 2;
+        }
+        v[first + hole] = value;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// Equal values: the index upstream's CPU kthvalue and mode return (torch 2.15, recorded
+    /// from its output on these inputs).
+    #[test]
+    fn kthvalue_and_mode_pick_ties_as_aten() {
+        let cases: &[(&[i64], i64, i64, i64)] = &[
+            (&[2, 1, 3], 3, 2, 1),
+            (&[0, 0, 0], 2, 0, 2),
+            (&[0, 1, 0], 1, 2, 2),
+            (&[3, 3, 0, 1, 0], 5, 0, 4),
+            (&[3, 0, 0, 1, 0], 5, 0, 4),
+            (&[3, 0, 1, 0, 1], 3, 2, 3),
+            (&[3, 1, 0, 2, 1, 0, 1, 2], 2, 5, 6),
+            (&[0, 0, 1, 3, 3, 2, 3, 3], 6, 3, 7),
+            (&[2, 1, 1, 1, 0, 2, 3, 2], 8, 6, 3),
+            (
+                &[2, 0, 0, 3, 1, 2, 1, 3, 3, 0, 0, 2, 2, 2, 3, 3, 0],
+                3,
+                1,
+                2,
+            ),
+            (
+                &[2, 3, 0, 0, 2, 3, 2, 3, 2, 0, 3, 2, 1, 0, 3, 0, 1],
+                10,
+                4,
+                9,
+            ),
+            (
+                &[1, 1, 3, 3, 3, 0, 1, 3, 3, 2, 1, 3, 2, 3, 2, 3, 1],
+                5,
+                6,
+                15,
+            ),
+            (
+                &[
+                    0, 1, 1, 1, 1, 0, 3, 1, 2, 2, 0, 1, 3, 2, 2, 1, 0, 3, 3, 3, 3, 3, 0, 3, 3,
+                ],
+                2,
+                10,
+                6,
+            ),
+            (
+                &[
+                    1, 0, 1, 3, 1, 0, 2, 0, 0, 0, 1, 0, 2, 0, 0, 1, 3, 1, 2, 2, 2, 3, 0, 0, 3,
+                ],
+                15,
+                10,
+                23,
+            ),
+            (
+                &[
+                    3, 3, 2, 0, 1, 0, 2, 2, 3, 1, 0, 1, 2, 1, 0, 2, 0, 2, 2, 1, 2, 1, 2, 1, 1,
+                ],
+                8,
+                11,
+                2,
+            ),
+            (
+                &[
+                    3, 1, 1, 3, 2, 0, 0, 2, 3, 2, 1, 2, 3, 2, 2, 0, 1, 0, 1, 3, 1, 2, 1, 3, 0, 3,
+                    2, 0, 0, 3, 1, 3, 1, 3, 2, 0, 3, 3, 3, 0,
+                ],
+                11,
+                20,
+                38,
+            ),
+            (
+                &[
+                    1, 1, 0, 1, 3, 1, 3, 2, 1, 1, 0, 0, 0, 1, 3, 1, 1, 0, 2, 1, 2, 1, 2, 2, 3, 1,
+                    0, 2, 3, 3, 1, 1, 0, 3, 1, 0, 1, 1, 1, 3,
+                ],
+                40,
+                39,
+                1,
+            ),
+            (
+                &[
+                    0, 0, 2, 3, 0, 0, 1, 1, 2, 0, 0, 3, 0, 0, 3, 2, 1, 2, 3, 3, 1, 2, 1, 3, 1, 3,
+                    0, 3, 3, 2, 0, 1, 3, 0, 1, 2, 0, 1, 2, 1,
+                ],
+                17,
+                34,
+                0,
+            ),
+            (
+                &[
+                    1, 3, 1, 0, 3, 3, 1, 1, 1, 3, 3, 2, 3, 1, 2, 2, 0, 2, 0, 2, 3, 3, 0, 3, 2, 2,
+                    0, 0, 1, 0, 0, 2, 2, 0, 1, 2, 1, 3, 2, 3, 1, 3, 2, 0, 2, 0, 1, 3, 0, 2, 0, 0,
+                    2, 0, 1, 0, 2, 0, 3, 0, 2, 3, 2, 1, 0, 1, 0, 1, 2, 0, 1, 1, 2, 2, 1, 2, 3, 1,
+                    2, 2, 0, 2, 0, 0, 0, 1, 3, 1, 3, 0, 3, 3, 3, 2, 1, 1, 2, 1, 1, 3,
+                ],
+                45,
+                77,
+                60,
+            ),
+            (
+                &[
+                    0, 1, 0, 0, 2, 3, 1, 0, 0, 3, 2, 1, 2, 0, 3, 1, 1, 2, 3, 0, 2, 2, 2, 2, 1, 0,
+                    2, 1, 2, 1, 0, 2, 3, 0, 3, 2, 1, 1, 0, 0, 2, 0, 1, 3, 0, 3, 0, 2, 2, 1, 0, 1,
+                    3, 2, 3, 1, 2, 1, 0, 3, 1, 0, 1, 0, 0, 0, 1, 2, 0, 3, 3, 0, 0, 1, 3, 2, 0, 3,
+                    0, 0, 0, 3, 2, 0, 2, 1, 1, 1, 3, 3, 3, 0, 3, 2, 0, 1, 0, 1, 2, 2,
+                ],
+                84,
+                43,
+                83,
+            ),
+            (
+                &[
+                    2, 1, 0, 3, 0, 3, 2, 0, 1, 3, 2, 2, 3, 3, 3, 0, 1, 2, 0, 3, 0, 2, 3, 0, 3, 2,
+                    3, 1, 1, 0, 0, 1, 2, 2, 1, 2, 0, 2, 1, 3, 3, 3, 0, 1, 0, 3, 3, 3, 2, 1, 3, 2,
+                    3, 2, 0, 2, 0, 2, 2, 3, 0, 1, 0, 2, 2, 2, 0, 3, 3, 0, 2, 3, 2, 0, 2, 0, 0, 2,
+                    1, 1, 2, 3, 2, 1, 2, 3, 0, 3, 1, 0, 0, 3, 3, 1, 2, 3, 0, 1, 1, 3,
+                ],
+                54,
+                70,
+                68,
+            ),
+        ];
+        for &(data, k, kth_index, mode_index) in cases {
+            let x = Tensor::from_i64s(data, &[data.len()], DType::I64).unwrap();
+            let (_, i) = x.kthvalue_as_aten(k, 0, false).unwrap();
+            assert_eq!(
+                i.to_vec::<i64>().unwrap(),
+                vec![kth_index],
+                "kthvalue {data:?} k={k}"
+            );
+            let (_, i) = x.mode_as_aten(0, false).unwrap();
+            assert_eq!(
+                i.to_vec::<i64>().unwrap(),
+                vec![mode_index],
+                "mode {data:?}"
+            );
+        }
+    }
+
     use super::*;
     use crate::layout::infer_dense_strides;
 

@@ -115,23 +115,58 @@ pub(crate) fn register(t: &mut Table) {
         ))
     });
 
+    // out= forms of the factories: the result takes the out tensor's dtype.
+    t.insert("aten::zeros.out", |c| {
+        let dtype = c.tensor(1)?.dtype();
+        let shape = to_shape(&c.ints(0)?)?;
+        let r = torchnative_core::zeros(&shape, dtype).map_err(core_err)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::ones.out", |c| {
+        let dtype = c.tensor(1)?.dtype();
+        let shape = to_shape(&c.ints(0)?)?;
+        let r = torchnative_core::zeros(&shape, dtype).map_err(core_err)?;
+        r.fill_(Scalar::Int(1)).map_err(core_err)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::full.out", |c| {
+        let dtype = c.tensor(2)?.dtype();
+        let shape = to_shape(&c.ints(0)?)?;
+        let r = torchnative_core::zeros(&shape, dtype).map_err(core_err)?;
+        r.copy_(&Tensor::scalar_tensor(c.scalar(1)?, dtype))
+            .map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::empty.out", |c| {
+        let dtype = c.tensor(2)?.dtype();
+        let shape = to_shape(&c.ints(0)?)?;
+        let r = torchnative_core::zeros(&shape, dtype).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::arange.out", |c| {
+        arange_out(c, Scalar::Int(0), c.scalar(0)?, Scalar::Int(1), 1)
+    });
+    t.insert("aten::arange.start_out", |c| {
+        arange_out(c, c.scalar(0)?, c.scalar(1)?, c.scalar(2)?, 3)
+    });
+    t.insert("aten::eye.out", |c| {
+        let dtype = c.tensor(1)?.dtype();
+        let n = to_shape(&[c.int(0)?])?[0];
+        let r = torchnative_core::eye(n, None, dtype).map_err(core_err)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::eye.m_out", |c| {
+        let dtype = c.tensor(2)?.dtype();
+        let nm = to_shape(&[c.int(0)?, c.int(1)?])?;
+        let r = torchnative_core::eye(nm[0], Some(nm[1]), dtype).map_err(core_err)?;
+        c.write_into(2, r)
+    });
     // range.step: the deprecated inclusive arange (`end` included when on the grid).
     t.insert("aten::range.step", |c| {
-        let (s, e, st) = (
-            c.scalar(0)?.to_f64(),
-            c.scalar(1)?.to_f64(),
-            c.scalar(2)?.to_f64(),
-        );
-        let dtype = c.opt_dtype(3)?.unwrap_or_else(crate::default_float);
-        if st == 0.0 || (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-            return Err(PyRuntimeError::new_err(
-                "upper bound and larger bound inconsistent with step sign",
-            ));
-        }
-        let n = ((e - s) / st).floor() as usize + 1;
-        let v: Vec<f64> = (0..n).map(|i| s + i as f64 * st).collect();
-        ok(Tensor::from_f64s(&v, &[n], dtype))
+        range_inclusive(c, c.scalar(2)?.to_f64(), 3)
     });
+    // range without a step: upstream's kernel calls range.step with step 1.
+    t.insert("aten::range", |c| range_inclusive(c, 1.0, 2));
     t.insert("aten::empty_strided", |c| {
         let shape = to_shape(&c.ints(0)?)?;
         let strides = to_shape(&c.ints(1)?)?;
@@ -417,6 +452,50 @@ fn combos(start: usize, n: usize, r: usize, repl: bool, cur: &mut Vec<usize>, ro
         combos(if repl { i } else { i + 1 }, n, r, repl, cur, rows);
         cur.pop();
     }
+}
+
+/// `arange(..., out=)`: values in the out tensor's dtype; a non-empty out of another length
+/// is resized with upstream's warning.
+fn arange_out(
+    c: &Ctx<'_, '_>,
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    out: usize,
+) -> PyResult<Out> {
+    let dst = c.tensor(out)?;
+    let r = torchnative_core::arange(start, end, step, Some(dst.dtype())).map_err(core_err)?;
+    if dst.numel() > 0 && dst.numel() != r.numel() {
+        let msg = format!(
+            "The number of elements in the out tensor of shape {:?} is {} which does not match the computed number of elements {}. Note that this may occur as a result of rounding error. The out tensor will be resized to a tensor of shape ({},).",
+            dst.shape(),
+            dst.numel(),
+            r.numel(),
+            r.numel()
+        );
+        let category = c.py.get_type::<pyo3::exceptions::PyUserWarning>();
+        PyErr::warn(
+            c.py,
+            &category,
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            1,
+        )?;
+    }
+    c.write_into(out, r)
+}
+
+/// `range`: the deprecated inclusive arange (`end` included when on the grid).
+fn range_inclusive(c: &Ctx<'_, '_>, st: f64, dtype_arg: usize) -> PyResult<Out> {
+    let (s, e) = (c.scalar(0)?.to_f64(), c.scalar(1)?.to_f64());
+    let dtype = c.opt_dtype(dtype_arg)?.unwrap_or_else(crate::default_float);
+    if st == 0.0 || (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+        return Err(PyRuntimeError::new_err(
+            "upper bound and larger bound inconsistent with step sign",
+        ));
+    }
+    let n = ((e - s) / st).floor() as usize + 1;
+    let v: Vec<f64> = (0..n).map(|i| s + i as f64 * st).collect();
+    ok(Tensor::from_f64s(&v, &[n], dtype))
 }
 
 /// `arange`: float bounds give the current default float dtype (torch.set_default_dtype).

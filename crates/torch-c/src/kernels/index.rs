@@ -77,6 +77,19 @@ pub(crate) fn register(t: &mut Table) {
             .map(Out::Tensors)
             .map_err(core_err)
     });
+    // unsafe_chunk: chunk without autograd's view tracking (the same tensors here).
+    t.insert("aten::unsafe_chunk", |c| {
+        let n = to_shape(&[c.int(1)?])?[0];
+        c.tensor(0)?
+            .chunk(n, c.int(2)?)
+            .map(Out::Tensors)
+            .map_err(core_err)
+    });
+    t.insert("aten::sum_to_size", sum_to_size);
+    t.insert("aten::embedding_renorm_", |c| {
+        embedding_renorm(c)?;
+        Ok(Out::Arg(0))
+    });
     t.insert("aten::chunk", |c| {
         let n = to_shape(&[c.int(1)?])?[0];
         c.tensor(0)?
@@ -102,16 +115,13 @@ pub(crate) fn register(t: &mut Table) {
         let k = to_shape(&[c.int(1)?])?[0];
         let (v, i) = c
             .tensor(0)?
-            .topk(k, c.int(2)?, c.bool(3)?)
+            .topk_as_aten(k, c.int(2)?, c.bool(3)?, c.bool(4)?)
             .and_then(|(v, i)| Ok((v.with_row_major_strides()?, i.with_row_major_strides()?)))
             .map_err(core_err)?;
         Ok(Out::Tensors(vec![v, i]))
     });
     t.insert("aten::sort", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(2)?,
-        };
-        sorted_like(&c.tensor(0)?, c.int(1)?, options)
+        sorted_like(&c.tensor(0)?, c.int(1)?, c.bool(2)?, false)
     });
 
     // ----- scatter / gather family -----
@@ -395,6 +405,20 @@ pub(crate) fn register(t: &mut Table) {
                     xb[d] = x.shape()[d] as i64;
                     ib[d] = idx.shape()[d] as i64;
                     let xe = x.expand(&xb).map_err(core_err)?;
+                    // Along a dim, upstream's take_along_dim wraps every index into the
+                    // dim's range (Python's modulo: -1 is the last, size is the first).
+                    let n = x.shape()[d] as i64;
+                    let idx = if n > 0 {
+                        let wrapped: Vec<i64> = idx
+                            .to_vec::<i64>()
+                            .map_err(core_err)?
+                            .into_iter()
+                            .map(|i| i.rem_euclid(n))
+                            .collect();
+                        Tensor::from_vec(wrapped, idx.shape()).map_err(core_err)?
+                    } else {
+                        idx
+                    };
                     let ie = idx.expand(&ib).map_err(core_err)?;
                     xe.gather(d as i64, &ie).map_err(core_err)
                 }
@@ -486,13 +510,11 @@ pub(crate) fn register(t: &mut Table) {
     }
     t.insert("aten::index.Tensor", |c| {
         let x = c.tensor(0)?;
-        let (view, idx) = leading_indices(c, &x, 1)?;
-        ok(view.index(&idx))
+        ok(Ok(index_in_place(c, &x, 1)?))
     });
     t.insert("aten::index.Tensor_out", |c| {
         let x = c.tensor(0)?;
-        let (view, idx) = leading_indices(c, &x, 1)?;
-        let r = view.index(&idx).map_err(core_err)?;
+        let r = index_in_place(c, &x, 1)?;
         c.write_into(2, r)
     });
     t.insert("aten::index_select.out", |c| {
@@ -530,36 +552,35 @@ pub(crate) fn register(t: &mut Table) {
     });
     // ----- sorting, joining, repeating, searching (the shape family) -----
     t.insert("aten::sort.values", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(2)?,
-        };
-        let r = c.tensor(0)?.sort(c.int(1)?, options).map_err(core_err)?;
+        let r = c
+            .tensor(0)?
+            .sort_as_aten(c.int(1)?, c.bool(2)?, false)
+            .map_err(core_err)?;
         super::reduce::write_pair(c, 3, 4, r)
     });
     t.insert("aten::sort.values_stable", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(3)?,
-        };
-        let r = c.tensor(0)?.sort(c.int(2)?, options).map_err(core_err)?;
+        let r = c
+            .tensor(0)?
+            .sort_as_aten(c.int(2)?, c.bool(3)?, opt_bool(c, 1)?)
+            .map_err(core_err)?;
         super::reduce::write_pair(c, 4, 5, r)
     });
     t.insert("aten::sort.stable", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(3)?,
-        };
-        sorted_like(&c.tensor(0)?, c.int(2)?, options)
+        sorted_like(&c.tensor(0)?, c.int(2)?, c.bool(3)?, opt_bool(c, 1)?)
     });
     t.insert("aten::argsort", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(2)?,
-        };
-        ok(c.tensor(0)?.argsort(c.int(1)?, options))
+        let (_, i) = c
+            .tensor(0)?
+            .sort_as_aten(c.int(1)?, c.bool(2)?, false)
+            .map_err(core_err)?;
+        ok(Ok(i))
     });
     t.insert("aten::argsort.stable", |c| {
-        let options = torchnative_core::SortOptions {
-            descending: c.bool(3)?,
-        };
-        ok(c.tensor(0)?.argsort(c.int(2)?, options))
+        let (_, i) = c
+            .tensor(0)?
+            .sort_as_aten(c.int(2)?, c.bool(3)?, c.bool(1)?)
+            .map_err(core_err)?;
+        ok(Ok(i))
     });
     t.insert("aten::msort", |c| {
         let (v, _) = c
@@ -1028,6 +1049,132 @@ fn leading_indices(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<(Tensor, V
     Ok((x.permute(&order).map_err(core_err)?, idx))
 }
 
+/// `Tensor.sum_to_size(size)`: sums the dims `size` broadcasts over (leading ones and those
+/// where `size` has 1); the tensor itself when nothing is summed, as upstream's `sum_to`.
+fn sum_to_size(c: &Ctx<'_, '_>) -> PyResult<Out> {
+    let x = c.tensor(0)?;
+    let size = c.ints(1)?;
+    let shape = x.shape();
+    let expandable = size.len() <= shape.len()
+        && size
+            .iter()
+            .rev()
+            .zip(shape.iter().rev())
+            .all(|(&s, &d)| s == d as i64 || s == 1);
+    let show = |v: Vec<String>| v.join(", ");
+    if !expandable {
+        return Err(PyRuntimeError::new_err(format!(
+            "size {{[{}]}} is not expandable to size {{[{}]}}.",
+            show(size.iter().map(|s| s.to_string()).collect()),
+            show(shape.iter().map(|s| s.to_string()).collect())
+        )));
+    }
+    if size.is_empty() {
+        return ok(x.sum_dtype(&[], false, None));
+    }
+    let leading = shape.len() - size.len();
+    let mut dims: Vec<i64> = (0..leading as i64).collect();
+    for (i, &s) in size.iter().enumerate() {
+        if s == 1 && shape[leading + i] != 1 {
+            dims.push((leading + i) as i64);
+        }
+    }
+    if dims.is_empty() {
+        return Ok(Out::Arg(0));
+    }
+    let summed = x.sum_dtype(&dims, true, None).map_err(core_err)?;
+    ok(summed.reshape(&size))
+}
+
+/// `embedding_renorm_(weight, indices, max_norm, norm_type)`: every row named by `indices`
+/// (each once, in increasing order) whose `norm_type`-norm exceeds `max_norm` is scaled by
+/// `max_norm / (norm + 1e-7)`, as upstream's CPU kernel.
+fn embedding_renorm(c: &Ctx<'_, '_>) -> PyResult<()> {
+    let w = c.tensor(0)?;
+    let indices = c.tensor(1)?;
+    let (max_norm, norm_type) = (c.float(2)?, c.float(3)?);
+    if w.dim() != 2 {
+        return Err(PyRuntimeError::new_err(format!(
+            "Expected 2-dimensional tensor, but got {}-dimensional tensor for argument #1 'self' (while checking arguments for embedding_renorm_)",
+            w.dim()
+        )));
+    }
+    if !matches!(indices.dtype(), DType::I64 | DType::I32) {
+        return Err(PyRuntimeError::new_err(format!(
+            "Expected tensor for argument #2 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding_renorm_)",
+            scalar_type_name(indices.dtype())
+        )));
+    }
+    let mut rows = indices.to_vec::<i64>().map_err(core_err)?;
+    rows.sort_unstable();
+    rows.dedup();
+    let n = w.shape()[0] as i64;
+    for r in rows {
+        if r < -n || r >= n {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "select(): index {r} out of range for tensor of size [{}, {}] at dimension 0",
+                w.shape()[0],
+                w.shape()[1]
+            )));
+        }
+        let row = w.select(0, r).map_err(core_err)?;
+        let norm = row
+            .vector_norm(norm_type, &[], false, None)
+            .and_then(|t| t.item())
+            .map_err(core_err)?
+            .to_f64();
+        if norm > max_norm {
+            let scale = max_norm / (norm + 1e-7);
+            row.mul_(Scalar::Float(scale)).map_err(core_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// `aten::index.Tensor`: adjacent index tensors after leading `None`s put their result dims
+/// where the indexed dims were (`x[:, :, i]` keeps the first two dims in front).
+fn index_in_place(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<Tensor> {
+    let entries: Vec<bool> = match &c.values[i] {
+        Value::OptTensors(v) => v.iter().map(Option::is_some).collect(),
+        _ => Vec::new(),
+    };
+    let before = entries.iter().take_while(|present| !**present).count();
+    if before == 0 || before >= x.dim() {
+        let (view, idx) = leading_indices(c, x, i)?;
+        return view.index(&idx).map_err(core_err);
+    }
+    // Index a view with the leading dims moved behind the indexed ones, then move them back.
+    let order: Vec<i64> = (before..x.dim())
+        .chain(0..before)
+        .map(|d| d as i64)
+        .collect();
+    let moved = x.permute(&order).map_err(core_err)?;
+    let rest: Vec<Option<Py<crate::TensorBase>>> = match &c.values[i] {
+        Value::OptTensors(v) => v[before..]
+            .iter()
+            .map(|o| o.as_ref().map(|t| t.clone_ref(c.py)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let shifted = [Value::OptTensors(rest)];
+    let inner = Ctx {
+        py: c.py,
+        values: &shifted,
+    };
+    let (view, idx) = leading_indices(&inner, &moved, 0)?;
+    let r = view.index(&idx).map_err(core_err)?;
+    // r: [index dims..., dims after the indexed block..., leading dims...]; the leading ones go
+    // back in front.
+    let n = r.dim();
+    let back: Vec<i64> = (n - before..n)
+        .chain(0..n - before)
+        .map(|d| d as i64)
+        .collect();
+    r.permute(&back)
+        .and_then(|t| t.contiguous())
+        .map_err(core_err)
+}
+
 fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
     let (view, idx) = leading_indices(c, x, 1)?;
     let values = c.tensor(2)?;
@@ -1044,13 +1191,22 @@ fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
 fn gather(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
     let x = c.tensor(0)?;
     let index = c.tensor(2)?;
-    if index.dtype() != DType::I64 {
-        return Err(PyRuntimeError::new_err(format!(
-            "gather(): Expected dtype int64 for index, but got {}",
-            scalar_type_name(index.dtype())
-        )));
-    }
     let dim = c.int(1)?;
+    // An empty index gives an empty result whatever its dtype (upstream checks the dim only).
+    if index.numel() == 0 {
+        torchnative_core::layout::wrap_dim("gather", dim, x.dim().max(1)).map_err(core_err)?;
+        return torchnative_core::zeros(index.shape(), x.dtype()).map_err(core_err);
+    }
+    // upstream's gather takes int32 indices too (since 2.6).
+    let index = match index.dtype() {
+        DType::I64 => index,
+        DType::I32 => index.to_dtype(DType::I64).map_err(core_err)?,
+        _ => {
+            return Err(PyRuntimeError::new_err(
+                "gather(): Expected dtype int32/int64 for index",
+            ))
+        }
+    };
     x.gather(dim, &index).map_err(|e| match e {
         torchnative_core::Error::IndexOutOfRange { index: i, size, .. } => PyRuntimeError::new_err(
             format!("index {i} is out of bounds for dimension {dim} with size {size}"),
@@ -1156,9 +1312,17 @@ fn no_bool_y(y: &Tensor, op: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// `bool? stable`: None is false.
+fn opt_bool(c: &Ctx<'_, '_>, i: usize) -> PyResult<bool> {
+    match c.values.get(i) {
+        Some(Value::None) | None => Ok(false),
+        _ => c.bool(i),
+    }
+}
+
 /// `sort` results laid out like the input (upstream sorts into a tensor like `self`).
-fn sorted_like(x: &Tensor, dim: i64, options: torchnative_core::SortOptions) -> PyResult<Out> {
-    let (v, i) = x.sort(dim, options).map_err(core_err)?;
+fn sorted_like(x: &Tensor, dim: i64, descending: bool, stable: bool) -> PyResult<Out> {
+    let (v, i) = x.sort_as_aten(dim, descending, stable).map_err(core_err)?;
     Ok(Out::Tensors(vec![
         like_layout(&v, x).map_err(core_err)?,
         like_layout(&i, x).map_err(core_err)?,

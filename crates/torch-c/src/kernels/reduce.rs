@@ -36,6 +36,16 @@ fn pair(r: torchnative_core::Result<(Tensor, Tensor)>) -> PyResult<Out> {
     Ok(Out::Tensors(vec![a, b]))
 }
 
+/// A (values, indices) pair in new row-major tensors, size-1 dims strided as upstream's
+/// freshly allocated outputs are.
+fn row_major_pair(r: torchnative_core::Result<(Tensor, Tensor)>) -> PyResult<Out> {
+    let (a, b) = r.map_err(core_err)?;
+    Ok(Out::Tensors(vec![
+        a.with_row_major_strides().map_err(core_err)?,
+        b.with_row_major_strides().map_err(core_err)?,
+    ]))
+}
+
 /// `Scalar? correction` (None = 1) for var/std.
 fn var_opts(c: &Ctx<'_, '_>, corr: usize, keepdim: bool) -> PyResult<VarOptions> {
     Ok(VarOptions {
@@ -371,19 +381,25 @@ pub(crate) fn register(t: &mut Table) {
         write_pair(c, 3, 4, r)
     });
     t.insert("aten::mode", |c| {
-        pair(c.tensor(0)?.mode(c.int(1)?, c.bool(2)?))
+        row_major_pair(c.tensor(0)?.mode_as_aten(c.int(1)?, c.bool(2)?))
     });
     t.insert("aten::mode.values", |c| {
-        let r = c.tensor(0)?.mode(c.int(1)?, c.bool(2)?).map_err(core_err)?;
+        let r = c
+            .tensor(0)?
+            .mode_as_aten(c.int(1)?, c.bool(2)?)
+            .map_err(core_err)?;
         write_pair(c, 3, 4, r)
     });
     t.insert("aten::kthvalue", |c| {
-        pair(c.tensor(0)?.kthvalue(c.int(1)?, c.int(2)?, c.bool(3)?))
+        row_major_pair(
+            c.tensor(0)?
+                .kthvalue_as_aten(c.int(1)?, c.int(2)?, c.bool(3)?),
+        )
     });
     t.insert("aten::kthvalue.values", |c| {
         let r = c
             .tensor(0)?
-            .kthvalue(c.int(1)?, c.int(2)?, c.bool(3)?)
+            .kthvalue_as_aten(c.int(1)?, c.int(2)?, c.bool(3)?)
             .map_err(core_err)?;
         write_pair(c, 4, 5, r)
     });
