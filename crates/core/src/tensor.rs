@@ -660,7 +660,7 @@ impl Tensor {
         if self.storage.is_none() {
             return Tensor::meta(self.shape(), dtype);
         }
-        if self.is_contiguous() {
+        if self.is_contiguous() && format != MemoryFormat::ChannelsLast {
             if let Some(t) = self.half_cast_contiguous(dtype)? {
                 return Ok(t);
             }
@@ -1040,6 +1040,13 @@ impl Tensor {
                     rhs: sizes.iter().map(|&s| s.max(0) as usize).collect(),
                     reason: format!("the expanded size {want} must match the existing size {have} at non-singleton dimension {i}"),
                 });
+            }
+        }
+        // A new leading dim of size 1 gets the stride upstream gives it (the next dim's size
+        // times stride; 0 below a 0-dim source); expanded ones read one element (stride 0).
+        for i in (0..lead).rev() {
+            if layout.sizes[i] == 1 && i + 1 < n {
+                layout.strides[i] = layout.sizes[i + 1] * layout.strides[i + 1];
             }
         }
         checked_numel("expand", &layout.sizes)?;

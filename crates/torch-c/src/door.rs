@@ -239,16 +239,8 @@ pub fn call(
                 .collect()
         }
         Target::Name(name) => {
-            let mut c: Vec<&FunctionSchema> = registry()
-                .overloads(name)
-                .filter(|f| {
-                    if self_obj.is_some() {
-                        f.method
-                    } else {
-                        f.function || f.python_module.is_some()
-                    }
-                })
-                .map(|f| &f.schema)
+            let mut c: Vec<&FunctionSchema> = python_overloads(name, self_obj.is_some())
+                .into_iter()
                 .filter(|s| s.arguments.iter().any(|a| a.is_out) == wants_out)
                 .collect();
             if c.is_empty() {
@@ -265,11 +257,24 @@ pub fn call(
         }
     };
     let mut reasons = Vec::new();
+    let python_binding = matches!(target, Target::Name(_));
     for schema in &candidates {
-        match bind(py, schema, self_obj, args, kwargs) {
-            Ok(values) => {
-                let result = run(py, schema, values)?;
-                let python_binding = matches!(target, Target::Name(_));
+        match bind(py, schema, self_obj, args, kwargs, python_binding) {
+            Ok(bound) => {
+                check_out_options(py, schema, &bound)?;
+                let result = run(py, schema, bound.values)?;
+                if bound.requires_grad {
+                    let r = result.bind(py);
+                    let dtype = r.getattr("dtype")?;
+                    if !dtype.getattr("is_floating_point")?.extract::<bool>()?
+                        && !dtype.getattr("is_complex")?.extract::<bool>()?
+                    {
+                        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                            "Only Tensors of floating point and complex dtype can require gradients",
+                        ));
+                    }
+                    r.setattr("requires_grad", true)?;
+                }
                 return tensor_list_container(py, schema, result, python_binding);
             }
             Err(m) => reasons.push(format!("  ({schema})\n      {}", m.0)),
@@ -289,6 +294,328 @@ pub fn call(
         "{name}() received an invalid combination of arguments; the overloads are:\n{}",
         reasons.join("\n")
     )))
+}
+
+/// The overloads a Python binding (`torch.max`, `Tensor.max`) tries, in upstream's order
+/// (computed once per name).
+fn python_overloads(name: &str, method: bool) -> Vec<&'static FunctionSchema> {
+    // name -> [function order, method order]: indices into the filtered overloads.
+    type Orders = HashMap<String, [Option<Vec<usize>>; 2]>;
+    static ORDERS: RwLock<Option<Orders>> = RwLock::new(None);
+    let all: Vec<&'static FunctionSchema> = registry()
+        .overloads(name)
+        .filter(|f| {
+            if method {
+                f.method
+            } else {
+                f.function || f.python_module.is_some()
+            }
+        })
+        .map(|f| &f.schema)
+        .collect();
+    let slot = usize::from(method);
+    let pick = |order: &[usize]| order.iter().filter_map(|&i| all.get(i).copied()).collect();
+    if let Some(order) = ORDERS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(name))
+        .and_then(|o| o[slot].as_ref())
+    {
+        return pick(order);
+    }
+    let order = sort_overloads(&all, method);
+    let result = pick(&order);
+    ORDERS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .entry(name.to_string())
+        .or_default()[slot] = Some(order);
+    result
+}
+
+/// upstream's Python signature of one overload, as torchgen's `signature_str` spells it: its
+/// sort key, and the argument types (outputs left out) its partial order compares.
+struct PySignature {
+    /// Without the out= argument (what groups a functional overload with its out= form).
+    inputs: String,
+    out: Option<String>,
+    /// Where the keyword-only formals start.
+    positional: usize,
+    formals: Vec<String>,
+    types: Vec<String>,
+}
+
+/// torchgen's `argument_type_str`: the C++-flavoured spelling of a schema type.
+fn py_type_str(ty: &torchnative_aten::Type) -> String {
+    use torchnative_aten::BaseType as B;
+    let base = match ty.base {
+        B::Int => "int64_t".to_string(),
+        B::Float => "double".to_string(),
+        B::Str => "c10::string_view".to_string(),
+        _ => ty.base_name.clone(),
+    };
+    let mut s = match ty.list {
+        None => {
+            if ty.elem_optional {
+                format!("{base}?")
+            } else {
+                base
+            }
+        }
+        Some(size) => {
+            let sized = |n: &str| match size {
+                Some(k) => format!("{n}[{k}]"),
+                None => n.to_string(),
+            };
+            match (ty.base, ty.elem_optional) {
+                (B::Bool, false) => format!("::std::array<bool,{}>", size.unwrap_or(0)),
+                (B::Int, false) => sized("IntArrayRef"),
+                (B::SymInt, false) => sized("SymIntArrayRef"),
+                (B::Tensor, false) => sized("TensorList"),
+                (B::Scalar, false) => sized("ScalarList"),
+                (B::Tensor, true) => "c10::List<::std::optional<Tensor>>".to_string(),
+                (_, true) => format!("ArrayRef<{base}?>"),
+                _ => format!("ArrayRef<{base}>"),
+            }
+        }
+    };
+    if ty.optional {
+        s.push('?');
+    }
+    s
+}
+
+/// A schema default as torchgen prints it in a Python signature (C++ spelling, then
+/// `pythonify_default`).
+fn py_default(text: &str) -> String {
+    match text {
+        "None" | "[]" => "None".to_string(),
+        "contiguous_format" => "c10::MemoryFormat::Contiguous".to_string(),
+        "preserve_format" => "c10::MemoryFormat::Preserve".to_string(),
+        "Mean" | "Sum" | "None_" => format!("at::Reduction::{text}"),
+        "long" => "at::kLong".to_string(),
+        _ => {
+            if let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+                return format!("{{{inner}}}");
+            }
+            if text.parse::<i64>().is_err() {
+                if let Ok(f) = text.parse::<f64>() {
+                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e16 {
+                        return format!("{f:.1}");
+                    }
+                }
+            }
+            text.to_string()
+        }
+    }
+}
+
+fn py_signature(schema: &FunctionSchema, method: bool) -> PySignature {
+    let args = &schema.arguments;
+    // TensorOptions: dtype, layout, device, pin_memory in a row among the keyword-only ones.
+    let topt_start = args.windows(4).position(|w| {
+        w.iter()
+            .map(|a| a.name.as_str())
+            .eq(["dtype", "layout", "device", "pin_memory"])
+            && w.iter().all(|a| a.kwarg_only)
+    });
+    let in_topts = |i: usize| topt_start.is_some_and(|k| (k..k + 4).contains(&i));
+    let mut formals = Vec::new();
+    let mut types = Vec::new();
+    let mut positional = 0;
+    for (i, a) in args.iter().enumerate() {
+        if a.is_out || in_topts(i) || (method && a.name == "self" && !a.kwarg_only) {
+            continue;
+        }
+        let ty = py_type_str(&a.ty);
+        let name = if a.name == "self" && !method && (ty == "Tensor" || ty == "Number") {
+            "input"
+        } else {
+            a.name.as_str()
+        };
+        let mut f = format!("{ty} {name}");
+        if let Some(d) = &a.default {
+            f.push('=');
+            f.push_str(&py_default(d));
+        }
+        formals.push(f);
+        types.push(a.ty.to_string());
+        if !a.kwarg_only {
+            positional += 1;
+        }
+    }
+    if crate::value::takes_tensor_options(schema) {
+        for (ty, name, default) in [
+            ("ScalarType?", "dtype", "None"),
+            ("Layout?", "layout", "None"),
+            ("Device?", "device", "None"),
+            ("bool?", "pin_memory", "False"),
+            ("bool?", "requires_grad", "False"),
+        ] {
+            formals.push(format!("{ty} {name}={default}"));
+            types.push(ty.to_string());
+        }
+    }
+    let outs: Vec<_> = args.iter().filter(|a| a.is_out).collect();
+    let out = match outs.as_slice() {
+        [] => None,
+        [o] => Some(format!("{} out=None", py_type_str(&o.ty))),
+        many => Some(format!("TensorList[{}] out=None", many.len())),
+    };
+    let join = |formals: &[String]| {
+        let mut parts: Vec<&str> = formals.iter().map(String::as_str).collect();
+        if parts.len() > positional {
+            parts.insert(positional, "*");
+        }
+        parts.join(", ")
+    };
+    PySignature {
+        inputs: join(&formals),
+        out,
+        positional,
+        formals,
+        types,
+    }
+}
+
+/// torchgen's `sort_overloads`: the order in which upstream's generated binding tries a name's
+/// Python signatures. Signatures sort by their text, then a partial order moves an overload
+/// behind those that take the same arguments with a preferred type in some place (`Tensor`
+/// before `Scalar`, `int` before `int[]`, ...). Returns indices into `schemas`.
+fn sort_overloads(schemas: &[&FunctionSchema], method: bool) -> Vec<usize> {
+    let sigs: Vec<PySignature> = schemas.iter().map(|s| py_signature(s, method)).collect();
+    // A functional overload and its out= form share one Python signature, spelled with the
+    // out= argument (upstream groups them before sorting).
+    let keys: Vec<String> = sigs
+        .iter()
+        .map(|s| {
+            let out = s.out.clone().or_else(|| {
+                sigs.iter()
+                    .find(|o| o.inputs == s.inputs && o.out.is_some())
+                    .and_then(|o| o.out.clone())
+            });
+            let mut formals = s.formals.clone();
+            if let Some(out) = out {
+                let topts = if s.types.len() >= 5
+                    && s.formals
+                        .last()
+                        .is_some_and(|f| f.ends_with("requires_grad=False"))
+                {
+                    5
+                } else {
+                    0
+                };
+                formals.insert(formals.len() - topts, out);
+            }
+            let mut parts: Vec<&str> = formals.iter().map(String::as_str).collect();
+            if parts.len() > s.positional {
+                parts.insert(s.positional, "*");
+            }
+            parts.join(", ")
+        })
+        .collect();
+    let mut ids: Vec<usize> = (0..schemas.len()).collect();
+    ids.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+    let is_arg_smaller = |t1: &str, t2: &str| {
+        (t1 == "Scalar" && t2 == "Tensor")
+            || (t1 == "Scalar?" && t2 == "Tensor?")
+            || (t1 == "int[]" && (t2 == "int" || t2 == "int?"))
+            || (t1 == "Tensor[]" && t2.contains("[]"))
+            || (t1 == "SymInt[]" && t2 == "int[]")
+            || ((t1 == "SymInt" || t1 == "int") && t2 == "Tensor")
+    };
+    let is_smaller = |a: &PySignature, b: &PySignature| {
+        a.types.len() == b.types.len()
+            && a.types != b.types
+            && a.types
+                .iter()
+                .zip(&b.types)
+                .all(|(x, y)| x == y || is_arg_smaller(x, y))
+    };
+    // larger_than[i]: the positions (in sorted order) of the overloads that beat overload i.
+    let n = ids.len();
+    let mut larger_than: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for i in 0..n {
+        for j in 0..n {
+            if is_smaller(&sigs[ids[i]], &sigs[ids[j]]) {
+                larger_than.entry(i).or_default().push(j);
+            }
+        }
+    }
+    if larger_than.is_empty() {
+        return ids;
+    }
+    let mut order: Vec<usize> = (0..n).filter(|i| !larger_than.contains_key(i)).collect();
+    let mut idx = 0;
+    while idx < order.len() {
+        let placed = order[idx];
+        let keys: Vec<usize> = larger_than.keys().copied().collect();
+        for j in keys {
+            if let Some(larger) = larger_than.get_mut(&j) {
+                larger.retain(|&x| x != placed);
+                if larger.is_empty() {
+                    larger_than.remove(&j);
+                    order.push(j);
+                }
+            }
+        }
+        idx += 1;
+    }
+    // A cycle (none in upstream's yaml) keeps its members in text order at the end.
+    order.extend(larger_than.into_keys());
+    order.into_iter().map(|i| ids[i]).collect()
+}
+
+/// A factory function's `dtype=`/`device=` given with `out=` must match the out tensor
+/// (upstream's `check_out_type_matches`).
+fn check_out_options(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    bound: &crate::value::Binding,
+) -> PyResult<()> {
+    if bound.out_options.is_empty() {
+        return Ok(());
+    }
+    let Some(Value::Tensor(out)) = schema
+        .arguments
+        .iter()
+        .zip(&bound.values)
+        .find(|(a, _)| a.is_out)
+        .map(|(_, v)| v)
+    else {
+        return Ok(());
+    };
+    let out = out.bind(py);
+    for (key, value) in &bound.out_options {
+        let value = value.bind(py);
+        match key.as_str() {
+            "dtype" => {
+                let want = crate::dtype::dtype_from_py(value)?;
+                let have = out.borrow().inner.dtype();
+                if want != have {
+                    return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                        "dtype {} does not match dtype of out parameter ({})",
+                        kernels::scalar_type_name(want),
+                        kernels::scalar_type_name(have)
+                    )));
+                }
+            }
+            "device" => {
+                let torch = py.import("torch")?;
+                let want = torch.getattr("device")?.call1((value,))?.getattr("type")?;
+                let have = out.getattr("device")?.getattr("type")?;
+                if !want.eq(&have)? {
+                    return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                        "device type {want} does not match device type of out parameter ({have})"
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A lone `Tensor[]` result comes back as upstream gives it: a tuple from the Python bindings
@@ -358,10 +685,13 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
             })
             .map(|(i, _)| i)
             .collect();
-        let mut out = kernel(&kernels::Ctx {
-            py,
-            values: &values,
-        })?;
+        let mut out = match crate::placement::run_for_meta(py, schema, &values, kernel)? {
+            Some(out) => out,
+            None => kernel(&kernels::Ctx {
+                py,
+                values: &values,
+            })?,
+        };
         if let Out::Tensor(t) = &out {
             if let Some(laid_out) = pointwise_layout(py, schema, &full, t, &values)? {
                 out = Out::Tensor(laid_out);
@@ -409,14 +739,33 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
             })
         });
     if let Some(f) = py_kernel {
-        let args = values
-            .iter()
-            .map(|v| crate::value_to_py(py, v))
-            .collect::<PyResult<Vec<_>>>()?;
-        return Ok(f.bind(py).call1(PyTuple::new(py, args)?)?.unbind());
+        // Keyword-only parameters go by keyword, as the dispatcher's Python kernels get them.
+        let mut positional = Vec::new();
+        let kwargs = PyDict::new(py);
+        for (arg, v) in schema.arguments.iter().zip(&values) {
+            let obj = crate::value_to_py(py, v)?;
+            if arg.kwarg_only {
+                kwargs.set_item(&arg.name, obj)?;
+            } else {
+                positional.push(obj);
+            }
+        }
+        return Ok(f
+            .bind(py)
+            .call(PyTuple::new(py, positional)?, Some(&kwargs))?
+            .unbind());
     }
     // Upstream's Python decomposition (torch._decomp), when one is registered for this overload.
     if let Some(result) = run_python_decomposition(py, schema, &full, &values)? {
+        // Decompositions wrapped by torch._prims_common's out_wrapper return their own
+        // namedtuple types; the op returns a plain tuple (or its torch.return_types class).
+        let bound = result.bind(py);
+        let result = match bound.cast::<PyTuple>() {
+            Ok(t) if schema.returns.len() >= 2 && !bound.is_exact_instance_of::<PyTuple>() => {
+                PyTuple::new(py, t.iter())?.into_any().unbind()
+            }
+            _ => result,
+        };
         return named_result(py, schema, result);
     }
     Err(PyNotImplementedError::new_err(format!(

@@ -18,6 +18,7 @@ mod interop;
 mod iter_layout;
 mod kernels;
 mod memory;
+mod placement;
 mod random;
 mod storage;
 mod tensor;

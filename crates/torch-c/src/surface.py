@@ -148,11 +148,22 @@ class device:
     def __reduce__(self):
         return (device, (self._type, self._index) if self._index is not None else (self._type,))
 
+    # As upstream's C++: entering pushes a torch.utils._device.DeviceContext mode (factories
+    # without a device= get this one), leaving pops it.
     def __enter__(self):
-        raise NotImplementedError("torch.device as a context manager is not implemented in torchnative")
+        from torch.utils._device import DeviceContext
+
+        _push_on_torch_function_stack(DeviceContext(self))
+        return self
 
     def __exit__(self, *a):
+        _pop_torch_function_stack()
         return False
+
+    def __call__(self, func):
+        from torch.utils._device import device_decorator
+
+        return device_decorator(self, func)
 
 
 _cpu_device = device("cpu")
@@ -292,9 +303,18 @@ TensorBase.__pos__ = lambda self: self  # noqa: F821
 
 
 def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    # A factory like upstream's C++ one: function modes see it (`with torch.device("meta")`
+    # gives it a device), and device= places the result.
+    if _is_torch_function_mode_enabled():
+        from torch.overrides import handle_torch_function
+
+        return handle_torch_function(_tensor, (), data, dtype=dtype, device=device,
+                                     requires_grad=requires_grad, pin_memory=pin_memory)
     if device is not None:
         _check_device(device)
     t = _tn_tensor(data, dtype)  # noqa: F821
+    if device is not None and str(device).split(":")[0] == "meta":
+        t = t.to("meta")
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -311,7 +331,14 @@ def _check_device(d):
 
 
 def _as_tensor(data, dtype=None, device=None):
+    if _is_torch_function_mode_enabled():
+        from torch.overrides import handle_torch_function
+
+        return handle_torch_function(_as_tensor, (), data, dtype=dtype, device=device)
     if isinstance(data, TensorBase):  # noqa: F821
+        if device is not None:
+            _check_device(device)
+            data = data.to(device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     return _tensor(data, dtype=dtype, device=device)
 
@@ -1405,7 +1432,9 @@ def _cast_method(dtype_name):
     def cast(self, memory_format=None):
         import torch
 
-        return self.to(getattr(torch, dtype_name))
+        if memory_format is None:
+            return self.to(getattr(torch, dtype_name))
+        return self.to(getattr(torch, dtype_name), memory_format=memory_format)
 
     cast.__name__ = dtype_name
     return cast
@@ -1459,6 +1488,28 @@ def _contains(self, element):
     return _builtins.bool((self == element).any())
 
 
+_door_to = TensorBase.to  # noqa: F821
+
+
+def _to(self, *args, **kwargs):
+    """Tensor.to: upstream's hand-written binding also takes a device alone
+    (`to(Device device=None, ScalarType dtype=None, bool non_blocking=False, bool copy=False)`),
+    which no ATen schema spells; that form goes to `to.dtype_layout` by keyword."""
+    if args and isinstance(args[0], (device, _builtins.str)) and (
+            len(args) == 1 or isinstance(args[1], _builtins.bool)):
+        names = ("device", "non_blocking", "copy")
+        if len(args) > len(names):
+            raise TypeError(f"to() takes at most {len(names)} positional arguments after self")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"to() got multiple values for argument '{name}'")
+            kwargs[name] = value
+        return _door_to(self, **kwargs)
+    return _door_to(self, *args, **kwargs)
+
+
+_to.__name__ = "to"
+TensorBase.to = _to  # noqa: F821
 TensorBase.cpu = _cpu  # noqa: F821
 TensorBase.cuda = _to_accelerator("cuda")  # noqa: F821
 TensorBase.xpu = _to_accelerator("xpu")  # noqa: F821

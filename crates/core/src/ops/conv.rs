@@ -624,12 +624,15 @@ pub fn pad_mode(x: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
             ));
         }
         let out_len = size + lo + hi;
+        // Circular padding wraps around what is left after negative pads crop (upstream
+        // fills the borders from the cropped centre).
+        let (kept_from, kept) = ((-lo).max(0), (size - (-lo).max(0) - (-hi).max(0)).max(1));
         let idx: Vec<i64> = (0..out_len)
             .map(|j| {
                 let p = j - lo;
                 match mode {
                     PadMode::Replicate => p.clamp(0, size - 1),
-                    PadMode::Circular => p.rem_euclid(size),
+                    PadMode::Circular => kept_from + (j - lo.max(0)).rem_euclid(kept),
                     PadMode::Reflect => {
                         let period = 2 * (size - 1);
                         if period == 0 {
@@ -1000,4 +1003,135 @@ pub fn embedding_bag(
         }
     }
     Tensor::from_f64s(&out, &[nb, d], weight.dtype())
+}
+
+/// Filters of the antialiased resizes (`F.interpolate(..., antialias=True)`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AntialiasFilter {
+    /// Triangle filter over 2 taps at scale 1 (bilinear).
+    Triangle,
+    /// Keys cubic with a = -0.5 over 4 taps at scale 1 (bicubic; PIL's choice, as upstream).
+    Cubic,
+}
+
+impl AntialiasFilter {
+    fn taps(self) -> f64 {
+        match self {
+            AntialiasFilter::Triangle => 2.0,
+            AntialiasFilter::Cubic => 4.0,
+        }
+    }
+
+    fn weight(self, x: f64) -> f64 {
+        let x = x.abs();
+        match self {
+            AntialiasFilter::Triangle => (1.0 - x).max(0.0),
+            AntialiasFilter::Cubic => {
+                const A: f64 = -0.5;
+                if x < 1.0 {
+                    ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+                } else if x < 2.0 {
+                    ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// Resampling weights `[output, input]` of one dim: when shrinking, the filter widens by the
+/// scale so every input pixel contributes (antialiasing); each row sums to 1.
+fn antialias_weights(
+    filter: AntialiasFilter,
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    align_corners: bool,
+) -> Vec<f64> {
+    let scale = if align_corners {
+        if output > 1 {
+            (input as f64 - 1.0) / (output as f64 - 1.0)
+        } else {
+            0.0
+        }
+    } else {
+        scale_value(scale, input, output)
+    };
+    let support = if scale >= 1.0 {
+        filter.taps() * 0.5 * scale
+    } else {
+        filter.taps() * 0.5
+    };
+    let inv = if scale >= 1.0 { 1.0 / scale } else { 1.0 };
+    let mut w = vec![0.0; output * input];
+    for o in 0..output {
+        let center = scale * (o as f64 + 0.5);
+        // Truncation toward zero, then clamped to the input, as upstream bounds the window.
+        let lo = ((center - support + 0.5) as i64).max(0) as usize;
+        let hi = ((center + support + 0.5) as i64).clamp(0, input as i64) as usize;
+        let row = &mut w[o * input..(o + 1) * input];
+        let mut total = 0.0;
+        for (j, slot) in row.iter_mut().enumerate().take(hi).skip(lo) {
+            let v = filter.weight((j as f64 - center + 0.5) * inv);
+            *slot = v;
+            total += v;
+        }
+        if total != 0.0 {
+            row.iter_mut().for_each(|v| *v /= total);
+        }
+    }
+    w
+}
+
+/// `F.interpolate(x, mode="bilinear"|"bicubic", antialias=True)` on `[B, C, H, W]`: separable,
+/// the last dim first, in float64, cast back to the input's dtype.
+pub fn upsample_antialias(
+    x: &Tensor,
+    out_size: &[usize],
+    scales: &[Option<f64>],
+    align_corners: bool,
+    filter: AntialiasFilter,
+) -> Result<Tensor> {
+    let op = "upsample_antialias";
+    if x.dim() != 4 || out_size.len() != 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "expected a 4D input and 2 output sizes, got {:?} and {out_size:?}",
+                x.shape()
+            ),
+        ));
+    }
+    // Upstream computes the weights in the input's type and has no half kernels for them.
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(Error::UnsupportedDType {
+            op: "compute_index_ranges_weights",
+            dtype: x.dtype(),
+        });
+    }
+    if out_size.contains(&0) || x.shape()[2..].contains(&0) {
+        return Err(invalid(
+            op,
+            format!(
+                "Input and output sizes should be greater than 0, but got input (H: {}, W: {}) output (H: {}, W: {})",
+                x.shape()[2], x.shape()[3], out_size[0], out_size[1]
+            ),
+        ));
+    }
+    let mut y = x.to_dtype(DType::F64)?;
+    for d in [1usize, 0] {
+        let (input, output) = (x.shape()[2 + d], out_size[d]);
+        let w = antialias_weights(
+            filter,
+            input,
+            output,
+            scales.get(d).copied().flatten(),
+            align_corners,
+        );
+        let wt = Tensor::from_vec(w, &[output, input])?.transpose(0, 1)?;
+        let moved = y.transpose(2 + d as i64, 3)?;
+        y = moved.matmul(&wt)?.transpose(2 + d as i64, 3)?;
+    }
+    y.contiguous()?.to_dtype(x.dtype())
 }

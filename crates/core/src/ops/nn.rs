@@ -468,6 +468,19 @@ pub fn batch_norm(
     let op = "batch_norm";
     compute_dtype(op, x)?;
     if x.dim() < 2 {
+        // Upstream reads the channel count from dim 1, which a 1-D input lacks: zero
+        // channels, so only empty statistics fit and only an empty input has a result.
+        for (name, t) in [("running_mean", running_mean), ("running_var", running_var)] {
+            if let Some(t) = t.filter(|t| t.numel() != 0) {
+                return Err(invalid(
+                    op,
+                    format!("{name} should contain 0 elements not {}", t.numel()),
+                ));
+            }
+        }
+        if x.numel() == 0 {
+            return x.deep_clone();
+        }
         return Err(invalid(op, "expected at least 2D input"));
     }
     let xf = x.to_dtype(DType::F64)?;

@@ -547,6 +547,38 @@ fn upsample_vec(
     conv::upsample(&x, &out, &scales, mode).map_err(core_err)
 }
 
+/// `_upsample_{bilinear,bicubic}2d_aa(self, output_size, align_corners, scales_h, scales_w)`.
+fn upsample_aa(c: &Ctx<'_, '_>, filter: conv::AntialiasFilter) -> PyResult<Tensor> {
+    let out = to_shape(&c.ints(1)?)?;
+    let opt = |i: usize| match &c.values[i] {
+        crate::value::Value::None => Ok(None),
+        _ => c.float(i).map(Some),
+    };
+    let scales = [opt(3)?, opt(4)?];
+    conv::upsample_antialias(&c.tensor(0)?, &out, &scales, c.bool(2)?, filter).map_err(core_err)
+}
+
+/// The `.vec` form: output size given, or computed from `scale_factors`.
+fn upsample_aa_vec(c: &Ctx<'_, '_>, filter: conv::AntialiasFilter) -> PyResult<Tensor> {
+    let x = c.tensor(0)?;
+    let scales = opt_floats(c, 3);
+    let out: Vec<usize> = match c.opt_ints(1)? {
+        Some(o) => to_shape(&o)?,
+        None => {
+            if scales.len() != 2 || x.dim() != 4 {
+                return Err(err(
+                    "upsample",
+                    "Must specify exactly one of output_size and scale_factors",
+                ));
+            }
+            (0..2)
+                .map(|d| (x.shape()[2 + d] as f64 * scales[d].unwrap_or(1.0)) as usize)
+                .collect()
+        }
+    };
+    conv::upsample_antialias(&x, &out, &scales, c.bool(2)?, filter).map_err(core_err)
+}
+
 /// `leaky_relu(x, slope) = where(x > 0, x, x * slope)` (float dtypes only).
 fn leaky_relu(x: &Tensor, slope: Scalar) -> R {
     if !x.dtype().is_float() {
@@ -671,6 +703,68 @@ pub(crate) fn register(t: &mut Table) {
         };
         Ok(Out::Tensor(upsample_vec(c, 2, mode, 3)?))
     });
+    t.insert("aten::upsample_nearest3d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(c, 3, conv::Interp::Nearest, 2)?))
+    });
+    t.insert("aten::_upsample_nearest_exact3d.vec", |c| {
+        Ok(Out::Tensor(upsample_vec(
+            c,
+            3,
+            conv::Interp::NearestExact,
+            2,
+        )?))
+    });
+    t.insert("aten::upsample_trilinear3d.vec", |c| {
+        let mode = conv::Interp::Linear {
+            align_corners: c.bool(2)?,
+        };
+        Ok(Out::Tensor(upsample_vec(c, 3, mode, 3)?))
+    });
+    t.insert("aten::_upsample_bilinear2d_aa", |c| {
+        Ok(Out::Tensor(upsample_aa(
+            c,
+            conv::AntialiasFilter::Triangle,
+        )?))
+    });
+    t.insert("aten::_upsample_bilinear2d_aa.out", |c| {
+        let r = upsample_aa(c, conv::AntialiasFilter::Triangle)?;
+        c.write_into(5, r)
+    });
+    t.insert("aten::_upsample_bilinear2d_aa.vec", |c| {
+        Ok(Out::Tensor(upsample_aa_vec(
+            c,
+            conv::AntialiasFilter::Triangle,
+        )?))
+    });
+    t.insert("aten::_upsample_bicubic2d_aa", |c| {
+        Ok(Out::Tensor(upsample_aa(c, conv::AntialiasFilter::Cubic)?))
+    });
+    t.insert("aten::_upsample_bicubic2d_aa.out", |c| {
+        let r = upsample_aa(c, conv::AntialiasFilter::Cubic)?;
+        c.write_into(5, r)
+    });
+    t.insert("aten::_upsample_bicubic2d_aa.vec", |c| {
+        Ok(Out::Tensor(upsample_aa_vec(
+            c,
+            conv::AntialiasFilter::Cubic,
+        )?))
+    });
+    // FFTs produce complex tensors, which torchnative does not have.
+    for name in [
+        "aten::_fft_r2c",
+        "aten::_fft_c2c",
+        "aten::_fft_c2r",
+        "aten::_fft_r2c.out",
+        "aten::_fft_c2c.out",
+        "aten::_fft_c2r.out",
+    ] {
+        t.insert(name, |_| {
+            Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "torch.fft is not supported by torchnative: its results are complex tensors \
+                 (complex64/complex128), which torchnative does not have",
+            ))
+        });
+    }
     t.insert("aten::upsample_bilinear2d.vec", |c| {
         let mode = conv::Interp::Linear {
             align_corners: c.bool(2)?,

@@ -47,8 +47,36 @@ pub(crate) fn register(t: &mut Table) {
         ok(Ok(y))
     });
     fn to_dtype_op(c: &Ctx<'_, '_>, dtype: DType, copy: bool, fmt_arg: usize) -> PyResult<Out> {
+        to_op(c, None, dtype, copy, fmt_arg)
+    }
+    /// `Tensor.to` with an optional target device: cpu <-> meta moves (a meta tensor has no
+    /// data to copy out, as upstream says), otherwise a dtype/layout conversion.
+    fn to_op(
+        c: &Ctx<'_, '_>,
+        device: Option<Device>,
+        dtype: DType,
+        copy: bool,
+        fmt_arg: usize,
+    ) -> PyResult<Out> {
         let x = c.tensor(0)?;
         let fmt = mem_format(c, fmt_arg)?.unwrap_or(MemoryFormat::Preserve);
+        match (x.device(), device) {
+            (Device::Meta, Some(Device::Cpu)) => {
+                return Err(PyNotImplementedError::new_err(
+                    "Cannot copy out of meta tensor; no data!",
+                ))
+            }
+            (Device::Cpu, Some(Device::Meta)) => {
+                let strides = fmt.strides_for(x.shape(), x.strides());
+                return ok(Tensor::empty_strided(
+                    x.shape(),
+                    &strides,
+                    dtype,
+                    Device::Meta,
+                ));
+            }
+            _ => {}
+        }
         let keeps_layout = fmt == MemoryFormat::Preserve || x.is_contiguous_as(fmt);
         if x.dtype() == dtype && !copy && keeps_layout {
             return Ok(Out::Arg(0));
@@ -60,19 +88,22 @@ pub(crate) fn register(t: &mut Table) {
         to_dtype_op(c, d, c.bool(3)?, 4)
     });
     t.insert("aten::to.device", |c| {
-        c.device(1)?;
+        let device = c.device(1)?;
         let d = c.opt_dtype(2)?.unwrap_or(DType::F32);
-        to_dtype_op(c, d, c.bool(4)?, 5)
+        to_op(c, Some(device), d, c.bool(4)?, 5)
     });
     t.insert("aten::to.other", |c| {
         let d = c.tensor(1)?.dtype();
         to_dtype_op(c, d, c.bool(3)?, 4)
     });
     t.insert("aten::to.dtype_layout", |c| {
-        c.device(3)?;
+        let device = match &c.values[3] {
+            crate::value::Value::None => None,
+            _ => Some(c.device(3)?),
+        };
         let x = c.tensor(0)?;
         let d = c.opt_dtype(1)?.unwrap_or(x.dtype());
-        to_dtype_op(c, d, c.bool(6)?, 7)
+        to_op(c, device, d, c.bool(6)?, 7)
     });
     t.insert("aten::_local_scalar_dense", |c| {
         Ok(Out::Scalar(c.tensor(0)?.item().map_err(core_err)?))
@@ -106,6 +137,35 @@ pub(crate) fn register(t: &mut Table) {
             None => x.storage_offset(),
         };
         ok(x.as_strided(&sizes, &strides, offset))
+    });
+    // A clone of self whose as_strided view takes src (upstream's composite kernel; its
+    // Python decomposition calls this op again).
+    fn as_strided_scatter(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+        let out = c.tensor(0)?.deep_clone().map_err(core_err)?;
+        let sizes = to_shape(&c.ints(2)?)?;
+        let strides = to_shape(&c.ints(3)?)?;
+        let offset = match c.opt_int(4)? {
+            Some(o) => to_shape(&[o])?[0],
+            None => out.storage_offset(),
+        };
+        let src = c.tensor(1)?;
+        let slot = out.as_strided(&sizes, &strides, offset).map_err(core_err)?;
+        if slot.shape() != src.shape() {
+            return Err(PyRuntimeError::new_err(format!(
+                "expected src to have a size equal to the slice of self. src size = {:?}, slice size = {:?}",
+                src.shape(),
+                slot.shape()
+            )));
+        }
+        slot.copy_(&src).map_err(core_err)?;
+        Ok(out)
+    }
+    t.insert("aten::as_strided_scatter", |c| {
+        Ok(Out::Tensor(as_strided_scatter(c)?))
+    });
+    t.insert("aten::as_strided_scatter.out", |c| {
+        let r = as_strided_scatter(c)?;
+        c.write_into(5, r)
     });
     t.insert("aten::select.int", |c| {
         ok(c.tensor(0)?.select(c.int(1)?, c.int(2)?))

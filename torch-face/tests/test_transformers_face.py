@@ -1,0 +1,56 @@
+"""transformers' own from_pretrained + generate on the face, against upstream torch.
+
+The default model (SmolLM2-135M-Instruct, the GGUF through `gguf_file=`, dequantized to float32
+by transformers) is loaded by unmodified transformers on the face and by upstream torch in the
+oracle venv; the greedy tokens must be equal and the logits at every prompt position within a
+tolerance derived from upstream's own float32 error against its float64 run.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_torch_face import _oracle  # noqa: E402
+
+PROMPT = "The capital of France is"
+
+RUN = r"""
+import sys, os, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+path, out, dtype = sys.argv[1], sys.argv[2], getattr(torch, sys.argv[3])
+d, f = os.path.dirname(path), os.path.basename(path)
+tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=dtype)
+ids = tok(%r, return_tensors="pt")
+with torch.no_grad():
+    logits = model(**ids).logits
+tokens = model.generate(**ids, max_new_tokens=8, do_sample=False)
+torch.save({"logits": logits.to(torch.float64), "tokens": tokens}, out)
+""" % PROMPT
+
+
+def _model():
+    path = os.environ.get("TORCHNATIVE_MODEL")
+    if not path or not os.path.isfile(path):
+        pytest.skip("no default model (TORCHNATIVE_MODEL; scripts/fetch-model.sh)")
+    return path
+
+
+def test_gguf_generate_matches_upstream(tmp_path):
+    model = _model()
+    oracle = _oracle()
+    for py, dtype, name in ((oracle, "float32", "up32"), (oracle, "float64", "up64"),
+                            (sys.executable, "float32", "face")):
+        subprocess.run([py, "-c", RUN, model, str(tmp_path / name), dtype], check=True,
+                       capture_output=True, text=True)
+    # The face reads upstream's files (torch.save's zip format), so compare here.
+    up32, up64, face = (torch.load(tmp_path / n) for n in ("up32", "up64", "face"))
+    assert face["tokens"].tolist() == up32["tokens"].tolist()
+    upstream_error = (up32["logits"] - up64["logits"]).abs().max().item()
+    ours = (face["logits"] - up32["logits"]).abs().max().item()
+    # Two float32 computations each about `upstream_error` from the exact one.
+    assert ours <= 4 * upstream_error, (ours, upstream_error)
