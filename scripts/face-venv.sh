@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build (once) the torch face venv: numpy, pytest, transformers==5.24.0 and the torch face itself
+# Build (once) the torch face venv: numpy, pytest, transformers==5.24.0 (+ gguf, accelerate) and the
+# torch face itself
 # (torch-face/: upstream PyTorch 2.15.0's .py tree on our Rust torch._C), never real PyTorch.
 # Prints the venv's python path on stdout; everything else goes to stderr.
 #
@@ -85,6 +86,12 @@ if [[ ! -f "$stamp_file" || "$(cat "$stamp_file")" != "$fingerprint" ]] || ! fac
     "$PY" -m pip install --quiet "$wheels"/torch-*.whl >&2
     echo "face-venv: built in $((built - start))s, installed in $((SECONDS - built))s" >&2
     echo "$fingerprint" > "$stamp_file"
+    refuse_real_torch
+fi
+# transformers loads GGUF files through gguf and accelerate (test_transformers_face.py); they go
+# in after the face, so accelerate's torch requirement is met by it, never by real PyTorch.
+if ! "$PY" -I -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('gguf') and u.find_spec('accelerate')))"; then
+    "$PY" -m pip install --quiet gguf accelerate >&2
     refuse_real_torch
 fi
 echo "$PY"

@@ -478,6 +478,27 @@ fn export_parts(t: Tensor) -> Export {
     }
 }
 
+/// A capsule named `name` owning `boxed` (an exported DLPack tensor, its managed struct first):
+/// the capsule's destructor deletes it unless a consumer renamed the capsule and took it.
+fn into_capsule<T>(py: Python<'_>, boxed: Box<T>, name: &'static CStr) -> PyResult<Py<PyAny>> {
+    let ptr = Box::into_raw(boxed);
+    // SAFETY: `ptr` is valid until the deleter runs; the destructor handles an unconsumed one.
+    let capsule = unsafe {
+        ffi::PyCapsule_New(
+            ptr.cast::<c_void>(),
+            name.as_ptr(),
+            Some(capsule_destructor),
+        )
+    };
+    if capsule.is_null() {
+        // SAFETY: the capsule was not made, so the box is still ours.
+        drop(unsafe { Box::from_raw(ptr) });
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference returned by PyCapsule_New.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+}
+
 /// `torch._C._to_dlpack(tensor, dl_device=None, copy=None)`: an unversioned "dltensor" capsule.
 #[pyfunction]
 #[pyo3(signature = (tensor, dl_device=None, copy=None))]
@@ -501,22 +522,7 @@ pub fn _to_dlpack(
         },
         export,
     });
-    let ptr = Box::into_raw(boxed);
-    // SAFETY: `ptr` is valid until the deleter runs; the destructor handles an unconsumed one.
-    let capsule = unsafe {
-        ffi::PyCapsule_New(
-            ptr.cast::<c_void>(),
-            NAME.as_ptr(),
-            Some(capsule_destructor),
-        )
-    };
-    if capsule.is_null() {
-        // SAFETY: the capsule was not made, so the box is still ours.
-        drop(unsafe { Box::from_raw(ptr) });
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a new reference returned by PyCapsule_New.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+    into_capsule(py, boxed, NAME)
 }
 
 /// `torch._C._to_dlpack_versioned(tensor, dl_device=None, copy=None, read_only=False)`:
@@ -547,22 +553,7 @@ pub fn _to_dlpack_versioned(
         },
         export,
     });
-    let ptr = Box::into_raw(boxed);
-    // SAFETY: as in `_to_dlpack`.
-    let capsule = unsafe {
-        ffi::PyCapsule_New(
-            ptr.cast::<c_void>(),
-            NAME_VERSIONED.as_ptr(),
-            Some(capsule_destructor),
-        )
-    };
-    if capsule.is_null() {
-        // SAFETY: the capsule was not made, so the box is still ours.
-        drop(unsafe { Box::from_raw(ptr) });
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a new reference returned by PyCapsule_New.
-    Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+    into_capsule(py, boxed, NAME_VERSIONED)
 }
 
 /// A consumed DLPack tensor: its deleter runs when the last torchnative tensor drops it.
