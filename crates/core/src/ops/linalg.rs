@@ -1126,22 +1126,9 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Error for a singular system found by `info`.
 pub fn solve_error(op: &'static str, info: &Tensor) -> Result<()> {
-    let iv = info.to_vec::<i64>()?;
-    let batched = info.dim() > 0;
-    for (b, &i) in iv.iter().enumerate() {
-        if i > 0 {
-            let pre = if batched {
-                format!("(Batch element {b}): ")
-            } else {
-                String::new()
-            };
-            return Err(invalid(
-                op,
-                format!("{pre}The solver failed because the input matrix is singular."),
-            ));
-        }
-    }
-    Ok(())
+    crate::ops::linalg_decomp::info_error(op, info, |_| {
+        "The solver failed because the input matrix is singular.".into()
+    })
 }
 
 /// `torch.linalg.inv`.

@@ -672,24 +672,33 @@ pub fn cholesky_ex(a: &Tensor, upper: bool) -> Result<(Tensor, Tensor)> {
     ))
 }
 
-/// Error for a failed Cholesky factorization (first failing batch element).
-pub fn cholesky_error(op: &'static str, info: &Tensor) -> Result<()> {
-    let iv = info.to_vec::<i64>()?;
+/// The error for the first batch element whose LAPACK-style `info` is positive (upstream
+/// prefixes "(Batch element b): " when `info` is batched); `message` spells it from `info`.
+pub fn info_error(op: &'static str, info: &Tensor, message: impl Fn(i64) -> String) -> Result<()> {
     let batched = info.dim() > 0;
-    for (b, &i) in iv.iter().enumerate() {
-        if i > 0 {
+    match info
+        .to_vec::<i64>()?
+        .iter()
+        .enumerate()
+        .find(|(_, &i)| i > 0)
+    {
+        None => Ok(()),
+        Some((b, &i)) => {
             let pre = if batched {
                 format!("(Batch element {b}): ")
             } else {
                 String::new()
             };
-            return Err(invalid(
-                op,
-                format!("{pre}The factorization could not be completed because the input is not positive-definite (the leading minor of order {i} is not positive-definite)."),
-            ));
+            Err(invalid(op, format!("{pre}{}", message(i))))
         }
     }
-    Ok(())
+}
+
+/// Error for a failed Cholesky factorization (first failing batch element).
+pub fn cholesky_error(op: &'static str, info: &Tensor) -> Result<()> {
+    info_error(op, info, |i| {
+        format!("The factorization could not be completed because the input is not positive-definite (the leading minor of order {i} is not positive-definite).")
+    })
 }
 
 /// `torch.cholesky_inverse(L, upper)`: the inverse of `L L^T` (or `U^T U`).
@@ -748,22 +757,9 @@ fn solve_values(a: &[f64], rhs: &[f64], nb: usize, n: usize, k: usize) -> (Vec<f
 
 /// Error for a singular matrix found by `info`.
 pub fn singular_error(op: &'static str, info: &Tensor) -> Result<()> {
-    let iv = info.to_vec::<i64>()?;
-    let batched = info.dim() > 0;
-    for (b, &i) in iv.iter().enumerate() {
-        if i > 0 {
-            let pre = if batched {
-                format!("(Batch element {b}): ")
-            } else {
-                String::new()
-            };
-            return Err(invalid(
-                op,
-                format!("{pre}The diagonal element {i} is zero, the inversion could not be completed because the input matrix is singular."),
-            ));
-        }
-    }
-    Ok(())
+    info_error(op, info, |i| {
+        format!("The diagonal element {i} is zero, the inversion could not be completed because the input matrix is singular.")
+    })
 }
 
 /// `torch.linalg.inv_ex(A)` -> (inverse, info).

@@ -396,23 +396,13 @@ fn ldl_error(op: &str, info: &Tensor) -> PyResult<()> {
 }
 
 /// Error for a singular factor found by getrf's `info` (check_errors=True).
-fn lu_error(op: &str, info: &Tensor) -> PyResult<()> {
-    let iv = info.to_vec::<i64>().map_err(core_err)?;
-    let batched = info.dim() > 0;
-    for (b, &i) in iv.iter().enumerate() {
-        if i > 0 {
-            let pre = if batched {
-                format!("(Batch element {b}): ")
-            } else {
-                String::new()
-            };
-            return Err(PyRuntimeError::new_err(format!(
-                "{op}: {pre}U[{0},{0}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
-                i
-            )));
-        }
-    }
-    Ok(())
+fn lu_error(op: &'static str, info: &Tensor) -> PyResult<()> {
+    torchnative_core::ops::linalg_decomp::info_error(op, info, |i| {
+        format!(
+            "U[{i},{i}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"
+        )
+    })
+    .map_err(core_err)
 }
 
 pub(crate) fn register(t: &mut Table) {
