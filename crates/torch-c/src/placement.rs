@@ -14,18 +14,14 @@ use torchnative_core::{Device, Tensor};
 
 /// The index of a `device` argument asking for the meta device.
 fn meta_device_arg(py: Python<'_>, schema: &FunctionSchema, values: &[Value]) -> Option<usize> {
-    schema
-        .arguments
-        .iter()
-        .zip(values)
-        .position(|(a, v)| {
-            a.name == "device"
-                && match v {
-                    Value::Object(o) => crate::device_of(o.bind(py)).ok() == Some(Device::Meta),
-                    Value::Str(s) => crate::device_from_str(s).ok() == Some(Device::Meta),
-                    _ => false,
-                }
-        })
+    schema.arguments.iter().zip(values).position(|(a, v)| {
+        a.name == "device"
+            && match v {
+                Value::Object(o) => crate::device_of(o.bind(py)).ok() == Some(Device::Meta),
+                Value::Str(s) => crate::device_from_str(s).ok() == Some(Device::Meta),
+                _ => false,
+            }
+    })
 }
 
 fn clone_value(py: Python<'_>, v: &Value) -> Value {
@@ -127,7 +123,13 @@ fn like_for_meta(
     let empty = Tensor::empty_on(&[0], x.dtype(), Device::Cpu).map_err(crate::error::core_err)?;
     let empty = crate::tensor::wrap(py, empty)?;
     let mut dry: Vec<Value> = values.iter().map(|v| clone_value(py, v)).collect();
-    dry[0] = Value::Tensor(empty.bind(py).cast::<crate::tensor::TensorBase>()?.clone().unbind());
+    dry[0] = Value::Tensor(
+        empty
+            .bind(py)
+            .cast::<crate::tensor::TensorBase>()?
+            .clone()
+            .unbind(),
+    );
     dry[device_at] = Value::None;
     match kernel(&Ctx { py, values: &dry })? {
         Out::Tensor(t) => {

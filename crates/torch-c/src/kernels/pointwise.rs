@@ -64,6 +64,74 @@ macro_rules! unary_fo {
     }};
 }
 
+/// The C++ element type name upstream's messages print for a dtype (`caffe2::TypeMeta`).
+fn type_meta_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "c10::Half",
+        DType::BF16 => "c10::BFloat16",
+        DType::I64 => "long int",
+        DType::I32 => "int",
+        DType::I16 => "short int",
+        DType::I8 => "signed char",
+        DType::U8 => "unsigned char",
+        DType::Bool => "bool",
+    }
+}
+
+/// `log_normal_(self, mean, std, *, generator)`: as upstream's CPU kernel, every element (in
+/// order) is exp of one `normal_distribution<double>(mean, std)` draw (which uses and refills
+/// the generator's cached second Box-Muller sample), rounded to the tensor's dtype.
+fn log_normal_(c: &Ctx<'_, '_>) -> PyResult<Out> {
+    let dst = c.tensor(0)?;
+    let (mean, std) = (c.float(1)?, c.float(2)?);
+    if std.is_nan() || std <= 0.0 {
+        return Err(PyRuntimeError::new_err(format!(
+            "log_normal_ expects std > 0.0, but found std={std}"
+        )));
+    }
+    let dtype = dst.dtype();
+    if !dtype.is_float() {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "\"log_normal_cpu\" not implemented for '{}'",
+            scalar_type_name(dtype)
+        )));
+    }
+    if dst.device() != Device::Cpu {
+        return Err(PyRuntimeError::new_err(
+            "log_normal_: random tensors on the meta device have no values; use device='cpu'",
+        ));
+    }
+    let gen = match c.values.get(3).unwrap_or(&Value::None) {
+        Value::None => crate::random::default_generator(c.py)?.clone_ref(c.py),
+        Value::Object(o) => o
+            .bind(c.py)
+            .cast::<crate::random::Generator>()
+            .map_err(|_| PyTypeError::new_err("log_normal_: expected a torch.Generator"))?
+            .clone()
+            .unbind(),
+        v => {
+            return Err(PyTypeError::new_err(format!(
+                "log_normal_: expected a torch.Generator, got {v:?}"
+            )))
+        }
+    };
+    let mut draws = vec![0f64; dst.numel()];
+    {
+        let g = gen.bind(c.py).borrow();
+        let mut guard = g.lock();
+        torchnative_core::torch_random::normal_serial_(&mut guard, &mut draws, mean, std)
+            .map_err(core_err)?;
+    }
+    for v in draws.iter_mut() {
+        *v = v.exp();
+    }
+    let tmp = Tensor::from_f64s(&draws, dst.shape(), dtype).map_err(core_err)?;
+    dst.copy_(&tmp).map_err(core_err)?;
+    Ok(Out::Arg(0))
+}
+
 pub(crate) fn register(t: &mut Table) {
     // ----- pointwise -----
     unary_ck!(t, "abs", |x| x.abs());
@@ -121,6 +189,88 @@ pub(crate) fn register(t: &mut Table) {
     unary_ck!(t, "frac", |x| x.frac());
     unary_ck!(t, "sgn", |x| x.sign());
     unary_ck!(t, "square", |x| x.square());
+    // torch.special: ops of their own, and aliases of the ops above.
+    unary_fo!(t, "special_i0e", |x| x.i0e());
+    unary_fo!(t, "special_i1", |x| x.i1());
+    unary_fo!(t, "special_i1e", |x| x.i1e());
+    unary_fo!(t, "special_ndtri", |x| x.ndtri());
+    unary_fo!(t, "special_log_ndtr", |x| x.log_ndtr());
+    unary_fo!(t, "special_erfcx", |x| x.erfcx());
+    unary_fo!(t, "special_bessel_j0", |x| x.bessel_j0());
+    unary_fo!(t, "special_bessel_j1", |x| x.bessel_j1());
+    unary_fo!(t, "special_spherical_bessel_j0", |x| x
+        .spherical_bessel_j0());
+    unary_fo!(t, "special_i0", |x| x.i0());
+    unary_fo!(t, "special_modified_bessel_i0", |x| x.modified_bessel_i0());
+    unary_fo!(t, "special_modified_bessel_k0", |x| x.bessel_k(
+        torchnative_core::ops::special::BesselK::K0,
+        "special_modified_bessel_k0"
+    ));
+    unary_fo!(t, "special_modified_bessel_k1", |x| x.bessel_k(
+        torchnative_core::ops::special::BesselK::K1,
+        "special_modified_bessel_k1"
+    ));
+    unary_fo!(t, "special_scaled_modified_bessel_k0", |x| x.bessel_k(
+        torchnative_core::ops::special::BesselK::ScaledK0,
+        "special_scaled_modified_bessel_k0"
+    ));
+    unary_fo!(t, "special_scaled_modified_bessel_k1", |x| x.bessel_k(
+        torchnative_core::ops::special::BesselK::ScaledK1,
+        "special_scaled_modified_bessel_k1"
+    ));
+    unary_fo!(t, "special_bessel_y0", |x| x.bessel_y0());
+    unary_fo!(t, "special_bessel_y1", |x| x.bessel_y1());
+    unary_fo!(t, "special_modified_bessel_i1", |x| x.modified_bessel_i1());
+    unary_fo!(t, "special_erfinv", |x| x.erfinv());
+    unary_fo!(t, "special_erf", |x| x.erf());
+    unary_fo!(t, "special_erfc", |x| x.erfc());
+    unary_fo!(t, "special_digamma", |x| x.digamma());
+    unary_fo!(t, "special_psi", |x| x.digamma());
+    unary_fo!(t, "special_gammaln", |x| x.lgamma());
+    unary_fo!(t, "special_expm1", |x| x.expm1());
+    unary_fo!(t, "special_exp2", |x| x.exp2());
+    unary_fo!(t, "special_log1p", |x| x.log1p());
+    unary_fo!(t, "special_expit", |x| x.sigmoid());
+    unary_fo!(t, "special_sinc", |x| x.sinc());
+    for name in ["aten::polygamma", "aten::special_polygamma"] {
+        t.insert(name, |c| ok(c.tensor(1)?.polygamma(c.int(0)?)));
+    }
+    for name in ["aten::polygamma.out", "aten::special_polygamma.out"] {
+        t.insert(name, |c| {
+            let r = c.tensor(1)?.polygamma(c.int(0)?).map_err(core_err)?;
+            c.write_into(2, r)
+        });
+    }
+    t.insert("aten::polygamma_", |c| {
+        check_no_internal_overlap(c, 0)?;
+        let r = c.tensor(0)?.polygamma(c.int(1)?).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::log_normal_", log_normal_);
+    t.insert("aten::frexp.Tensor", |c| {
+        let (m, e) = c.tensor(0)?.frexp().map_err(core_err)?;
+        Ok(Out::Tensors(vec![m, e]))
+    });
+    t.insert("aten::frexp.Tensor_out", |c| {
+        let (x, mo, eo) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+        if x.dtype().is_float() && mo.dtype() != x.dtype() {
+            return Err(PyRuntimeError::new_err(format!(
+                "torch.frexp() expects mantissa to have dtype {} but got {}",
+                type_meta_name(x.dtype()),
+                type_meta_name(mo.dtype())
+            )));
+        }
+        if x.dtype().is_float() && eo.dtype() != DType::I32 {
+            return Err(PyRuntimeError::new_err(format!(
+                "torch.frexp() expects exponent to have int dtype but got {}",
+                type_meta_name(eo.dtype())
+            )));
+        }
+        let (m, e) = x.frexp().map_err(core_err)?;
+        c.write_into(1, m)?;
+        c.write_into(2, e)?;
+        Ok(Out::Args(vec![1, 2]))
+    });
     unary_fo!(t, "angle", |x| x.angle());
     unary_fo!(t, "signbit", |x| x.signbit());
     unary_fo!(t, "isposinf", |x| x.isposinf());
@@ -476,6 +626,73 @@ pub(crate) fn register_more(t: &mut Table) {
     bin!(t, |a, b| a.lcm(b); ["lcm"]; ["lcm_"]; ["lcm.out"]);
     bin!(t, |a, b| a.heaviside(b); ["heaviside"]; ["heaviside_"]; ["heaviside.out"]);
     bin!(t, |a, b| a.hypot(b); ["hypot"]; ["hypot_"]; ["hypot.out"]);
+    {
+        use torchnative_core::ops::special::Polynomial as P;
+        bin!(t, |a, b| a.special_polynomial(P::ChebyshevT, "special_chebyshev_polynomial_t", b);
+            ["special_chebyshev_polynomial_t", "special_chebyshev_polynomial_t.x_scalar",
+             "special_chebyshev_polynomial_t.n_scalar"];
+            [];
+            ["special_chebyshev_polynomial_t.out", "special_chebyshev_polynomial_t.x_scalar_out",
+             "special_chebyshev_polynomial_t.n_scalar_out"]);
+        bin!(t, |a, b| a.special_polynomial(P::ChebyshevU, "special_chebyshev_polynomial_u", b);
+            ["special_chebyshev_polynomial_u", "special_chebyshev_polynomial_u.x_scalar",
+             "special_chebyshev_polynomial_u.n_scalar"];
+            [];
+            ["special_chebyshev_polynomial_u.out", "special_chebyshev_polynomial_u.x_scalar_out",
+             "special_chebyshev_polynomial_u.n_scalar_out"]);
+        bin!(t, |a, b| a.special_polynomial(P::HermiteH, "special_hermite_polynomial_h", b);
+            ["special_hermite_polynomial_h", "special_hermite_polynomial_h.x_scalar",
+             "special_hermite_polynomial_h.n_scalar"];
+            [];
+            ["special_hermite_polynomial_h.out", "special_hermite_polynomial_h.x_scalar_out",
+             "special_hermite_polynomial_h.n_scalar_out"]);
+        bin!(t, |a, b| a.special_polynomial(P::HermiteHe, "special_hermite_polynomial_he", b);
+            ["special_hermite_polynomial_he", "special_hermite_polynomial_he.x_scalar",
+             "special_hermite_polynomial_he.n_scalar"];
+            [];
+            ["special_hermite_polynomial_he.out", "special_hermite_polynomial_he.x_scalar_out",
+             "special_hermite_polynomial_he.n_scalar_out"]);
+        bin!(t, |a, b| a.special_polynomial(P::LaguerreL, "special_laguerre_polynomial_l", b);
+            ["special_laguerre_polynomial_l", "special_laguerre_polynomial_l.x_scalar",
+             "special_laguerre_polynomial_l.n_scalar"];
+            [];
+            ["special_laguerre_polynomial_l.out", "special_laguerre_polynomial_l.x_scalar_out",
+             "special_laguerre_polynomial_l.n_scalar_out"]);
+        bin!(t, |a, b| a.special_polynomial(P::LegendreP, "special_legendre_polynomial_p", b);
+            ["special_legendre_polynomial_p", "special_legendre_polynomial_p.x_scalar",
+             "special_legendre_polynomial_p.n_scalar"];
+            [];
+            ["special_legendre_polynomial_p.out", "special_legendre_polynomial_p.x_scalar_out",
+             "special_legendre_polynomial_p.n_scalar_out"]);
+    }
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ChebyshevV, "special_chebyshev_polynomial_v", b);
+        ["special_chebyshev_polynomial_v", "special_chebyshev_polynomial_v.x_scalar", "special_chebyshev_polynomial_v.n_scalar"];
+        [];
+        ["special_chebyshev_polynomial_v.out", "special_chebyshev_polynomial_v.x_scalar_out", "special_chebyshev_polynomial_v.n_scalar_out"]);
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ChebyshevW, "special_chebyshev_polynomial_w", b);
+        ["special_chebyshev_polynomial_w", "special_chebyshev_polynomial_w.x_scalar", "special_chebyshev_polynomial_w.n_scalar"];
+        [];
+        ["special_chebyshev_polynomial_w.out", "special_chebyshev_polynomial_w.x_scalar_out", "special_chebyshev_polynomial_w.n_scalar_out"]);
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ShiftedT, "special_shifted_chebyshev_polynomial_t", b);
+        ["special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_t.x_scalar", "special_shifted_chebyshev_polynomial_t.n_scalar"];
+        [];
+        ["special_shifted_chebyshev_polynomial_t.out", "special_shifted_chebyshev_polynomial_t.x_scalar_out", "special_shifted_chebyshev_polynomial_t.n_scalar_out"]);
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ShiftedU, "special_shifted_chebyshev_polynomial_u", b);
+        ["special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_u.x_scalar", "special_shifted_chebyshev_polynomial_u.n_scalar"];
+        [];
+        ["special_shifted_chebyshev_polynomial_u.out", "special_shifted_chebyshev_polynomial_u.x_scalar_out", "special_shifted_chebyshev_polynomial_u.n_scalar_out"]);
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ShiftedV, "special_shifted_chebyshev_polynomial_v", b);
+        ["special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_v.x_scalar", "special_shifted_chebyshev_polynomial_v.n_scalar"];
+        [];
+        ["special_shifted_chebyshev_polynomial_v.out", "special_shifted_chebyshev_polynomial_v.x_scalar_out", "special_shifted_chebyshev_polynomial_v.n_scalar_out"]);
+    bin!(t, |a, b| a.special_polynomial(torchnative_core::ops::special::Polynomial::ShiftedW, "special_shifted_chebyshev_polynomial_w", b);
+        ["special_shifted_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_w.x_scalar", "special_shifted_chebyshev_polynomial_w.n_scalar"];
+        [];
+        ["special_shifted_chebyshev_polynomial_w.out", "special_shifted_chebyshev_polynomial_w.x_scalar_out", "special_shifted_chebyshev_polynomial_w.n_scalar_out"]);
+    bin!(t, |a, b| a.zeta(b);
+        ["special_zeta", "special_zeta.self_scalar", "special_zeta.other_scalar"];
+        [];
+        ["special_zeta.out", "special_zeta.self_scalar_out", "special_zeta.other_scalar_out"]);
     bin!(t, |a, b| a.igamma(b); ["igamma"]; ["igamma_"]; ["igamma.out"]);
     bin!(t, |a, b| a.igammac(b); ["igammac"]; ["igammac_"]; ["igammac.out"]);
     bin!(t, |a, b| a.logaddexp(b); ["logaddexp"]; []; ["logaddexp.out"]);
