@@ -1055,16 +1055,25 @@ impl Tensor {
         include_self: bool,
     ) -> Result<Tensor> {
         let op = "index_reduce";
-        // Upstream's CPU index_reduce has no bool kernels (index_add, the Sum case, has).
+        // Upstream's CPU index_reduce on bool: never without self, never for 1-D self (that
+        // path has no bool kernel), and mean fails in its floor division; index_add (the Sum
+        // case) takes bool everywhere.
         if self.dtype() == DType::Bool && reduce != Reduction::Sum {
-            return Err(Error::UnsupportedDType {
-                op: if include_self {
-                    "index_func_"
-                } else {
-                    "index_reduce_func_exclude_input_init"
-                },
-                dtype: DType::Bool,
-            });
+            let op = if !include_self {
+                Some("index_reduce_func_exclude_input_init")
+            } else if self.dim() <= 1 {
+                Some("index_func_")
+            } else if reduce == Reduction::Mean {
+                Some("div_floor_cpu")
+            } else {
+                None
+            };
+            if let Some(op) = op {
+                return Err(Error::UnsupportedDType {
+                    op,
+                    dtype: DType::Bool,
+                });
+            }
         }
         if index.dim() > 1 {
             return Err(invalid(op, "Index is supposed to be a vector"));
