@@ -700,6 +700,16 @@ pub fn tensordot(a: &Tensor, b: &Tensor, dims_a: &[i64], dims_b: &[i64]) -> Resu
         .iter()
         .map(|&d| crate::layout::wrap_dim(op, d, b.dim()))
         .collect::<Result<_>>()?;
+    // A size-1 contracted dim broadcasts: the other side sums that dim first (upstream).
+    let (mut a, mut b) = (a.clone(), b.clone());
+    for (&x, &y) in da.iter().zip(&db) {
+        if b.shape()[y] == 1 && a.shape()[x] != 1 {
+            a = a.sum(&[x as i64], true)?;
+        } else if a.shape()[x] == 1 && b.shape()[y] != 1 {
+            b = b.sum(&[y as i64], true)?;
+        }
+    }
+    let (a, b) = (&a, &b);
     for (&x, &y) in da.iter().zip(&db) {
         if a.shape()[x] != b.shape()[y] {
             return Err(invalid(

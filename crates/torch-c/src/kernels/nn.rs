@@ -1147,30 +1147,42 @@ pub(crate) fn register(t: &mut Table) {
             two(5)?,
         ))
     });
-    for name in [
-        "aten::embedding_bag.padding_idx",
-        "aten::embedding_bag",
-        "aten::_embedding_bag",
-    ] {
-        t.insert(name, |c| {
-            let padding_idx = match c.values.get(8) {
-                Some(crate::value::Value::Int(i)) if *i >= 0 => Some(*i),
-                _ => None,
-            };
-            let r = conv::embedding_bag(
-                &c.tensor(0)?,
-                &c.tensor(1)?,
-                &c.tensor(2)?,
-                c.int(4)?,
-                c.opt_tensor(6)?.as_ref(),
-                c.bool(7)?,
-                padding_idx,
-            )
-            .map_err(core_err)?;
-            let empty = || Tensor::empty_on(&[0], DType::I64, Device::Cpu).map_err(core_err);
-            Ok(Out::Tensors(vec![r, empty()?, empty()?, empty()?]))
-        });
+    // `embedding_bag.padding_idx` takes `int? padding_idx` and wraps a negative one (-1 is
+    // the last row); `_embedding_bag`'s plain `int padding_idx` uses -1 for "none".
+    fn embedding_bag(c: &Ctx<'_, '_>, wrap_padding_idx: bool) -> PyResult<Out> {
+        let weight = c.tensor(0)?;
+        let rows = weight.shape().first().copied().unwrap_or(0) as i64;
+        let padding_idx = match c.values.get(8) {
+            Some(crate::value::Value::Int(i)) if wrap_padding_idx => {
+                if *i < -rows || *i >= rows {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "padding_idx must be within the number of embeddings, -{rows} through {}, but got {i}",
+                        rows - 1
+                    )));
+                }
+                Some(i.rem_euclid(rows.max(1)))
+            }
+            Some(crate::value::Value::Int(i)) if *i >= 0 => Some(*i),
+            _ => None,
+        };
+        let r = conv::embedding_bag(
+            &weight,
+            &c.tensor(1)?,
+            &c.tensor(2)?,
+            c.int(4)?,
+            c.opt_tensor(6)?.as_ref(),
+            c.bool(7)?,
+            padding_idx,
+        )
+        .map_err(core_err)?;
+        let empty = || Tensor::empty_on(&[0], DType::I64, Device::Cpu).map_err(core_err);
+        Ok(Out::Tensors(vec![r, empty()?, empty()?, empty()?]))
     }
+    t.insert("aten::embedding_bag.padding_idx", |c| {
+        embedding_bag(c, true)
+    });
+    t.insert("aten::embedding_bag", |c| embedding_bag(c, false));
+    t.insert("aten::_embedding_bag", |c| embedding_bag(c, false));
     t.insert("aten::adaptive_avg_pool1d", |c| {
         ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
     });
