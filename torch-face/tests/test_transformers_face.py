@@ -1,9 +1,11 @@
 """transformers' own from_pretrained + generate on the face, against upstream torch.
 
-The default model (SmolLM2-135M-Instruct, the GGUF through `gguf_file=`, dequantized to float32
-by transformers) is loaded by unmodified transformers on the face and by upstream torch in the
+The default model (SmolLM2-135M-Instruct, the GGUF through `gguf_file=`, dequantized by
+transformers) is loaded by unmodified transformers on the face and by upstream torch in the
 oracle venv; the greedy tokens must be equal and the logits at every prompt position within a
-tolerance derived from upstream's own float32 error against its float64 run.
+tolerance derived from upstream's own float32 error against its float64 run. Seeded sampling
+(the same Generator stream), a TextIteratorStreamer on another thread and bfloat16 greedy
+decoding must give upstream's tokens and text.
 """
 import os
 import subprocess
@@ -54,3 +56,38 @@ def test_gguf_generate_matches_upstream(tmp_path):
     ours = (face["logits"] - up32["logits"]).abs().max().item()
     # Two float32 computations each about `upstream_error` from the exact one.
     assert ours <= 4 * upstream_error, (ours, upstream_error)
+
+
+OTHERS = r"""
+import sys, os, threading, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
+path, out = sys.argv[1], sys.argv[2]
+d, f = os.path.dirname(path), os.path.basename(path)
+tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+ids = tok("Once upon a time", return_tensors="pt")
+torch.manual_seed(42)
+sampled = model.generate(**ids, max_new_tokens=12, do_sample=True, temperature=0.8, top_k=50, top_p=0.9)
+streamer = TextIteratorStreamer(tok, skip_prompt=True)
+worker = threading.Thread(target=model.generate,
+                          kwargs=dict(**ids, max_new_tokens=10, do_sample=False, streamer=streamer))
+worker.start()
+pieces = list(streamer)
+worker.join()
+half = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.bfloat16)
+bf16 = half.generate(**ids, max_new_tokens=8, do_sample=False)
+torch.save({"sampled": sampled, "pieces": pieces, "bf16": bf16}, out)
+"""
+
+
+def test_gguf_sampling_streaming_and_bf16_match_upstream(tmp_path):
+    model = _model()
+    oracle = _oracle()
+    for py, name in ((oracle, "up"), (sys.executable, "face")):
+        subprocess.run([py, "-c", OTHERS, model, str(tmp_path / name)], check=True,
+                       capture_output=True, text=True)
+    up, face = (torch.load(tmp_path / n) for n in ("up", "face"))
+    assert face["sampled"].tolist() == up["sampled"].tolist()
+    assert len(face["pieces"]) > 1, "the streamer should yield several pieces"
+    assert "".join(face["pieces"]) == "".join(up["pieces"])
+    assert face["bf16"].tolist() == up["bf16"].tolist()
