@@ -75,6 +75,10 @@ def gen():
                 ("count_nonzero", xr, "torch.count_nonzero(x, dim=0)", ["aten::count_nonzero"]),
                 ("trapezoid", xd, "torch.trapezoid(x)", ["aten::trapezoid.x"]),
                 ("cumulative_trapezoid", xd, "torch.cumulative_trapezoid(x)", ["aten::cumulative_trapezoid.x"]),
+                ("trapezoid-x1d", xd, "torch.trapezoid(x, torch.arange(x.shape[-1]) ** 2)", ["aten::trapezoid.x"]),
+                ("trapezoid-x-dim0", xd, "torch.trapezoid(x, x.abs().cumsum(0), dim=0)", ["aten::trapezoid.x"]),
+                ("trapz-x", xd, "torch.trapz(x, torch.arange(x.shape[-1]) * 0.5)", ["aten::trapz.x"]),
+                ("cumulative_trapezoid-x", xd, "torch.cumulative_trapezoid(x, torch.arange(x.shape[-1]) ** 2)", ["aten::cumulative_trapezoid.x"]),
                 ("isin", xr, "torch.isin(x, x[0])", ["aten::isin.Tensor_Tensor"]),
                 ("allclose", xd, "torch.allclose(x, x + 0)", ["aten::allclose"]),
                 ("isclose", xd + y, "torch.isclose(x[:2], y)", ["aten::isclose"]),
@@ -86,7 +90,7 @@ def gen():
                 ("bool-ambiguous", xd, "bool(x)", []),
                 ("iter", xd, "[r for r in x]", ["aten::unbind.int"]),
         ):
-            cs.append(case("shape/%s/%s" % (name, dt), src + "out = %s\n" % expr, ops, FAM, exact=name not in ("trapezoid", "cumulative_trapezoid"),
+            cs.append(case("shape/%s/%s" % (name, dt), src + "out = %s\n" % expr, ops, FAM, exact=not name.startswith(("trapezoid", "cumulative_trapezoid", "trapz")),
                            acc=True, ref64=fl))
         # searchsorted / bucketize / histc / bincount
         srt = "s = inp(%s)\n" % T(sorted(values(dt, 6, "distinct")), (6,), dt) if dt != "bool" else "s = torch.tensor([False, True])\n"

@@ -895,6 +895,35 @@ pub(crate) fn register(t: &mut Table) {
         let dx = c.scalar(1)?.to_f64();
         ok(trapezoid_dx(&y, dx, c.int(2)?))
     });
+    t.insert("aten::trapezoid.x", |c| {
+        Ok(Out::Tensor(trapezoid_x(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.int(2)?,
+            false,
+        )?))
+    });
+    t.insert("aten::trapz.x", |c| {
+        Ok(Out::Tensor(trapezoid_x(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.int(2)?,
+            false,
+        )?))
+    });
+    t.insert("aten::trapz.dx", |c| {
+        let y = c.tensor(0)?;
+        no_bool_y(&y, "trapz")?;
+        ok(trapezoid_dx(&y, c.float(1)?, c.int(2)?))
+    });
+    t.insert("aten::cumulative_trapezoid.x", |c| {
+        Ok(Out::Tensor(trapezoid_x(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            c.int(2)?,
+            true,
+        )?))
+    });
     t.insert("aten::cumulative_trapezoid.dx", |c| {
         let y = c.tensor(0)?;
         no_bool_y(&y, "cumulative_trapezoid")?;
@@ -1301,6 +1330,69 @@ fn trapezoid_dx(y: &Tensor, dx: f64, dim: i64) -> torchnative_core::Result<Tenso
     y.sum(&[dim], false)?
         .sub(&ends.mul(Scalar::Float(0.5))?)?
         .mul(Scalar::Float(dx))
+}
+
+/// `trapezoid(y, x, dim)` / `cumulative_trapezoid(y, x, dim)` (upstream's composite): the
+/// spacing `dx` from `x` (1-D along `dim`, or broadcast against `y`), then
+/// `dx * (y[:-1] + y[1:]) / 2` summed (or cumulatively summed) along `dim`.
+fn trapezoid_x(y: &Tensor, x: &Tensor, dim: i64, cumulative: bool) -> PyResult<Tensor> {
+    let op = if cumulative {
+        "cumulative_trapezoid"
+    } else {
+        "trapezoid"
+    };
+    no_bool_y(y, op)?;
+    if x.dtype() == DType::Bool {
+        return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "{op}: received a bool input for `x`, but bool is not supported"
+        )));
+    }
+    let d = torchnative_core::layout::wrap_dim(op, dim, y.dim()).map_err(core_err)?;
+    let n = y.shape()[d];
+    if n == 0 {
+        return if cumulative {
+            Ok(y.clone())
+        } else {
+            y.sum(&[d as i64], false)
+                .and_then(|s| s.mul(Scalar::Float(0.0)))
+                .map_err(core_err)
+        };
+    }
+    let x = if x.dim() == 1 {
+        if x.shape()[0] != n {
+            return Err(PyRuntimeError::new_err(format!(
+                "{op}: There must be one `x` value for each sample point"
+            )));
+        }
+        let mut shape = vec![1i64; y.dim()];
+        shape[d] = n as i64;
+        x.reshape(&shape).map_err(core_err)?
+    } else if x.dim() < y.dim() {
+        let mut shape = vec![1i64; y.dim() - x.dim()];
+        shape.extend(x.shape().iter().map(|&s| s as i64));
+        x.reshape(&shape).map_err(core_err)?
+    } else {
+        x.clone()
+    };
+    let dim = d as i64;
+    let m = x.shape()[d].saturating_sub(1);
+    let dx = x
+        .narrow(dim, 1, m)
+        .and_then(|r| r.sub(&x.narrow(dim, 0, m)?))
+        .map_err(core_err)?;
+    let pairs = y
+        .narrow(dim, 0, n - 1)
+        .and_then(|l| l.add(&y.narrow(dim, 1, n - 1)?))
+        .map_err(core_err)?;
+    let areas = dx
+        .mul(&pairs)
+        .and_then(|a| a.div(Scalar::Float(2.0)))
+        .map_err(core_err)?;
+    if cumulative {
+        areas.cumsum(dim).map_err(core_err)
+    } else {
+        areas.sum(&[dim], false).map_err(core_err)
+    }
 }
 
 fn no_bool_y(y: &Tensor, op: &str) -> PyResult<()> {
