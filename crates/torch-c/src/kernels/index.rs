@@ -895,34 +895,17 @@ pub(crate) fn register(t: &mut Table) {
         let dx = c.scalar(1)?.to_f64();
         ok(trapezoid_dx(&y, dx, c.int(2)?))
     });
-    t.insert("aten::trapezoid.x", |c| {
-        Ok(Out::Tensor(trapezoid_x(
-            &c.tensor(0)?,
-            &c.tensor(1)?,
-            c.int(2)?,
-            false,
-        )?))
-    });
-    t.insert("aten::trapz.x", |c| {
-        Ok(Out::Tensor(trapezoid_x(
-            &c.tensor(0)?,
-            &c.tensor(1)?,
-            c.int(2)?,
-            false,
-        )?))
-    });
+    // trapz is trapezoid's older name.
+    for name in ["aten::trapezoid.x", "aten::trapz.x"] {
+        t.insert(name, |c| trapezoid_x_kernel(c, false));
+    }
     t.insert("aten::trapz.dx", |c| {
         let y = c.tensor(0)?;
         no_bool_y(&y, "trapz")?;
         ok(trapezoid_dx(&y, c.float(1)?, c.int(2)?))
     });
     t.insert("aten::cumulative_trapezoid.x", |c| {
-        Ok(Out::Tensor(trapezoid_x(
-            &c.tensor(0)?,
-            &c.tensor(1)?,
-            c.int(2)?,
-            true,
-        )?))
+        trapezoid_x_kernel(c, true)
     });
     t.insert("aten::cumulative_trapezoid.dx", |c| {
         let y = c.tensor(0)?;
@@ -1393,6 +1376,12 @@ fn trapezoid_x(y: &Tensor, x: &Tensor, dim: i64, cumulative: bool) -> PyResult<T
     } else {
         areas.sum(&[dim], false).map_err(core_err)
     }
+}
+
+/// `(y, x, *, dim)` of the `.x` overloads.
+fn trapezoid_x_kernel(c: &Ctx<'_, '_>, cumulative: bool) -> PyResult<Out> {
+    let r = trapezoid_x(&c.tensor(0)?, &c.tensor(1)?, c.int(2)?, cumulative)?;
+    Ok(Out::Tensor(r))
 }
 
 fn no_bool_y(y: &Tensor, op: &str) -> PyResult<()> {
