@@ -15,9 +15,13 @@ pub enum DType {
     I8,
     U8,
     Bool,
+    /// `complex64`: two f32 (real, imag).
+    C64,
+    /// `complex128`: two f64 (real, imag).
+    C128,
 }
 
-/// All supported dtypes, in a fixed order (useful for tests and tables).
+/// The real dtypes, in a fixed order (useful for tests and tables); see [`COMPLEX_DTYPES`]., in a fixed order (useful for tests and tables).
 pub const ALL_DTYPES: [DType; 10] = [
     DType::F32,
     DType::F64,
@@ -30,6 +34,9 @@ pub const ALL_DTYPES: [DType; 10] = [
     DType::U8,
     DType::Bool,
 ];
+
+/// The complex dtypes.
+pub const COMPLEX_DTYPES: [DType; 2] = [DType::C64, DType::C128];
 
 /// PyTorch's default floating dtype (`torch.get_default_dtype()`), used for integer
 /// true-division, Python float scalars and float-only unary ops on integer inputs.
@@ -49,10 +56,37 @@ impl DType {
         )
     }
 
+    /// True for complex64 and complex128.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The complex dtype with this float dtype's precision (`float32` -> `complex64`); `None`
+    /// for dtypes without one here (float16's complex32 is not supported).
+    pub fn to_complex(self) -> Option<DType> {
+        match self {
+            DType::F32 => Some(DType::C64),
+            DType::F64 => Some(DType::C128),
+            DType::C64 | DType::C128 => Some(self),
+            _ => None,
+        }
+    }
+
+    /// The float dtype of a complex dtype's parts (`complex64` -> `float32`); other dtypes
+    /// map to themselves.
+    pub fn to_real(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
     /// Size of one element in bytes.
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::C64 => 8,
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 | DType::I16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
@@ -72,6 +106,8 @@ impl DType {
             DType::I8 => "int8",
             DType::U8 => "uint8",
             DType::Bool => "bool",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -79,6 +115,7 @@ impl DType {
     pub fn from_name(name: &str) -> Result<DType> {
         ALL_DTYPES
             .iter()
+            .chain(&COMPLEX_DTYPES)
             .copied()
             .find(|d| d.name() == name)
             .ok_or_else(|| crate::error::invalid("dtype", format!("unknown dtype name '{name}'")))
@@ -90,6 +127,12 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
         return a;
+    }
+    if a.is_complex() || b.is_complex() {
+        // The wider precision of the two, as a complex type (float16/bfloat16 and integers
+        // fit in complex64).
+        let wide = |d: DType| matches!(d, F64 | C128);
+        return if wide(a) || wide(b) { C128 } else { C64 };
     }
     match (a, b) {
         (Bool, x) | (x, Bool) => x,
@@ -122,6 +165,8 @@ pub enum Scalar {
     Bool(bool),
     Int(i64),
     Float(f64),
+    /// A Python `complex`: (real, imag).
+    Complex(f64, f64),
 }
 
 impl Scalar {
@@ -132,15 +177,25 @@ impl Scalar {
             Scalar::Bool(_) => DType::Bool,
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => DEFAULT_FLOAT,
+            Scalar::Complex(..) => DType::C64,
         }
     }
 
-    /// The value as f64 (bools are 0/1).
+    /// The value as f64 (bools are 0/1; a complex value's real part).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => b as u8 as f64,
             Scalar::Int(i) => i as f64,
             Scalar::Float(f) => f,
+            Scalar::Complex(re, _) => re,
+        }
+    }
+
+    /// The value as a complex number (imaginary part 0 for real scalars).
+    pub fn to_complex(self) -> crate::complex::Cf64 {
+        match self {
+            Scalar::Complex(re, im) => crate::complex::Cf64::new(re, im),
+            other => crate::complex::Cf64::new(other.to_f64(), 0.0),
         }
     }
 }
@@ -185,13 +240,33 @@ pub enum OperandKind {
 
 /// c10's `combine_categories`: the lower-priority state only wins when it is of a higher
 /// category (e.g. a float scalar with an int tensor), or when the higher one is Bool.
-fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
-    match (higher, lower) {
+fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Result<Option<DType>> {
+    Ok(match (higher, lower) {
+        (Some(h), _) if h.is_complex() => Some(h),
+        // A complex operand of lower priority keeps a float operand's precision
+        // (float64 tensor * 1j -> complex128); over integers it wins as it is.
+        (Some(h), Some(l)) if l.is_complex() => Some(if h.is_float() {
+            h.to_complex().ok_or_else(|| Error::Unsupported {
+                op: "result_type",
+                reason: format!(
+                    "a {} tensor with a complex operand gives a {} result, which torchnative \
+                     does not have",
+                    h.name(),
+                    if h == DType::F16 {
+                        "complex32"
+                    } else {
+                        "bcomplex32"
+                    }
+                ),
+            })?
+        } else {
+            l
+        }),
         (Some(h), _) if h.is_float() => Some(h),
         (Some(h), Some(l)) if h == DType::Bool || l.is_float() => Some(promote_types(h, l)),
         (Some(h), _) => Some(h),
         (None, l) => l,
-    }
+    })
 }
 
 /// `torch.result_type` over any number of operands, each given as (dtype, kind).
@@ -210,7 +285,7 @@ pub fn result_type(operands: &[(DType, OperandKind)]) -> Result<DType> {
             Some(prev) => promote_types(prev, dtype),
         });
     }
-    combine_categories(states[0], combine_categories(states[1], states[2]))
+    combine_categories(states[0], combine_categories(states[1], states[2])?)?
         .ok_or_else(|| crate::error::invalid("result_type", "needs at least one operand"))
 }
 

@@ -55,7 +55,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::UnsupportedDType { op, dtype } => {
-                write!(f, "{op}: not implemented for dtype {dtype:?}")
+                write!(f, "{op}: not implemented for dtype {}", dtype.name())
             }
             Error::UnsupportedDevice { op, device } => {
                 write!(

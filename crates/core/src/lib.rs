@@ -8,6 +8,7 @@
 //! strided iterator ([`layout::for_each_offsets`]) and writes a fresh contiguous result, so
 //! in-place ops are "compute into a temporary, then copy through the view".
 
+pub mod complex;
 pub mod dtype;
 pub mod error;
 pub mod kernels;
@@ -18,8 +19,10 @@ pub mod storage;
 pub mod tensor;
 pub mod torch_random;
 
+pub use complex::{Cf32, Cf64, Complex};
 pub use dtype::{
-    promote_types, result_type, DType, Device, OperandKind, Scalar, ALL_DTYPES, DEFAULT_FLOAT,
+    promote_types, result_type, DType, Device, OperandKind, Scalar, ALL_DTYPES, COMPLEX_DTYPES,
+    DEFAULT_FLOAT,
 };
 pub use error::{Error, Result};
 pub use ops::creation::{

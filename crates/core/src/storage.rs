@@ -1,5 +1,6 @@
 //! Typed element buffers shared between tensors, and PyTorch's element casts.
 
+use crate::complex::{Cf32, Cf64, ComplexParts};
 use crate::dtype::DType;
 use half::{bf16, f16};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -22,6 +23,19 @@ pub trait Element: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 
     fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]>;
     /// Wrap a vector into a buffer.
     fn into_buffer(v: Vec<Self>) -> Buffer;
+    /// The value as a complex number (real types: imaginary part 0).
+    fn to_complex(self) -> Cf64 {
+        Cf64::new(self.to_f64(), 0.0)
+    }
+    /// Conversion from a complex value, as PyTorch's `.to(dtype)` does: real types keep the
+    /// real part, except bool, which is true when either part is nonzero.
+    fn from_complex(v: Cf64) -> Self {
+        if Self::DTYPE == DType::Bool {
+            Self::from_f64(if v.re != 0.0 || v.im != 0.0 { 1.0 } else { 0.0 })
+        } else {
+            Self::from_f64(v.re)
+        }
+    }
 }
 
 /// Float to int64 as PyTorch does on x86: truncation toward zero; NaN and out-of-range
@@ -142,6 +156,51 @@ float_element!(
     |v: i64| bf16::from_f32(v as f32)
 );
 
+macro_rules! complex_element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            /// The real part (PyTorch's cast to a real dtype, which warns there).
+            fn to_f64(self) -> f64 {
+                self.to_c64().re
+            }
+            fn to_i64(self) -> i64 {
+                float_to_i64(self.to_c64().re)
+            }
+            fn from_f64(v: f64) -> Self {
+                Self::from_c64(Cf64::new(v, 0.0))
+            }
+            fn from_i64(v: i64) -> Self {
+                Self::from_c64(Cf64::new(v as f64, 0.0))
+            }
+            fn slice(buf: &Buffer) -> Option<&[Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    other => reinterpret(other.as_bytes()),
+                }
+            }
+            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    other => reinterpret_mut(other.as_bytes_mut()?),
+                }
+            }
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+            fn to_complex(self) -> Cf64 {
+                self.to_c64()
+            }
+            fn from_complex(v: Cf64) -> Self {
+                Self::from_c64(v)
+            }
+        }
+    };
+}
+
+complex_element!(Cf32, C64);
+complex_element!(Cf64, C128);
+
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
     fn to_f64(self) -> f64 {
@@ -186,7 +245,8 @@ impl Element for bool {
 /// The bytes of another allocation read as `T` (a `view(dtype)` or foreign memory); `None`
 /// when they are misaligned for `T` or not a whole number of `T`s.
 ///
-/// Only for the plain-number element types: every bit pattern is a valid value of them.
+/// Only for the plain-number element types (and pairs of them, the complex types): every
+/// bit pattern is a valid value of them.
 /// `bool` never comes here (its `slice` accepts only bool allocations), since a byte other
 /// than 0 or 1 is not a valid Rust `bool`.
 fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
@@ -311,7 +371,9 @@ impl std::fmt::Debug for ForeignBytes {
 /// Cast one element with PyTorch's rules: float sources go through their float value,
 /// integer and bool sources through their integer value (so int64 -> f32 rounds once).
 pub fn cast_element<S: Element, D: Element>(s: S) -> D {
-    if S::DTYPE.is_float() {
+    if S::DTYPE.is_complex() || D::DTYPE.is_complex() {
+        D::from_complex(s.to_complex())
+    } else if S::DTYPE.is_float() {
         D::from_f64(s.to_f64())
     } else {
         D::from_i64(s.to_i64())
@@ -335,6 +397,8 @@ pub enum Buffer {
     I8(Vec<i8>),
     U8(Vec<u8>),
     Bool(Vec<bool>),
+    C64(Vec<Cf32>),
+    C128(Vec<Cf64>),
     /// Memory owned outside Rust (`torch.from_numpy`, `torch.frombuffer`, DLPack).
     Foreign(ForeignBytes),
 }
@@ -385,6 +449,14 @@ macro_rules! with_dtype {
                 type $T = bool;
                 $body
             }
+            $crate::DType::C64 => {
+                type $T = $crate::complex::Cf32;
+                $body
+            }
+            $crate::DType::C128 => {
+                type $T = $crate::complex::Cf64;
+                $body
+            }
         }
     };
 }
@@ -409,6 +481,8 @@ impl Buffer {
             Buffer::I8(_) => DType::I8,
             Buffer::U8(_) => DType::U8,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::C64(_) => DType::C64,
+            Buffer::C128(_) => DType::C128,
             Buffer::Foreign(_) => DType::U8,
         }
     }
@@ -446,6 +520,8 @@ impl Buffer {
             Buffer::I8(v) => bytes(v),
             Buffer::U8(v) => v,
             Buffer::Bool(v) => bytes(v),
+            Buffer::C64(v) => bytes(v),
+            Buffer::C128(v) => bytes(v),
             // SAFETY: ForeignBytes::new's contract: `len` valid bytes while the owner lives.
             Buffer::Foreign(f) => unsafe { std::slice::from_raw_parts(f.ptr.as_ptr(), f.len) },
         }
@@ -473,6 +549,8 @@ impl Buffer {
             Buffer::I16(v) => bytes(v),
             Buffer::I8(v) => bytes(v),
             Buffer::U8(v) => v,
+            Buffer::C64(v) => bytes(v),
+            Buffer::C128(v) => bytes(v),
             Buffer::Bool(_) => return None,
             Buffer::Foreign(f) if f.writable => {
                 // SAFETY: ForeignBytes::new's contract, and `&mut self` is exclusive.
@@ -495,6 +573,11 @@ impl Buffer {
     /// Builds a buffer of `dtype` from i64 values, casting each like `.to(dtype)`.
     pub fn from_i64s(dtype: DType, values: &[i64]) -> Buffer {
         with_dtype!(dtype, T => T::into_buffer(values.iter().map(|&v| T::from_i64(v)).collect()))
+    }
+
+    /// Builds a buffer of `dtype` from complex values, casting each like `.to(dtype)`.
+    pub fn from_complex(dtype: DType, values: &[Cf64]) -> Buffer {
+        with_dtype!(dtype, T => T::into_buffer(values.iter().map(|&v| T::from_complex(v)).collect()))
     }
 }
 

@@ -65,8 +65,20 @@ fn needs_data<'a>(op: &'static str, t: &'a Tensor) -> Result<&'a Storage> {
 /// (non-finite floats may only go into float dtypes).
 pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -> Result<()> {
     let v = value.to_f64();
+    if let Scalar::Complex(_, im) = value {
+        if !dtype.is_complex() && im != 0.0 {
+            return Err(invalid(
+                op,
+                format!(
+                    "value cannot be converted to type {} without overflow",
+                    dtype.name()
+                ),
+            ));
+        }
+    }
     let (lo, hi) = match dtype {
-        DType::Bool | DType::F64 => return Ok(()),
+        DType::Bool | DType::F64 | DType::C128 => return Ok(()),
+        DType::C64 => (-(f32::MAX as f64), f32::MAX as f64),
         DType::F32 => (-(f32::MAX as f64), f32::MAX as f64),
         DType::F16 => (-65504.0, 65504.0),
         DType::BF16 => (-3.389_531_389_251_535e38, 3.389_531_389_251_535e38),
@@ -76,7 +88,7 @@ pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -
         DType::I8 => (i8::MIN as f64, i8::MAX as f64),
         DType::U8 => (0.0, u8::MAX as f64),
     };
-    let fits = if dtype.is_float() {
+    let fits = if dtype.is_float() || dtype.is_complex() {
         !v.is_finite() || (lo..=hi).contains(&v)
     } else {
         v.is_finite() && (lo..=hi).contains(&v)
@@ -148,7 +160,9 @@ fn is_dense(l: &Layout) -> bool {
 
 /// `canCast` from c10: float results cannot go into integer outputs, nor non-bool into bool.
 pub fn can_cast(from: DType, to: DType) -> bool {
-    !((from.is_float() && !to.is_float()) || (from != DType::Bool && to == DType::Bool))
+    !((from.is_complex() && !to.is_complex())
+        || (from.is_float() && !to.is_float() && !to.is_complex())
+        || (from != DType::Bool && to == DType::Bool))
 }
 
 impl Tensor {
@@ -188,6 +202,11 @@ impl Tensor {
         Tensor::from_buffer("from_f64s", Buffer::from_f64s(dtype, values), shape)
     }
 
+    /// Builds a tensor of `dtype` from complex values, casting like `.to(dtype)`.
+    pub fn from_complex(values: &[crate::Cf64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::from_buffer("from_complex", Buffer::from_complex(dtype, values), shape)
+    }
+
     /// Builds a tensor of `dtype` from i64 values, casting like `.to(dtype)`.
     pub fn from_i64s(values: &[i64], shape: &[usize], dtype: DType) -> Result<Tensor> {
         Tensor::from_buffer("from_i64s", Buffer::from_i64s(dtype, values), shape)
@@ -199,6 +218,7 @@ impl Tensor {
             Scalar::Float(f) => Buffer::from_f64s(dtype, &[f]),
             Scalar::Int(i) => Buffer::from_i64s(dtype, &[i]),
             Scalar::Bool(b) => Buffer::from_i64s(dtype, &[b as i64]),
+            Scalar::Complex(re, im) => Buffer::from_complex(dtype, &[crate::Cf64::new(re, im)]),
         };
         Tensor {
             dtype,
@@ -216,6 +236,7 @@ impl Tensor {
             Scalar::Float(_) => DType::F64,
             Scalar::Int(_) => DType::I64,
             Scalar::Bool(_) => DType::Bool,
+            Scalar::Complex(..) => DType::C128,
         };
         let mut t = Tensor::scalar_tensor(value, dtype);
         t.wrapped_number = true;
@@ -354,6 +375,14 @@ impl Tensor {
 
     /// Same storage and base, another layout, not recorded as a new view (results of copies,
     /// in-place metadata changes such as `t_`).
+    /// A view of the same storage with another layout and element type (complex <-> its
+    /// float parts); recorded as a view of `self`.
+    pub(crate) fn part_view(&self, layout: Layout, dtype: DType) -> Tensor {
+        let mut v = self.with_layout(layout);
+        v.dtype = dtype;
+        v
+    }
+
     pub(crate) fn relayout(&self, layout: Layout) -> Tensor {
         Tensor {
             storage: self.storage.clone(),
@@ -568,6 +597,20 @@ impl Tensor {
 
     /// All elements in row-major order, each cast to `T` like `.to(dtype)` would.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.dtype.is_complex() && !T::DTYPE.is_complex() {
+            // Every caller that reads values as reals is an op without a complex kernel;
+            // dropping the imaginary parts here would give wrong results silently.
+            return Err(Error::UnsupportedDType {
+                op: "to_vec",
+                dtype: self.dtype,
+            });
+        }
+        self.cast_to_vec()
+    }
+
+    /// The elements in row-major order cast to `T` as `.to(dtype)` casts (complex to real
+    /// keeps the real part): for the copy paths, where that cast is what was asked for.
+    pub(crate) fn cast_to_vec<T: Element>(&self) -> Result<Vec<T>> {
         let storage = needs_data("to_vec", self)?;
         let buf = storage.read();
         let mut out = crate::error::reserve_vec("to_vec", self.numel())?;
@@ -644,7 +687,10 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(if self.dtype.is_float() {
+        Ok(if self.dtype.is_complex() {
+            let v = self.to_vec::<crate::Cf64>()?[0];
+            Scalar::Complex(v.re, v.im)
+        } else if self.dtype.is_float() {
             Scalar::Float(self.to_vec::<f64>()?[0])
         } else if self.dtype == DType::Bool {
             Scalar::Bool(self.to_vec::<bool>()?[0])
@@ -665,7 +711,7 @@ impl Tensor {
                 return Ok(t);
             }
         }
-        let buf = with_dtype!(dtype, T => T::into_buffer(self.to_vec::<T>()?));
+        let buf = with_dtype!(dtype, T => T::into_buffer(self.cast_to_vec::<T>()?));
         let out = Tensor::from_buffer("copy", buf, self.shape())?;
         let strides = format.strides_for(self.shape(), self.strides());
         if !self.is_contiguous() || format == MemoryFormat::ChannelsLast {

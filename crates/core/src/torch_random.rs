@@ -377,6 +377,8 @@ fn cpp_name(dtype: DType) -> &'static str {
         DType::I8 => "signed char",
         DType::U8 => "unsigned char",
         DType::Bool => "bool",
+        DType::C64 => "c10::complex<float>",
+        DType::C128 => "c10::complex<double>",
     }
 }
 

@@ -235,7 +235,7 @@ fn bad_input_is_refused_with_named_errors() {
         .to_string();
     assert!(e.contains("[2, 3]") && e.contains("[4]"), "{e}");
     let e = t.silu().unwrap_err().to_string();
-    assert!(e.contains("I64"), "{e}");
+    assert!(e.contains("int64"), "{e}");
     assert!(t.split(0, 0).is_err() && t.chunk(0, 0).is_err());
     assert!(t
         .index_put_(

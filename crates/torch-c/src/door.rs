@@ -671,9 +671,30 @@ fn named_result(py: Python<'_>, schema: &FunctionSchema, result: Py<PyAny>) -> P
 }
 
 /// Runs the kernel of one bound overload.
-pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyResult<Py<PyAny>> {
+pub fn run(py: Python<'_>, schema: &FunctionSchema, mut values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
-    if let Some(kernel) = kernels::get(&full) {
+    if let Some(answer) = crate::math_bits::special(py, &full, &values)? {
+        return Ok(answer);
+    }
+    let prepared = crate::math_bits::prepare(py, schema, &mut values)?;
+    let result = run_resolved(py, schema, &full, values);
+    crate::math_bits::finish(py, prepared, result)
+}
+
+/// [`run`] once the inputs' math bits are resolved.
+fn run_resolved(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    full: &str,
+    values: Vec<Value>,
+) -> PyResult<Py<PyAny>> {
+    let full = full.to_string();
+    let complex = kernels::complex::complex_input(py, &values);
+    let kernel = match complex {
+        None => kernels::get(&full),
+        Some(dtype) => kernels::complex::kernel_for(schema, &full, dtype)?,
+    };
+    if let Some(kernel) = kernel {
         // out= tensors the kernel will resize (empty ones) get the new output's layout too.
         let resized_outs: Vec<usize> = schema
             .arguments
@@ -767,6 +788,9 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, values: Vec<Value>) -> PyRes
             _ => result,
         };
         return named_result(py, schema, result);
+    }
+    if let Some(dtype) = complex {
+        return Err(kernels::complex::refusal(&full, dtype));
     }
     Err(PyNotImplementedError::new_err(format!(
         "operator {full} has no kernel in torchnative (schema: {schema})"

@@ -319,6 +319,7 @@ const DL_UINT: u8 = 1;
 const DL_FLOAT: u8 = 2;
 const DL_BFLOAT: u8 = 4;
 const DL_BOOL: u8 = 6;
+const DL_COMPLEX: u8 = 5;
 
 const NAME: &CStr = c"dltensor";
 const USED_NAME: &CStr = c"used_dltensor";
@@ -337,6 +338,8 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::I8 => (DL_INT, 8),
         DType::U8 => (DL_UINT, 8),
         DType::Bool => (DL_BOOL, 8),
+        DType::C64 => (DL_COMPLEX, 64),
+        DType::C128 => (DL_COMPLEX, 128),
     };
     DLDataType {
         code,
@@ -363,10 +366,12 @@ fn dtype_of_dl(t: DLDataType) -> PyResult<DType> {
         (DL_INT, 8) => DType::I8,
         (DL_UINT, 8) => DType::U8,
         (DL_BOOL, 8) => DType::Bool,
+        (DL_COMPLEX, 64) => DType::C64,
+        (DL_COMPLEX, 128) => DType::C128,
         (code, bits) => {
             return Err(PyNotImplementedError::new_err(format!(
                 "DLPack dtype (code {code}, {bits} bits) is not supported by torchnative \
-                 (complex and unsigned types wider than 8 bits have no tensor type here)"
+                 (unsigned types wider than 8 bits have no tensor type here)"
             )))
         }
     })

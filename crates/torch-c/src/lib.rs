@@ -17,6 +17,7 @@ mod error;
 mod interop;
 mod iter_layout;
 mod kernels;
+mod math_bits;
 mod memory;
 mod placement;
 mod random;
@@ -65,6 +66,8 @@ pub fn value_scalar(v: &Bound<'_, PyAny>) -> Option<Scalar> {
         v.extract().ok().map(Scalar::Int)
     } else if v.is_instance_of::<PyFloat>() {
         v.extract().ok().map(Scalar::Float)
+    } else if let Ok(c) = v.cast::<pyo3::types::PyComplex>() {
+        Some(Scalar::Complex(c.real(), c.imag()))
     } else {
         None
     }
@@ -119,6 +122,11 @@ pub fn value_to_py(py: Python<'_>, v: &value::Value) -> PyResult<Py<PyAny>> {
         Value::Scalar(Scalar::Int(i)) | Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Value::Scalar(Scalar::Float(f)) | Value::Float(f) => {
             f.into_pyobject(py)?.into_any().unbind()
+        }
+        Value::Scalar(Scalar::Complex(re, im)) => {
+            pyo3::types::PyComplex::from_doubles(py, *re, *im)
+                .into_any()
+                .unbind()
         }
         Value::Ints(v) => PyList::new(py, v)?.into_any().unbind(),
         Value::Floats(v) => PyList::new(py, v)?.into_any().unbind(),

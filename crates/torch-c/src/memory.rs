@@ -31,6 +31,8 @@ fn typestr(d: DType) -> PyResult<&'static str> {
         DType::I8 => "|i1",
         DType::U8 => "|u1",
         DType::Bool => "|b1",
+        DType::C64 => "<c8",
+        DType::C128 => "<c16",
         DType::BF16 => return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
     })
 }

@@ -64,6 +64,15 @@ fn typed_from_bytes(bytes: &[u8], dtype: DType) -> PyResult<Tensor> {
         DType::I8 => chunks(bytes, i8::from_le_bytes),
         DType::U8 => chunks(bytes, |b: [u8; 1]| b[0]),
         DType::Bool => chunks(bytes, |b: [u8; 1]| b[0] != 0),
+        DType::C64 => chunks(bytes, |b: [u8; 8]| {
+            let part = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            torchnative_core::Cf32::new(part(0), part(4))
+        }),
+        DType::C128 => chunks(bytes, |b: [u8; 16]| {
+            let part =
+                |i: usize| f64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes of 16"));
+            torchnative_core::Cf64::new(part(0), part(8))
+        }),
     };
     t.map_err(core_err)
 }

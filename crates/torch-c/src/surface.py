@@ -1665,12 +1665,28 @@ def _multiprocessing_init():
 
 
 
+def _real(self):
+    import torch
+
+    return torch.real(self)
+
+
 def _imag(self):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    import torch
+
+    return torch.imag(self)
 
 
-TensorBase.real = property(lambda self: self)  # noqa: F821
-TensorBase.imag = property(_imag)  # noqa: F821
+def _set_part(part):
+    # `x.real = v` / `x.imag = v` copy into the view, as upstream's setters do.
+    def setter(self, value):
+        getattr(self, part).copy_(value)
+
+    return setter
+
+
+TensorBase.real = property(_real, _set_part("real"))  # noqa: F821
+TensorBase.imag = property(_imag, _set_part("imag"))  # noqa: F821
 
 
 def _process_group_class():

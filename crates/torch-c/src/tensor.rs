@@ -30,6 +30,9 @@ pub struct TensorBase {
     /// For a view: the Python object of its root base, so `v._base is x` holds as upstream
     /// (one Python object per tensor). Unset when the base never had a Python object.
     pub base_obj: Option<Py<PyAny>>,
+    /// Upstream's lazy math bits (math_bits.rs): the values read conjugated / negated.
+    pub conj: bool,
+    pub neg: bool,
 }
 
 impl TensorBase {
@@ -40,7 +43,14 @@ impl TensorBase {
             grad: None,
             version: 0,
             base_obj: None,
+            conj: false,
+            neg: false,
         }
+    }
+
+    /// The tensor's values with its math bits applied (a copy when a bit is set).
+    pub fn logical(&self) -> PyResult<Tensor> {
+        crate::math_bits::resolve(&self.inner, self.conj, self.neg)
     }
 }
 
@@ -128,6 +138,9 @@ fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
         Scalar::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
         Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Complex(re, im) => pyo3::types::PyComplex::from_doubles(py, re, im)
+            .into_any()
+            .unbind(),
     })
 }
 
@@ -151,13 +164,20 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         Bool,
         Int,
         Float,
+        Complex,
+    }
+    /// What the walk collects: each number as f64, as i64 and its imaginary part.
+    #[derive(Default)]
+    struct Flat {
+        floats: Vec<f64>,
+        ints: Vec<i64>,
+        imags: Vec<f64>,
     }
     fn walk(
         v: &Bound<'_, PyAny>,
         depth: usize,
         shape: &mut Vec<usize>,
-        flat: &mut Vec<f64>,
-        ints: &mut Vec<i64>,
+        flat: &mut Flat,
         kind: &mut Option<Kind>,
         tensor_dtype: &mut Option<DType>,
     ) -> PyResult<()> {
@@ -173,7 +193,7 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
                 )));
             }
             for item in v.try_iter()? {
-                walk(&item?, depth + 1, shape, flat, ints, kind, tensor_dtype)?;
+                walk(&item?, depth + 1, shape, flat, kind, tensor_dtype)?;
             }
             return Ok(());
         }
@@ -183,6 +203,7 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
                 v.get_type().name()?
             )));
         }
+        let mut imag = 0.0;
         let (k, f, i) = if v.is_instance_of::<PyBool>() {
             let b: bool = v.extract()?;
             (Kind::Bool, b as u8 as f64, b as i64)
@@ -214,7 +235,14 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
                 Scalar::Bool(b) => (Kind::Bool, b as u8 as f64, b as i64),
                 Scalar::Int(i) => (Kind::Int, i as f64, i),
                 Scalar::Float(f) => (Kind::Float, f, f as i64),
+                Scalar::Complex(re, im) => {
+                    imag = im;
+                    (Kind::Complex, re, re as i64)
+                }
             }
+        } else if let Ok(c) = v.cast::<pyo3::types::PyComplex>() {
+            imag = c.imag();
+            (Kind::Complex, c.real(), c.real() as i64)
         } else if let Ok(f) = v.call_method0("__float__").and_then(|x| x.extract::<f64>()) {
             let is_int = v.call_method0("__index__").is_ok();
             if is_int {
@@ -230,26 +258,24 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
             )));
         };
         *kind = Some(kind.map_or(k, |old| if k > old { k } else { old }));
-        flat.push(f);
-        ints.push(i);
+        flat.floats.push(f);
+        flat.ints.push(i);
+        flat.imags.push(imag);
         Ok(())
     }
     let mut shape = Vec::new();
-    let mut flat = Vec::new();
-    let mut ints = Vec::new();
+    let mut flat = Flat::default();
     let mut kind = None;
     let mut tensor_dtype = None;
-    walk(
-        data,
-        0,
-        &mut shape,
-        &mut flat,
-        &mut ints,
-        &mut kind,
-        &mut tensor_dtype,
-    )?;
+    walk(data, 0, &mut shape, &mut flat, &mut kind, &mut tensor_dtype)?;
+    let Flat {
+        floats: flat,
+        ints,
+        imags,
+    } = flat;
     let inferred = match (kind, tensor_dtype) {
         (_, Some(d)) if shape.is_empty() => d,
+        (Some(Kind::Complex), _) => crate::default_float().to_complex().unwrap_or(DType::C64),
         (Some(Kind::Float), _) => crate::default_float(),
         (Some(Kind::Int), _) => DType::I64,
         (Some(Kind::Bool), _) => DType::Bool,
@@ -279,7 +305,20 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
             )));
         }
     }
-    let t = if kind == Some(Kind::Float) || dtype.is_float() {
+    let t = if kind == Some(Kind::Complex) || dtype.is_complex() {
+        let values: Vec<torchnative_core::Cf64> = flat
+            .iter()
+            .zip(&imags)
+            .map(|(&re, &im)| torchnative_core::Cf64::new(re, im))
+            .collect();
+        if kind == Some(Kind::Complex) && !dtype.is_complex() {
+            return Err(PyTypeError::new_err("must be real number, not complex"));
+        } else if kind == Some(Kind::Complex) || kind == Some(Kind::Float) {
+            Tensor::from_complex(&values, &shape, dtype)
+        } else {
+            Tensor::from_i64s(&ints, &shape, dtype)
+        }
+    } else if kind == Some(Kind::Float) || dtype.is_float() {
         if kind == Some(Kind::Float) {
             Tensor::from_f64s(&flat, &shape, dtype)
         } else {
@@ -719,7 +758,7 @@ impl TensorBase {
         self.inner.dtype().is_float()
     }
     fn is_complex(&self) -> bool {
-        false
+        self.inner.dtype().is_complex()
     }
     fn is_signed(&self) -> bool {
         !matches!(self.inner.dtype(), DType::U8 | DType::Bool)
@@ -738,11 +777,11 @@ impl TensorBase {
                 self.inner.numel()
             )));
         }
-        let one = self.inner.reshape(&[]).map_err(core_err)?;
+        let one = self.logical()?.reshape(&[]).map_err(core_err)?;
         scalar_to_py(py, one.item().map_err(core_err)?)
     }
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_list(py, &self.inner)
+        to_list(py, &self.logical()?)
     }
     fn __len__(&self) -> PyResult<usize> {
         self.inner
@@ -762,13 +801,15 @@ impl TensorBase {
                 }
             )));
         }
-        Ok(self
-            .inner
+        let v = self
+            .logical()?
             .reshape(&[])
             .and_then(|t| t.item())
-            .map_err(core_err)?
-            .to_f64()
-            != 0.0)
+            .map_err(core_err)?;
+        Ok(match v {
+            Scalar::Complex(re, im) => re != 0.0 || im != 0.0,
+            other => other.to_f64() != 0.0,
+        })
     }
     fn __float__(&self) -> PyResult<f64> {
         if self.inner.numel() != 1 {
@@ -776,12 +817,17 @@ impl TensorBase {
                 "only one element tensors can be converted to Python scalars",
             ));
         }
-        Ok(self
-            .inner
+        match self
+            .logical()?
             .reshape(&[])
             .and_then(|t| t.item())
             .map_err(core_err)?
-            .to_f64())
+        {
+            Scalar::Complex(_, im) if im != 0.0 => Err(PyRuntimeError::new_err(
+                "value cannot be converted to type double without overflow",
+            )),
+            v => Ok(v.to_f64()),
+        }
     }
     fn __int__(&self) -> PyResult<i64> {
         if self.inner.numel() != 1 {
@@ -791,14 +837,21 @@ impl TensorBase {
         }
         Ok(
             match self
-                .inner
+                .logical()?
                 .reshape(&[])
                 .and_then(|t| t.item())
                 .map_err(core_err)?
             {
+                Scalar::Complex(_, im) if im != 0.0 => {
+                    return Err(PyRuntimeError::new_err(
+                        "value cannot be converted to type int64_t without overflow",
+                    ))
+                }
                 Scalar::Int(i) => i,
                 Scalar::Bool(b) => b as i64,
-                Scalar::Float(f) => torchnative_core::storage::float_to_i64(f),
+                Scalar::Float(f) | Scalar::Complex(f, _) => {
+                    torchnative_core::storage::float_to_i64(f)
+                }
             },
         )
     }
@@ -814,11 +867,18 @@ impl TensorBase {
         let py = slf.py();
         let items = parse_index(py, index)?;
         let (view, advanced) = apply_index(&slf.borrow().inner, items)?;
+        let (conj, neg) = (slf.borrow().conj, slf.borrow().neg);
         if advanced.is_empty() {
             let obj = wrap(py, view)?;
             link_view_base(obj.bind(py), slf)?;
+            // A view of a tensor with math bits reads the same way (math_bits.rs).
+            let mut v = obj.bind(py).cast::<TensorBase>()?.borrow_mut();
+            v.conj = conj;
+            v.neg = neg;
+            drop(v);
             return Ok(obj);
         }
+        let view = crate::math_bits::resolve(&view, conj, neg)?;
         wrap(py, advanced_index(&view, advanced)?)
     }
     fn __setitem__(
@@ -830,11 +890,18 @@ impl TensorBase {
         let items = parse_index(py, index)?;
         let (view, advanced) = apply_index(&self.inner, items)?;
         let src = if let Ok(t) = value.cast::<TensorBase>() {
-            t.borrow().inner.clone()
+            t.borrow().logical()?
         } else if let Some(s) = crate::value_scalar(value) {
             Tensor::scalar_tensor(s, self.inner.dtype())
         } else {
             tensor_from_data(value, Some(self.inner.dtype()))?
+        };
+        // Memory under math bits stores the bits' inverse of the values (both involutions).
+        let src = if self.conj || self.neg {
+            let cast = src.to_dtype(self.inner.dtype()).map_err(core_err)?;
+            crate::math_bits::resolve(&cast, self.conj, self.neg)?
+        } else {
+            src
         };
         if advanced.is_empty() {
             return view.copy_(&src).map_err(core_err);
@@ -874,6 +941,18 @@ impl TensorBase {
     #[pyo3(signature = (*, force=false))]
     fn numpy(slf: &Bound<'_, Self>, force: bool) -> PyResult<Py<PyAny>> {
         let _ = force;
+        if slf.borrow().conj {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that has conjugate bit set. Use \
+                 tensor.resolve_conj().numpy() instead.",
+            ));
+        }
+        if slf.borrow().neg {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that has negative bit set. Use \
+                 tensor.resolve_neg().numpy() instead.",
+            ));
+        }
         crate::memory::to_numpy(slf)
     }
     /// The storage this tensor views: an object reporting its base address and byte size.

@@ -59,6 +59,9 @@ fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
     if v.is_instance_of::<PyFloat>() {
         return v.extract::<f64>().ok().map(Scalar::Float);
     }
+    if let Ok(c) = v.cast::<pyo3::types::PyComplex>() {
+        return Some(Scalar::Complex(c.real(), c.imag()));
+    }
     // A 0-dim tensor (or numpy scalar via __index__/__float__) stands for a number.
     if let Ok(t) = v.cast::<TensorBase>() {
         let t = t.borrow();
@@ -73,6 +76,11 @@ fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
     }
     if np_like.starts_with("float") {
         return v.extract::<f64>().ok().map(Scalar::Float);
+    }
+    if np_like.starts_with("complex") {
+        let c = v.call_method0("__complex__").ok()?;
+        let c = c.cast::<pyo3::types::PyComplex>().ok()?;
+        return Some(Scalar::Complex(c.real(), c.imag()));
     }
     if np_like == "bool_" {
         return v.extract::<bool>().ok().map(Scalar::Bool);
@@ -123,7 +131,7 @@ fn int_of(v: &Bound<'_, PyAny>) -> Option<i64> {
             return match t.inner.item().ok()? {
                 Scalar::Int(i) => Some(i),
                 Scalar::Bool(b) => Some(b as i64),
-                Scalar::Float(_) => None,
+                Scalar::Float(_) | Scalar::Complex(..) => None,
             };
         }
         return None;
@@ -143,6 +151,7 @@ fn float_of(v: &Bound<'_, PyAny>) -> Option<f64> {
         Scalar::Float(f) => Some(f),
         Scalar::Int(i) => Some(i as f64),
         Scalar::Bool(b) => Some(b as u8 as f64),
+        Scalar::Complex(..) => None,
     }
 }
 
@@ -627,6 +636,8 @@ pub enum Out {
     /// The Python objects bound to several arguments (multi-output out= forms return their
     /// out tensors themselves: `torch.max(x, 0, out=(v, i))[0] is v`).
     Args(Vec<usize>),
+    /// A Python object made by the kernel itself.
+    Object(Py<PyAny>),
 }
 
 /// Converts a kernel result to Python.
@@ -643,7 +654,11 @@ pub fn to_python(py: Python<'_>, out: Out, values: &[Value]) -> PyResult<Py<PyAn
         Out::Scalar(Scalar::Bool(b)) => PyBool::new(py, b).to_owned().into_any().unbind(),
         Out::Scalar(Scalar::Int(i)) | Out::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Out::Scalar(Scalar::Float(f)) => f.into_pyobject(py)?.into_any().unbind(),
+        Out::Scalar(Scalar::Complex(re, im)) => pyo3::types::PyComplex::from_doubles(py, re, im)
+            .into_any()
+            .unbind(),
         Out::Arg(i) => arg_object(py, &values[i])?,
+        Out::Object(o) => o,
         Out::DType(d) => crate::dtype::to_py(py, d)?.into_any(),
         Out::Args(is) => {
             let items = is

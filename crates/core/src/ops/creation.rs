@@ -27,6 +27,7 @@ pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>) -> Result<Tens
         Scalar::Float(_) => DEFAULT_FLOAT,
         Scalar::Int(_) => DType::I64,
         Scalar::Bool(_) => DType::Bool,
+        Scalar::Complex(..) => DType::C64,
     });
     let n = checked_numel("full", shape)?;
     crate::tensor::check_scalar_fits("full", value, dtype)?;
@@ -34,6 +35,9 @@ pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>) -> Result<Tens
         Scalar::Float(f) => Tensor::from_f64s(&filled_vec("full", n, f)?, shape, dtype),
         Scalar::Int(i) => Tensor::from_i64s(&filled_vec("full", n, i)?, shape, dtype),
         Scalar::Bool(b) => Tensor::from_i64s(&filled_vec("full", n, b as i64)?, shape, dtype),
+        Scalar::Complex(..) => {
+            Tensor::from_complex(&filled_vec("full", n, value.to_complex())?, shape, dtype)
+        }
     }
 }
 

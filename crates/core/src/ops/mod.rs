@@ -1,6 +1,7 @@
 //! Tensor operations, grouped by kind. Most are `impl Tensor` methods; multi-input ops are
 //! free functions.
 
+pub mod complex;
 pub mod conv;
 pub mod creation;
 pub mod index;

@@ -62,6 +62,15 @@ pub(crate) fn map_n<const N: usize>(
     out: DType,
     kernel: Kernel<'_, N>,
 ) -> Result<Tensor> {
+    if let Some(dtype) = [compute, out]
+        .into_iter()
+        .chain(inputs.iter().map(|t| t.dtype()))
+        .find(|d| d.is_complex())
+    {
+        // Complex values have their own kernels (ops::complex); the float and integer
+        // domains here would drop imaginary parts.
+        return Err(Error::UnsupportedDType { op, dtype });
+    }
     let shape = broadcast_all_shapes(op, &inputs)?;
     let float_domain = compute.is_float();
     match (&kernel, float_domain) {
@@ -2042,7 +2051,7 @@ pub fn clamp_scalars(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Re
 }
 
 /// c10's ScalarType name of a dtype, as upstream's messages spell it.
-fn c10_name(d: DType) -> &'static str {
+pub(crate) fn c10_name(d: DType) -> &'static str {
     match d {
         DType::F32 => "Float",
         DType::F64 => "Double",
@@ -2054,6 +2063,8 @@ fn c10_name(d: DType) -> &'static str {
         DType::I8 => "Char",
         DType::U8 => "Byte",
         DType::Bool => "Bool",
+        DType::C64 => "ComplexFloat",
+        DType::C128 => "ComplexDouble",
     }
 }
 

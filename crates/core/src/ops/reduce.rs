@@ -9,19 +9,31 @@ use crate::tensor::Tensor;
 use crate::Device;
 
 /// A tensor rearranged so that each output element's inputs are contiguous.
-struct Plan {
+pub(crate) struct Plan {
     /// The input with kept dims first and reduced dims last (a view).
-    permuted: Tensor,
+    pub(crate) permuted: Tensor,
     /// Shape of the result (with or without kept size-1 dims).
-    out_shape: Vec<usize>,
+    pub(crate) out_shape: Vec<usize>,
     /// Number of output elements.
-    groups: usize,
+    pub(crate) groups: usize,
     /// Number of inputs per output element.
-    group_len: usize,
+    pub(crate) group_len: usize,
 }
 
 /// Resolves the reduced dims (`dims` empty means all dims, like PyTorch's `dim=()`).
 fn plan(op: &'static str, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Plan> {
+    if t.dtype().is_complex() {
+        // Complex reductions live in ops::complex; the real ones would drop imaginary parts.
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
+    plan_any(op, t, dims, keepdim)
+}
+
+/// [`plan`] for any dtype (the complex reductions use it too).
+pub(crate) fn plan_any(op: &'static str, t: &Tensor, dims: &[i64], keepdim: bool) -> Result<Plan> {
     let n = t.dim();
     let mut reduce = vec![dims.is_empty(); n];
     let mut seen = vec![false; n.max(1)];
@@ -711,6 +723,13 @@ fn reduce_as(
     ff: &dyn Fn(&[f64]) -> f64,
     fi: &dyn Fn(&[i64]) -> i64,
 ) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        // The cast below would drop the imaginary parts; ops::complex reduces complex values.
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: t.dtype(),
+        });
+    }
     let x = if t.dtype() == out || t.device() == Device::Meta {
         t.clone()
     } else {

@@ -23,6 +23,7 @@ pub(crate) fn register(t: &mut Table) {
             Scalar::Bool(_) => DType::Bool,
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => crate::default_float(),
+            Scalar::Complex(..) => crate::default_float().to_complex().unwrap_or(DType::C64),
         });
         let x = Tensor::empty_on(&shape, dtype, c.device(4)?).map_err(core_err)?;
         if x.device() == Device::Cpu {

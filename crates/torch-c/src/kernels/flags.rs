@@ -5,22 +5,31 @@
 use super::*;
 
 pub(crate) fn register(t: &mut Table) {
-    // Tensor flags upstream keeps in the TensorImpl: torchnative has no zero tensors, no lazy
-    // conjugation or negation, no inference tensors.
+    // Tensor flags upstream keeps in the TensorImpl: torchnative has no zero tensors and no
+    // inference tensors. The lazy conjugation / negation bits are math_bits.rs's (the door
+    // asks it before resolving bits; these entries answer the same for direct lookups).
     t.insert("aten::_is_zerotensor", |_| {
         Ok(Out::Scalar(Scalar::Bool(false)))
     });
     // No pinned (page-locked for an accelerator) memory exists without an accelerator.
     t.insert("aten::is_pinned", |_| Ok(Out::Scalar(Scalar::Bool(false))));
-    t.insert("aten::is_conj", |_| Ok(Out::Scalar(Scalar::Bool(false))));
-    t.insert("aten::is_neg", |_| Ok(Out::Scalar(Scalar::Bool(false))));
+    fn math_bit_op(c: &Ctx<'_, '_>, name: &str) -> PyResult<Out> {
+        crate::math_bits::special(c.py, name, c.values)?
+            .map(Out::Object)
+            .ok_or_else(|| PyRuntimeError::new_err(format!("internal: {name} needs a tensor")))
+    }
+    t.insert("aten::is_conj", |c| math_bit_op(c, "aten::is_conj"));
+    t.insert("aten::is_neg", |c| math_bit_op(c, "aten::is_neg"));
+    t.insert("aten::_neg_view", |c| math_bit_op(c, "aten::_neg_view"));
     t.insert("aten::is_inference", |_| {
         Ok(Out::Scalar(Scalar::Bool(false)))
     });
-    t.insert("aten::resolve_conj", |_| Ok(Out::Arg(0)));
-    t.insert("aten::resolve_neg", |_| Ok(Out::Arg(0)));
-    t.insert("aten::conj", |_| Ok(Out::Arg(0)));
-    t.insert("aten::_conj", |_| Ok(Out::Arg(0)));
+    t.insert("aten::resolve_conj", |c| {
+        math_bit_op(c, "aten::resolve_conj")
+    });
+    t.insert("aten::resolve_neg", |c| math_bit_op(c, "aten::resolve_neg"));
+    t.insert("aten::conj", |c| math_bit_op(c, "aten::conj"));
+    t.insert("aten::_conj", |c| math_bit_op(c, "aten::_conj"));
     t.insert("aten::is_nonzero", |c| {
         let x = c.tensor(0)?;
         if x.numel() != 1 {

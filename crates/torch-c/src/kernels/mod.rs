@@ -178,6 +178,8 @@ pub fn scalar_type_name(d: DType) -> &'static str {
         DType::I8 => "Char",
         DType::U8 => "Byte",
         DType::Bool => "Bool",
+        DType::C64 => "ComplexFloat",
+        DType::C128 => "ComplexDouble",
     }
 }
 
@@ -301,6 +303,7 @@ pub(crate) fn to_shape(shape: &[i64]) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+pub(crate) mod complex;
 mod creation;
 mod flags;
 mod index;
@@ -314,6 +317,7 @@ mod views;
 fn build() -> Table {
     let mut t: Table = HashMap::new();
     pointwise::register(&mut t);
+    complex::register_real_inputs(&mut t);
     creation::register(&mut t);
     views::register(&mut t);
     reduce::register(&mut t);

@@ -14,6 +14,7 @@ fn scalar_operand(s: Scalar) -> (DType, OperandKind) {
         Scalar::Int(_) => DType::I64,
         // A Python float takes part as the default float dtype.
         Scalar::Float(_) => crate::default_float(),
+        Scalar::Complex(..) => crate::default_float().to_complex().unwrap_or(DType::C64),
     };
     (dtype, OperandKind::WrappedNumber)
 }
@@ -52,8 +53,9 @@ pub(crate) fn register_queries(t: &mut Table) {
     t.insert("aten::is_floating_point", |c| {
         Ok(Out::Scalar(Scalar::Bool(c.tensor(0)?.dtype().is_float())))
     });
-    // torchnative stores no complex tensors.
-    t.insert("aten::is_complex", |_| Ok(Out::Scalar(Scalar::Bool(false))));
+    t.insert("aten::is_complex", |c| {
+        Ok(Out::Scalar(Scalar::Bool(c.tensor(0)?.dtype().is_complex())))
+    });
     t.insert("aten::is_signed", |c| {
         let d = c.tensor(0)?.dtype();
         Ok(Out::Scalar(Scalar::Bool(!matches!(

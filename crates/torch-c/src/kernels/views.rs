@@ -81,6 +81,9 @@ pub(crate) fn register(t: &mut Table) {
         if x.dtype() == dtype && !copy && keeps_layout {
             return Ok(Out::Arg(0));
         }
+        if x.dtype().is_complex() && !dtype.is_complex() {
+            super::complex::warn_discarding_imaginary(c)?;
+        }
         ok(x.to_dtype_with_format(dtype, fmt))
     }
     t.insert("aten::to.dtype", |c| {

@@ -1,0 +1,603 @@
+//! Complex tensors at the door. An operator with a complex input (a complex64/complex128
+//! tensor or a Python `complex`) runs
+//!
+//! 1. its complex kernel from this file's table, when it has one;
+//! 2. else its ordinary kernel, when that kernel only moves elements (views, copies, casts,
+//!    concatenation, indexing, fills: [`MOVES_ELEMENTS`]);
+//! 3. else upstream's Python decomposition or kernel, which composes operators that come
+//!    back through the door;
+//! 4. else it is refused by name (`NotImplementedError`, as upstream refuses the operators it
+//!    has no complex kernel for; a few upstream refusals are `TypeError`s, kept as such).
+//!
+//! So a real-valued kernel never reads complex values: the core's real op families refuse
+//! complex operands too, as a second line.
+
+use super::{ok, Ctx, Kernel, Table};
+use crate::error::core_err;
+use crate::value::{Out, Value};
+use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use torchnative_aten::FunctionSchema;
+use torchnative_core::ops::complex::{self, Reduction};
+use torchnative_core::{Cf64, DType, Scalar, Tensor};
+
+/// The complex dtype of the first complex input, if any.
+pub fn complex_input(py: Python<'_>, values: &[Value]) -> Option<DType> {
+    let of = |t: &Py<crate::tensor::TensorBase>| {
+        let d = t.bind(py).borrow().inner.dtype();
+        d.is_complex().then_some(d)
+    };
+    values.iter().find_map(|v| match v {
+        Value::Tensor(t) => of(t),
+        Value::Tensors(ts) => ts.iter().find_map(of),
+        Value::OptTensors(ts) => ts.iter().flatten().find_map(of),
+        Value::Scalar(Scalar::Complex(..)) => Some(DType::C128),
+        _ => None,
+    })
+}
+
+/// Ordinary kernels that only move, copy or cast elements, so complex values pass through
+/// them intact (view operators qualify by their schema).
+const MOVES_ELEMENTS: &[&str] = &[
+    "aten::clone",
+    "aten::contiguous",
+    "aten::copy_",
+    "aten::_to_copy",
+    "aten::cat",
+    "aten::cat.out",
+    "aten::stack",
+    "aten::stack.out",
+    "aten::index.Tensor",
+    "aten::index_select",
+    "aten::gather",
+    "aten::flip",
+    "aten::roll",
+    "aten::repeat",
+    "aten::masked_select",
+    "aten::_local_scalar_dense",
+    "aten::fill_.Scalar",
+    "aten::fill_.Tensor",
+    "aten::zero_",
+    "aten::zeros_like",
+    "aten::ones_like",
+    "aten::empty_like",
+    "aten::full_like",
+    "aten::empty.memory_format",
+    "aten::empty_strided",
+    "aten::zeros",
+    "aten::ones",
+    "aten::full",
+    "aten::new_empty",
+    "aten::new_empty_strided",
+    "aten::new_zeros",
+    "aten::new_ones",
+    "aten::new_full",
+    "aten::index_put_",
+    "aten::index_put",
+    "aten::_index_put_impl_",
+    "aten::lift_fresh",
+    "aten::lift_fresh_copy",
+    "aten::detach_",
+    "aten::resize_",
+    "aten::set_.source_Tensor",
+    // metadata queries
+    "aten::_is_zerotensor",
+    "aten::is_pinned",
+    "aten::is_inference",
+    "aten::is_complex",
+    "aten::is_same_size",
+    "aten::result_type.Tensor",
+    "aten::result_type.Scalar",
+    "aten::result_type.Scalar_Tensor",
+    "aten::result_type.Scalar_Scalar",
+    "aten::is_floating_point",
+    "aten::is_signed",
+    "aten::size.int",
+    "aten::stride.int",
+    "aten::numel",
+    "aten::dim",
+];
+
+/// Operators upstream refuses for complex inputs with a `TypeError` (the rest of its
+/// refusals are `NotImplementedError`s, as ours are).
+fn upstream_type_error(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "sort" | "argsort" | "msort" => " Sort does not support complex dtypes on CPU",
+        "topk" => " topk does not support complex dtypes on CPU",
+        "maximum" => "maximum not implemented for complex tensors.",
+        "minimum" => "minimum not implemented for complex tensors.",
+        _ => return None,
+    })
+}
+
+/// The kernel an operator with a complex input runs, `None` to try upstream's Python
+/// decomposition, or the refusal.
+pub fn kernel_for(schema: &FunctionSchema, full: &str, dtype: DType) -> PyResult<Option<Kernel>> {
+    if let Some(k) = table().get(full) {
+        return Ok(Some(*k));
+    }
+    let name = schema.name.strip_prefix("aten::").unwrap_or(&schema.name);
+    if let Some(msg) = upstream_type_error(name) {
+        return Err(PyTypeError::new_err(msg));
+    }
+    let is_view = schema
+        .returns
+        .first()
+        .and_then(|r| r.alias.as_ref())
+        .is_some_and(|a| !a.is_write);
+    if is_view || MOVES_ELEMENTS.contains(&full) {
+        return Ok(super::get(full));
+    }
+    if super::get(full).is_some() {
+        // A real kernel exists but reads values as reals: refuse rather than let upstream's
+        // decomposition come back here for the same operator.
+        return Err(refusal(full, dtype));
+    }
+    Ok(None)
+}
+
+/// The refusal for an operator with a complex input that nothing could run.
+pub fn refusal(full: &str, dtype: DType) -> PyErr {
+    PyNotImplementedError::new_err(format!(
+        "operator {full} has no kernel for {} tensors in torchnative (complex inputs run only \
+         where a complex kernel exists; real kernels never read complex values)",
+        dtype.name()
+    ))
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(build)
+}
+
+/// Upstream's warning when a complex value is cast into a real dtype.
+pub(crate) fn warn_discarding_imaginary(c: &Ctx<'_, '_>) -> PyResult<()> {
+    let warnings = c.py.import("warnings")?;
+    warnings.call_method1(
+        "warn",
+        ("Casting complex values to real discards the imaginary part",),
+    )?;
+    Ok(())
+}
+
+/// Scalar `s` as a complex tensor operand (a wrapped number, lowest in promotion).
+fn wrapped(s: Scalar) -> Tensor {
+    Tensor::wrap_scalar(s)
+}
+
+fn alpha_times(b: &Tensor, alpha: Scalar) -> torchnative_core::Result<Tensor> {
+    if alpha == Scalar::Int(1) {
+        return Ok(b.clone());
+    }
+    let a = alpha.to_complex();
+    if b.dtype().is_complex() {
+        complex::unary("mul", b, |z| z * a)
+    } else {
+        complex::binary("mul", b, &wrapped(alpha), |x, y| x * y)
+    }
+}
+
+/// `a + alpha * b` / `a - alpha * b` with complex values.
+fn add_sub(a: &Tensor, b: &Tensor, alpha: Scalar, sub: bool) -> torchnative_core::Result<Tensor> {
+    let scaled = alpha_times(b, alpha)?;
+    // The alpha product keeps `b`'s rank in promotion (a wrapped number stays one).
+    let scaled = if b.is_wrapped_number() && !scaled.is_wrapped_number() {
+        Tensor::wrap_scalar(scaled.item()?)
+    } else {
+        scaled
+    };
+    if sub {
+        complex::binary("sub", a, &scaled, |x, y| x - y)
+    } else {
+        complex::binary("add", a, &scaled, |x, y| x + y)
+    }
+}
+
+/// `pow(z, e)` as upstream's CPU kernel: exponent 0 fills ones, 1 copies, 0.5 is `sqrt`, -1
+/// `reciprocal`, 2 / 3 / -2 multiply out, anything else is `std::pow` (glibc's `cpow`:
+/// `exp(e * log z)`).
+fn pow_scalar(x: &Tensor, e: Scalar) -> torchnative_core::Result<Tensor> {
+    let ec = e.to_complex();
+    let dtype = torchnative_core::result_type(&[
+        x.promotion_operand(),
+        (
+            e.promotion_dtype(),
+            torchnative_core::OperandKind::WrappedNumber,
+        ),
+    ])?;
+    let x = x.to_dtype(dtype)?;
+    if ec == Cf64::new(0.0, 0.0) {
+        return complex::unary("pow", &x, |_| Cf64::new(1.0, 0.0));
+    }
+    if ec == Cf64::new(1.0, 0.0) {
+        return x.deep_clone();
+    }
+    if ec == Cf64::new(0.5, 0.0) {
+        return complex::unary("pow", &x, |z| z.sqrt());
+    }
+    let one = Cf64::new(1.0, 0.0);
+    if ec == Cf64::new(-1.0, 0.0) {
+        return complex::unary("pow", &x, |z| one / z);
+    }
+    if ec == Cf64::new(2.0, 0.0) {
+        return complex::unary("pow", &x, |z| z * z);
+    }
+    if ec == Cf64::new(3.0, 0.0) {
+        return complex::unary("pow", &x, |z| z * z * z);
+    }
+    if ec == Cf64::new(-2.0, 0.0) {
+        return complex::unary("pow", &x, |z| one / (z * z));
+    }
+    complex::unary("pow", &x, |z| z.powc(ec))
+}
+
+/// `sgn(z) = z / |z|` (0 at 0).
+fn sgn(z: Cf64) -> Cf64 {
+    let a = z.abs();
+    if a == 0.0 {
+        Cf64::new(0.0, 0.0)
+    } else {
+        Cf64::new(z.re / a, z.im / a)
+    }
+}
+
+fn dims(c: &Ctx<'_, '_>, i: usize) -> PyResult<Vec<i64>> {
+    Ok(c.opt_ints(i)?.unwrap_or_default())
+}
+
+fn reduce_dtype(x: &Tensor, dtype: Option<DType>) -> Option<DType> {
+    dtype.or(Some(x.dtype()))
+}
+
+macro_rules! complex_unary {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(x: &Tensor) -> torchnative_core::Result<Tensor> {
+            complex::unary($name, x, $f)
+        }
+        $t.insert(concat!("aten::", $name), |c| ok(f(&c.tensor(0)?)));
+        $t.insert(concat!("aten::", $name, "_"), |c| {
+            let r = f(&c.tensor(0)?).map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, ".out"), |c| {
+            let r = f(&c.tensor(0)?).map_err(core_err)?;
+            c.write_into(1, r)
+        });
+    }};
+}
+
+macro_rules! complex_binary {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(a: &Tensor, b: &Tensor) -> torchnative_core::Result<Tensor> {
+            complex::binary($name, a, b, $f)
+        }
+        $t.insert(concat!("aten::", $name, ".Tensor"), |c| {
+            ok(f(&c.tensor(0)?, &c.tensor(1)?))
+        });
+        $t.insert(concat!("aten::", $name, ".Scalar"), |c| {
+            ok(f(&c.tensor(0)?, &wrapped(c.scalar(1)?)))
+        });
+        $t.insert(concat!("aten::", $name, "_.Tensor"), |c| {
+            let r = f(&c.tensor(0)?, &c.tensor(1)?).map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, "_.Scalar"), |c| {
+            let r = f(&c.tensor(0)?, &wrapped(c.scalar(1)?)).map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, ".out"), |c| {
+            let r = f(&c.tensor(0)?, &c.tensor(1)?).map_err(core_err)?;
+            c.write_into(2, r)
+        });
+    }};
+}
+
+macro_rules! complex_compare {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(a: &Tensor, b: &Tensor) -> torchnative_core::Result<Tensor> {
+            complex::compare($name, a, b, $f)
+        }
+        $t.insert(concat!("aten::", $name, ".Tensor"), |c| {
+            ok(f(&c.tensor(0)?, &c.tensor(1)?))
+        });
+        $t.insert(concat!("aten::", $name, ".Scalar"), |c| {
+            ok(f(&c.tensor(0)?, &wrapped(c.scalar(1)?)))
+        });
+        $t.insert(concat!("aten::", $name, ".Tensor_out"), |c| {
+            let r = f(&c.tensor(0)?, &c.tensor(1)?).map_err(core_err)?;
+            c.write_into(2, r)
+        });
+        $t.insert(concat!("aten::", $name, ".Scalar_out"), |c| {
+            let r = f(&c.tensor(0)?, &wrapped(c.scalar(1)?)).map_err(core_err)?;
+            c.write_into(2, r)
+        });
+    }};
+}
+
+fn build() -> Table {
+    let mut t: Table = HashMap::new();
+    complex_unary!(t, "exp", |z| z.exp());
+    complex_unary!(t, "log", |z| z.ln());
+    complex_unary!(t, "sqrt", |z| z.sqrt());
+    complex_unary!(t, "sin", |z| z.sin());
+    complex_unary!(t, "cos", |z| z.cos());
+    complex_unary!(t, "tanh", |z| z.tanh());
+    complex_unary!(t, "reciprocal", |z| Cf64::new(1.0, 0.0) / z);
+    complex_unary!(t, "neg", |z| -z);
+    complex_unary!(t, "conj_physical", |z| z.conj());
+    complex_unary!(t, "sgn", sgn);
+    t.insert("aten::abs", |c| {
+        ok(complex::to_real("abs", &c.tensor(0)?, |z| z.abs()))
+    });
+    t.insert("aten::abs.out", |c| {
+        let r = complex::to_real("abs", &c.tensor(0)?, |z| z.abs()).map_err(core_err)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::abs_", |_| {
+        Err(PyRuntimeError::new_err(
+            "In-place abs is not supported for complex tensors.",
+        ))
+    });
+    t.insert("aten::angle", |c| {
+        ok(complex::to_real("angle", &c.tensor(0)?, |z| z.arg()))
+    });
+    t.insert("aten::angle.out", |c| {
+        let r = complex::to_real("angle", &c.tensor(0)?, |z| z.arg()).map_err(core_err)?;
+        c.write_into(1, r)
+    });
+    t.insert("aten::isreal", |c| {
+        ok(complex::predicate("isreal", &c.tensor(0)?, |z| z.im == 0.0))
+    });
+    t.insert("aten::isnan", |c| {
+        ok(complex::predicate("isnan", &c.tensor(0)?, |z| {
+            z.re.is_nan() || z.im.is_nan()
+        }))
+    });
+    t.insert("aten::isfinite", |c| {
+        ok(complex::predicate("isfinite", &c.tensor(0)?, |z| {
+            z.re.is_finite() && z.im.is_finite()
+        }))
+    });
+    t.insert("aten::isinf", |c| {
+        ok(complex::predicate("isinf", &c.tensor(0)?, |z| {
+            z.re.is_infinite() || z.im.is_infinite()
+        }))
+    });
+
+    // ----- arithmetic -----
+    t.insert("aten::add.Tensor", |c| {
+        ok(add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false))
+    });
+    t.insert("aten::add.Scalar", |c| {
+        ok(add_sub(
+            &c.tensor(0)?,
+            &wrapped(c.scalar(1)?),
+            c.scalar(2)?,
+            false,
+        ))
+    });
+    t.insert("aten::add_.Tensor", |c| {
+        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::add_.Scalar", |c| {
+        let r = add_sub(&c.tensor(0)?, &wrapped(c.scalar(1)?), c.scalar(2)?, false)
+            .map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::add.out", |c| {
+        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
+        c.write_into(3, r)
+    });
+    t.insert("aten::sub.Tensor", |c| {
+        ok(add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true))
+    });
+    t.insert("aten::sub.Scalar", |c| {
+        ok(add_sub(
+            &c.tensor(0)?,
+            &wrapped(c.scalar(1)?),
+            c.scalar(2)?,
+            true,
+        ))
+    });
+    t.insert("aten::sub_.Tensor", |c| {
+        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::sub_.Scalar", |c| {
+        let r =
+            add_sub(&c.tensor(0)?, &wrapped(c.scalar(1)?), c.scalar(2)?, true).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::sub.out", |c| {
+        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
+        c.write_into(3, r)
+    });
+    complex_binary!(t, "mul", |x, y| x * y);
+    complex_binary!(t, "div", |x, y| x / y);
+    t.insert("aten::pow.Tensor_Scalar", |c| {
+        ok(pow_scalar(&c.tensor(0)?, c.scalar(1)?))
+    });
+    t.insert("aten::pow_.Scalar", |c| {
+        let r = pow_scalar(&c.tensor(0)?, c.scalar(1)?).map_err(core_err)?;
+        c.write_into(0, r)
+    });
+    t.insert("aten::pow.Tensor_Scalar_out", |c| {
+        let r = pow_scalar(&c.tensor(0)?, c.scalar(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::pow.Tensor_Tensor", |c| {
+        ok(complex::binary(
+            "pow",
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            |x, y| x.powc(y),
+        ))
+    });
+    complex_compare!(t, "eq", |x, y| x.re == y.re && x.im == y.im);
+    complex_compare!(t, "ne", |x, y| x.re != y.re || x.im != y.im);
+
+    // ----- reductions -----
+    t.insert("aten::sum", |c| {
+        let x = c.tensor(0)?;
+        ok(complex::reduce(
+            &x,
+            Reduction::Sum,
+            &[],
+            false,
+            reduce_dtype(&x, c.opt_dtype(1)?),
+        ))
+    });
+    t.insert("aten::sum.dim_IntList", |c| {
+        let x = c.tensor(0)?;
+        let d = reduce_dtype(&x, c.opt_dtype(3)?);
+        ok(complex::reduce(
+            &x,
+            Reduction::Sum,
+            &dims(c, 1)?,
+            c.bool(2)?,
+            d,
+        ))
+    });
+    t.insert("aten::mean", |c| {
+        let x = c.tensor(0)?;
+        ok(complex::reduce(
+            &x,
+            Reduction::Mean,
+            &[],
+            false,
+            reduce_dtype(&x, c.opt_dtype(1)?),
+        ))
+    });
+    t.insert("aten::mean.dim", |c| {
+        let x = c.tensor(0)?;
+        let d = reduce_dtype(&x, c.opt_dtype(3)?);
+        ok(complex::reduce(
+            &x,
+            Reduction::Mean,
+            &dims(c, 1)?,
+            c.bool(2)?,
+            d,
+        ))
+    });
+    t.insert("aten::prod", |c| {
+        let x = c.tensor(0)?;
+        ok(complex::reduce(
+            &x,
+            Reduction::Prod,
+            &[],
+            false,
+            reduce_dtype(&x, c.opt_dtype(1)?),
+        ))
+    });
+    t.insert("aten::prod.dim_int", |c| {
+        let x = c.tensor(0)?;
+        let d = reduce_dtype(&x, c.opt_dtype(3)?);
+        ok(complex::reduce(
+            &x,
+            Reduction::Prod,
+            &[c.int(1)?],
+            c.bool(2)?,
+            d,
+        ))
+    });
+    t.insert("aten::linalg_vector_norm", |c| {
+        let x = c.tensor(0)?;
+        if c.opt_dtype(4)?.is_some_and(|d| d != x.dtype()) {
+            return Err(PyNotImplementedError::new_err(
+                "linalg.vector_norm of a complex tensor with dtype= is not supported by \
+                 torchnative",
+            ));
+        }
+        ok(complex::vector_norm(
+            &x,
+            c.scalar(1)?.to_f64(),
+            &dims(c, 2)?,
+            c.bool(3)?,
+        ))
+    });
+
+    // ----- products -----
+    t.insert("aten::matmul", |c| {
+        ok(complex::matmul(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::mm", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        if a.dim() != 2 || b.dim() != 2 {
+            return Err(PyRuntimeError::new_err(format!(
+                "{} must be a matrix",
+                if a.dim() != 2 { "self" } else { "mat2" }
+            )));
+        }
+        ok(complex::matmul(&a, &b))
+    });
+    t.insert("aten::bmm", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        if a.dim() != 3 || b.dim() != 3 {
+            return Err(PyRuntimeError::new_err(
+                "batch1 and batch2 must be 3D tensors",
+            ));
+        }
+        ok(complex::matmul(&a, &b))
+    });
+    t.insert("aten::vdot", |c| {
+        ok(complex::vdot(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::dot", |c| {
+        let a = c.tensor(0)?;
+        let conj_a = complex::unary("dot", &a, |z| z.conj()).map_err(core_err)?;
+        // dot(a, b) = vdot(conj(a), b)
+        ok(complex::vdot(&conj_a, &c.tensor(1)?))
+    });
+
+    // ----- complex <-> real views and conversions -----
+    t.insert("aten::view_as_real", |c| ok(c.tensor(0)?.view_as_real()));
+    t.insert("aten::real", |c| ok(c.tensor(0)?.real_part()));
+    t.insert("aten::imag", |c| ok(c.tensor(0)?.imag_part()));
+    t.insert("aten::_to_copy", |c| {
+        if c.opt_dtype(1)?.is_some_and(|d| !d.is_complex()) {
+            warn_discarding_imaginary(c)?;
+        }
+        let copy = super::get("aten::_to_copy")
+            .ok_or_else(|| PyRuntimeError::new_err("internal: aten::_to_copy has no kernel"))?;
+        copy(c)
+    });
+    t.insert("aten::copy_", |c| {
+        let (dst, src) = (c.tensor(0)?, c.tensor(1)?);
+        if src.dtype().is_complex() && !dst.dtype().is_complex() {
+            warn_discarding_imaginary(c)?;
+        }
+        dst.copy_(&src).map_err(core_err)?;
+        Ok(Out::Arg(0))
+    });
+    t
+}
+
+/// `torch.polar` / `torch.complex` / `view_as_complex`: real inputs, complex results (in the
+/// ordinary table, since their inputs are real).
+pub(crate) fn register_real_inputs(t: &mut Table) {
+    t.insert("aten::polar", |c| {
+        ok(complex::polar(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::polar.out", |c| {
+        let r = complex::polar(&c.tensor(0)?, &c.tensor(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::complex", |c| {
+        ok(complex::from_parts(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::complex.out", |c| {
+        let r = complex::from_parts(&c.tensor(0)?, &c.tensor(1)?).map_err(core_err)?;
+        c.write_into(2, r)
+    });
+    t.insert("aten::view_as_complex", |c| {
+        ok(c.tensor(0)?.view_as_complex())
+    });
+    t.insert("aten::imag", |_| {
+        Err(PyRuntimeError::new_err(
+            "imag is not implemented for tensors with non-complex dtypes.",
+        ))
+    });
+}
