@@ -58,6 +58,22 @@ def test_views_share_memory_with_upstream_strides():
     assert x[1:, ::2].tolist() == [[4, 6], [8, 10]]
 
 
+def test_complex_views_and_lazy_conjugation():
+    x = torch.tensor([1 + 2j, -3 + 0.5j])
+    assert x.dtype == torch.complex64
+    parts = torch.view_as_real(x)
+    parts[1, 1] = 4.0  # a view: the write reaches x
+    assert x.tolist() == [1 + 2j, -3 + 4j]
+    c = x.conj()
+    assert c.is_conj() and c._base is x and c.data_ptr() == x.data_ptr()
+    assert c.tolist() == [1 - 2j, -3 - 4j] and c[1].is_conj()
+    c.add_(1j)  # written through the conjugate view: x gets conj(1j)
+    assert x.tolist() == [1 + 1j, -3 + 3j]
+    assert not c.clone().is_conj() and c.resolve_conj().tolist() == c.tolist()
+    assert (x * 1j).tolist() == [-1 + 1j, -3 - 3j]
+    assert torch.ones(2, dtype=torch.float64).mul(1j).dtype == torch.complex128
+
+
 def test_refusals_name_the_thing():
     # An operator with a schema but no kernel anywhere (compiled, Python or decomposition).
     lib = torch.library.Library("tnrefuse", "DEF")
@@ -67,8 +83,11 @@ def test_refusals_name_the_thing():
     with pytest.raises(RuntimeError, match="device 'cuda' is not available in torchnative"):
         torch.zeros(2, device="cuda")
     assert torch.device("cuda:1").index == 1
-    with pytest.raises(NotImplementedError, match="torch.complex64 is not supported by torchnative"):
-        torch.zeros(2, dtype=torch.complex64)
+    with pytest.raises(NotImplementedError, match="torch.complex32 is not supported by torchnative"):
+        torch.zeros(2, dtype=torch.complex32)
+    # A complex input reaches only complex kernels: a real kernel is refused by name.
+    with pytest.raises(NotImplementedError, match=r"aten::lgamma has no kernel for complex64"):
+        torch.lgamma(torch.ones(2, dtype=torch.complex64))
     with pytest.raises(TypeError, match=r"add\(\) received an invalid combination of arguments"):
         torch.add("a", "b")
 
