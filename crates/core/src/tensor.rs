@@ -1341,7 +1341,8 @@ impl Tensor {
         }
         needs_data("copy_", &src)?;
         with_dtype!(self.dtype, T => {
-            let values = src.to_vec::<T>()?;
+            // A cast is what copy_ asks for (complex into real keeps the real parts).
+            let values = src.cast_to_vec::<T>()?;
             self.write_values("copy_", &values)
         })
     }

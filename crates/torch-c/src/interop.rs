@@ -83,18 +83,18 @@ fn dtype_of_typestr(typestr: &str) -> PyResult<DType> {
         "i1" => DType::I8,
         "u1" => DType::U8,
         "b1" => DType::Bool,
-        "c8" | "c16" | "u2" | "u4" | "u8" => {
+        "c8" => DType::C64,
+        "c16" => DType::C128,
+        "u2" | "u4" | "u8" => {
             let name = match kind.as_str() {
-                "c8" => "complex64",
-                "c16" => "complex128",
                 "u2" => "uint16",
                 "u4" => "uint32",
                 _ => "uint64",
             };
             return Err(PyNotImplementedError::new_err(format!(
                 "torch.from_numpy: NumPy arrays of {name} are not supported by torchnative \
-                 (tensors are float64, float32, float16, bfloat16, int64, int32, int16, int8, \
-                 uint8 or bool)"
+                 (tensors are float64, float32, float16, bfloat16, complex128, complex64, int64, \
+                 int32, int16, int8, uint8 or bool)"
             )));
         }
         _ => {

@@ -79,7 +79,14 @@ pub fn special(py: Python<'_>, full: &str, values: &[Value]) -> PyResult<Option<
     let name = full.strip_prefix("aten::").unwrap_or(full);
     if !matches!(
         name,
-        "_conj" | "conj" | "_neg_view" | "is_conj" | "is_neg" | "resolve_conj" | "resolve_neg"
+        "_conj"
+            | "conj"
+            | "_neg_view"
+            | "is_conj"
+            | "is_neg"
+            | "resolve_conj"
+            | "resolve_neg"
+            | "adjoint"
     ) {
         return Ok(None);
     }
@@ -92,6 +99,21 @@ pub fn special(py: Python<'_>, full: &str, values: &[Value]) -> PyResult<Option<
         (b.conj, b.neg, b.inner.dtype().is_complex())
     };
     let same = || x.clone().into_any().unbind();
+    if name == "adjoint" {
+        // The conjugate transpose: a transposed view with the conjugate bit flipped.
+        let inner = x.borrow().inner.clone();
+        if !complex || inner.dim() < 2 {
+            return Ok(None);
+        }
+        let obj = wrap(py, inner.transpose(-2, -1).map_err(core_err)?)?;
+        {
+            let mut v = obj.bind(py).cast::<TensorBase>()?.borrow_mut();
+            v.conj = !conj;
+            v.neg = neg;
+        }
+        link_view_base(obj.bind(py), x)?;
+        return Ok(Some(obj));
+    }
     Ok(Some(match name {
         "is_conj" => PyBool::new(py, conj).to_owned().into_any().unbind(),
         "is_neg" => PyBool::new(py, neg).to_owned().into_any().unbind(),

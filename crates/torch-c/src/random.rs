@@ -146,16 +146,44 @@ fn with_gen<R>(c: &Ctx<'_, '_>, i: usize, f: impl FnOnce(&mut CpuGenerator) -> R
 }
 
 /// A fresh contiguous tensor filled by `f`, called with the generator and the data slice.
+/// A complex tensor is filled through its real view (real and imaginary parts drawn in
+/// turn, as upstream's normal_ / uniform_ do); the distributions without a complex form are
+/// refused for it by [`no_complex`] first.
 macro_rules! fill_new {
     ($c:expr, $gen:expr, $shape:expr, $dtype:expr, |$g:ident, $data:ident| $body:expr) => {{
         let t = Tensor::empty_on($shape, $dtype, Device::Cpu).map_err(core_err)?;
+        let target = if $dtype.is_complex() {
+            t.view_as_real().map_err(core_err)?
+        } else {
+            t.clone()
+        };
         with_gen($c, $gen, |$g| {
-            with_dtype!($dtype, T => t.with_data_mut::<T, _>(|$data: &mut [T]| $body))
+            with_dtype!(target.dtype(), T => target.with_data_mut::<T, _>(|$data: &mut [T]| $body))
         })?
         .map_err(core_err)?
         .map_err(core_err)?;
         t
     }};
+}
+
+/// Upstream's refusal of integer-valued distributions for complex dtypes.
+fn no_complex(dtype: DType) -> PyResult<()> {
+    if dtype.is_complex() {
+        return Err(PyRuntimeError::new_err(
+            "check_random_bounds handles only integral, floating-point and boolean types",
+        ));
+    }
+    Ok(())
+}
+
+/// The standard deviation each part of a complex normal gets (the variance splits evenly
+/// between the real and imaginary parts, as upstream's normal_ splits it).
+fn part_std(dtype: DType, std: f64) -> f64 {
+    if dtype.is_complex() {
+        std / std::f64::consts::SQRT_2
+    } else {
+        std
+    }
 }
 
 /// Fills tensor argument 0 in place (through a contiguous temporary when needed).
@@ -206,7 +234,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
             NO_GENERATOR,
             &shape,
             dtype,
-            |g, d| tr::normal_(g, d, 0.0, 1.0)
+            |g, d| tr::normal_(g, d, 0.0, part_std(dtype, 1.0))
         )))
     });
     // randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype, ...)
@@ -215,7 +243,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         let shape = shape_of(c, 0)?;
         let dtype = float_dtype(c, 2)?;
         Ok(Out::Tensor(fill_new!(c, 1, &shape, dtype, |g, d| {
-            tr::normal_(g, d, 0.0, 1.0)
+            tr::normal_(g, d, 0.0, part_std(dtype, 1.0))
         })))
     });
     t.insert("aten::rand", |c| {
@@ -243,6 +271,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         check_cpu(c, 4)?;
         let (high, shape) = (c.int(0)?, shape_of(c, 1)?);
         let dtype = c.opt_dtype(2)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(
             c,
             NO_GENERATOR,
@@ -255,6 +284,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         check_cpu(c, 5)?;
         let (high, shape) = (c.int(0)?, shape_of(c, 1)?);
         let dtype = c.opt_dtype(3)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(c, 2, &shape, dtype, |g, d| {
             tr::randint(g, d, 0, high)
         })))
@@ -263,6 +293,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         check_cpu(c, 5)?;
         let (low, high, shape) = (c.int(0)?, c.int(1)?, shape_of(c, 2)?);
         let dtype = c.opt_dtype(3)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(
             c,
             NO_GENERATOR,
@@ -275,6 +306,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         check_cpu(c, 6)?;
         let (low, high, shape) = (c.int(0)?, c.int(1)?, shape_of(c, 2)?);
         let dtype = c.opt_dtype(4)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(c, 3, &shape, dtype, |g, d| {
             tr::randint(g, d, low, high)
         })))
@@ -285,6 +317,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         let n = usize::try_from(c.int(0)?)
             .map_err(|_| PyRuntimeError::new_err("n must be non-negative"))?;
         let dtype = c.opt_dtype(1)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(
             c,
             NO_GENERATOR,
@@ -298,6 +331,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         let n = usize::try_from(c.int(0)?)
             .map_err(|_| PyRuntimeError::new_err("n must be non-negative"))?;
         let dtype = c.opt_dtype(2)?.unwrap_or(DType::I64);
+        no_complex(dtype)?;
         Ok(Out::Tensor(fill_new!(c, 1, &[n], dtype, |g, d| {
             tr::randperm(g, d)
         })))
@@ -305,6 +339,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
     // normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None)
     t.insert("aten::normal_", |c| {
         let (mean, std) = (c.float(1)?, c.float(2)?);
+        let std = part_std(c.tensor(0)?.dtype(), std);
         fill_self!(c, 3, |g, d| tr::normal_(g, d, mean, std))
     });
     // uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None)
@@ -313,19 +348,23 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         fill_self!(c, 3, |g, d| tr::uniform_(g, d, from, to))
     });
     t.insert("aten::exponential_", |c| {
+        no_complex(c.tensor(0)?.dtype())?;
         let lambd = c.float(1)?;
         fill_self!(c, 2, |g, d| tr::exponential_(g, d, lambd))
     });
     // random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None)
     t.insert("aten::random_.from", |c| {
+        no_complex(c.tensor(0)?.dtype())?;
         let (from, to) = (c.int(1)?, c.opt_int(2)?);
         fill_self!(c, 3, |g, d| tr::random_from_to_(g, d, from, to))
     });
     t.insert("aten::random_.to", |c| {
+        no_complex(c.tensor(0)?.dtype())?;
         let to = c.int(1)?;
         fill_self!(c, 2, |g, d| tr::random_from_to_(g, d, 0, Some(to)))
     });
     t.insert("aten::random_", |c| {
+        no_complex(c.tensor(0)?.dtype())?;
         fill_self!(c, 1, |g, d| tr::random_(g, d))
     });
     // bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None)
@@ -456,6 +495,7 @@ pub fn register(t: &mut HashMap<&'static str, Kernel>) {
         }
         let shape = shape_of(c, 2)?;
         let dtype = float_dtype(c, 4)?;
+        let std = part_std(dtype, std);
         Ok(Out::Tensor(fill_new!(c, 3, &shape, dtype, |g, d| {
             tr::normal_(g, d, mean, std)
         })))
@@ -526,7 +566,10 @@ fn like_fill(
         }
         Fill::Uniform => fill_new!(c, gen, &[n], dtype, |g, d| tr::uniform_(g, d, 0.0, 1.0)),
         Fill::Normal => fill_new!(c, gen, &[n], dtype, |g, d| tr::normal_(g, d, 0.0, 1.0)),
-        Fill::Int(low, high) => fill_new!(c, gen, &[n], dtype, |g, d| tr::randint(g, d, low, high)),
+        Fill::Int(low, high) => {
+            no_complex(dtype)?;
+            fill_new!(c, gen, &[n], dtype, |g, d| tr::randint(g, d, low, high))
+        }
     };
     Ok(Out::Tensor(
         flat.as_strided(x.shape(), &strides, 0)

@@ -109,6 +109,28 @@ pub fn compare(
     Tensor::from_i64s(&out, &shape, DType::Bool)
 }
 
+/// `torch.where(condition, input, other)` with a complex result dtype.
+pub(crate) fn select(
+    condition: &Tensor,
+    input: &Tensor,
+    other: &Tensor,
+    dtype: DType,
+) -> Result<Tensor> {
+    let op = "where";
+    let shape = broadcast_all_shapes(op, &[condition, input, other])?;
+    if is_meta(&[condition, input, other]) {
+        return Tensor::meta(&shape, dtype);
+    }
+    let c = condition.broadcast_to(&shape)?.to_vec::<bool>()?;
+    let (x, y) = (values(input, &shape)?, values(other, &shape)?);
+    let out: Vec<Cf64> = c
+        .into_iter()
+        .zip(x.into_iter().zip(y))
+        .map(|(c, (x, y))| if c { x } else { y })
+        .collect();
+    Tensor::from_complex(&out, &shape, dtype)
+}
+
 /// `torch.polar(abs, angle)`: `abs * (cos angle + i sin angle)`, complex of the inputs'
 /// float dtype.
 pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {

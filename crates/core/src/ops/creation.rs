@@ -71,7 +71,7 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) ->
         .iter()
         .any(|s| matches!(s, Scalar::Float(_)));
     let dtype = dtype.unwrap_or(if any_float { DEFAULT_FLOAT } else { DType::I64 });
-    if dtype == DType::Bool {
+    if dtype == DType::Bool || dtype.is_complex() {
         return Err(Error::UnsupportedDType {
             op: "arange_cpu",
             dtype,

@@ -937,6 +937,13 @@ fn reduce_into(
         op,
         device: "meta".into(),
     })?;
+    if out.dtype().is_complex() {
+        // The reductions below combine reals; complex ones have no kernel here.
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: out.dtype(),
+        });
+    }
     let float = out.dtype().is_float();
     // Per destination: accumulator and count of combined source elements.
     let mut acc_f: std::collections::HashMap<usize, (f64, usize)> = Default::default();

@@ -245,7 +245,9 @@ fn reduced_float_scalar_rhs(
 
 /// Adds two elements of the same dtype as PyTorch would (wrapping ints, bool or).
 pub(crate) fn add_elements<T: Element>(a: T, b: T) -> T {
-    if T::DTYPE.is_float() {
+    if T::DTYPE.is_complex() {
+        T::from_complex(a.to_complex() + b.to_complex())
+    } else if T::DTYPE.is_float() {
         T::from_f64(a.to_f64() + b.to_f64())
     } else {
         T::from_i64(a.to_i64().wrapping_add(b.to_i64()))
@@ -451,6 +453,9 @@ pub fn where_(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tens
         ));
     }
     let d = promoted(input, other)?;
+    if d.is_complex() {
+        return crate::ops::complex::select(condition, input, other, d);
+    }
     let ff = |[c, x, y]: [f64; 3]| if c != 0.0 { x } else { y };
     let fi = |[c, x, y]: [i64; 3]| Ok(if c != 0 { x } else { y });
     // The condition is read in the compute domain: bool -> 0/1 in either domain.

@@ -3,7 +3,8 @@
 //!
 //! 1. its complex kernel from this file's table, when it has one;
 //! 2. else its ordinary kernel, when that kernel only moves elements (views, copies, casts,
-//!    concatenation, indexing, fills: [`MOVES_ELEMENTS`]);
+//!    concatenation, indexing, fills) or fills a complex tensor part by part (`normal_`,
+//!    `uniform_`): [`COMPLEX_SAFE`];
 //! 3. else upstream's Python decomposition or kernel, which composes operators that come
 //!    back through the door;
 //! 4. else it is refused by name (`NotImplementedError`, as upstream refuses the operators it
@@ -39,8 +40,9 @@ pub fn complex_input(py: Python<'_>, values: &[Value]) -> Option<DType> {
 }
 
 /// Ordinary kernels that only move, copy or cast elements, so complex values pass through
-/// them intact (view operators qualify by their schema).
-const MOVES_ELEMENTS: &[&str] = &[
+/// them intact, or that fill complex tensors through their real view as upstream does (view
+/// operators qualify by their schema).
+const COMPLEX_SAFE: &[&str] = &[
     "aten::clone",
     "aten::contiguous",
     "aten::copy_",
@@ -82,6 +84,24 @@ const MOVES_ELEMENTS: &[&str] = &[
     "aten::detach_",
     "aten::resize_",
     "aten::set_.source_Tensor",
+    "aten::where.self",
+    "aten::where.self_out",
+    "aten::tril",
+    "aten::triu",
+    "aten::tril_",
+    "aten::triu_",
+    "aten::masked_fill.Scalar",
+    "aten::masked_fill_.Scalar",
+    "aten::masked_fill.Tensor",
+    "aten::masked_fill_.Tensor",
+    "aten::scatter.src",
+    "aten::scatter.value",
+    "aten::scatter_.src",
+    "aten::scatter_.value",
+    "aten::scatter_add",
+    "aten::scatter_add_",
+    "aten::normal_",
+    "aten::uniform_",
     // metadata queries
     "aten::_is_zerotensor",
     "aten::is_pinned",
@@ -127,7 +147,7 @@ pub fn kernel_for(schema: &FunctionSchema, full: &str, dtype: DType) -> PyResult
         .first()
         .and_then(|r| r.alias.as_ref())
         .is_some_and(|a| !a.is_write);
-    if is_view || MOVES_ELEMENTS.contains(&full) {
+    if is_view || COMPLEX_SAFE.contains(&full) {
         return Ok(super::get(full));
     }
     if super::get(full).is_some() {
@@ -243,12 +263,64 @@ fn sgn(z: Cf64) -> Cf64 {
     }
 }
 
+/// `isclose` for complex values: `|a - b| <= atol + rtol * |b|`, exact equality (infinities)
+/// counting as close, NaNs close only with `equal_nan`.
+fn isclose(
+    a: &Tensor,
+    b: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> torchnative_core::Result<Tensor> {
+    let nan = |z: Cf64| z.re.is_nan() || z.im.is_nan();
+    complex::compare("isclose", a, b, move |x, y| {
+        if x == y {
+            return true;
+        }
+        if nan(x) || nan(y) {
+            return equal_nan && nan(x) && nan(y);
+        }
+        let d = (x - y).abs();
+        d.is_finite() && d <= atol + rtol * y.abs()
+    })
+}
+
 fn dims(c: &Ctx<'_, '_>, i: usize) -> PyResult<Vec<i64>> {
     Ok(c.opt_ints(i)?.unwrap_or_default())
 }
 
 fn reduce_dtype(x: &Tensor, dtype: Option<DType>) -> Option<DType> {
     dtype.or(Some(x.dtype()))
+}
+
+/// `sum` / `mean` of a complex tensor: complex dtypes reduce here; a real `dtype=` casts
+/// first (upstream warns that the imaginary parts are discarded) and reduces as reals.
+fn reduce_with(
+    c: &Ctx<'_, '_>,
+    how: Reduction,
+    dims: &[i64],
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> PyResult<Out> {
+    let x = c.tensor(0)?;
+    match dtype {
+        Some(d) if !d.is_complex() => {
+            warn_discarding_imaginary(c)?;
+            let real = x.to_dtype(d).map_err(core_err)?;
+            ok(match how {
+                Reduction::Sum => real.sum_dtype(dims, keepdim, Some(d)),
+                Reduction::Mean => real.mean_dtype(dims, keepdim, Some(d)),
+                Reduction::Prod => real.prod_dtype(dims, keepdim, Some(d)),
+            })
+        }
+        _ => ok(complex::reduce(
+            &x,
+            how,
+            dims,
+            keepdim,
+            reduce_dtype(&x, dtype),
+        )),
+    }
 }
 
 macro_rules! complex_unary {
@@ -328,6 +400,9 @@ fn build() -> Table {
     complex_unary!(t, "neg", |z| -z);
     complex_unary!(t, "conj_physical", |z| z.conj());
     complex_unary!(t, "sgn", sgn);
+    complex_unary!(t, "square", |z| z * z);
+    complex_unary!(t, "sigmoid", |z| Cf64::new(1.0, 0.0)
+        / (Cf64::new(1.0, 0.0) + (-z).exp()));
     t.insert("aten::abs", |c| {
         ok(complex::to_real("abs", &c.tensor(0)?, |z| z.abs()))
     });
@@ -439,69 +514,63 @@ fn build() -> Table {
     complex_compare!(t, "eq", |x, y| x.re == y.re && x.im == y.im);
     complex_compare!(t, "ne", |x, y| x.re != y.re || x.im != y.im);
 
+    t.insert("aten::isclose", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        ok(isclose(&a, &b, c.float(2)?, c.float(3)?, c.bool(4)?))
+    });
+    t.insert("aten::allclose", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        let close = isclose(&a, &b, c.float(2)?, c.float(3)?, c.bool(4)?).map_err(core_err)?;
+        let all = close
+            .to_vec::<bool>()
+            .map_err(core_err)?
+            .into_iter()
+            .all(|v| v);
+        Ok(Out::Scalar(Scalar::Bool(all)))
+    });
+    t.insert("aten::equal", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        if a.shape() != b.shape() {
+            return Ok(Out::Scalar(Scalar::Bool(false)));
+        }
+        let same = complex::compare("equal", &a, &b, |x, y| x.re == y.re && x.im == y.im)
+            .and_then(|t| t.to_vec::<bool>())
+            .map_err(core_err)?
+            .into_iter()
+            .all(|v| v);
+        Ok(Out::Scalar(Scalar::Bool(same)))
+    });
+
     // ----- reductions -----
     t.insert("aten::sum", |c| {
-        let x = c.tensor(0)?;
-        ok(complex::reduce(
-            &x,
-            Reduction::Sum,
-            &[],
-            false,
-            reduce_dtype(&x, c.opt_dtype(1)?),
-        ))
+        reduce_with(c, Reduction::Sum, &[], false, c.opt_dtype(1)?)
     });
     t.insert("aten::sum.dim_IntList", |c| {
-        let x = c.tensor(0)?;
-        let d = reduce_dtype(&x, c.opt_dtype(3)?);
-        ok(complex::reduce(
-            &x,
-            Reduction::Sum,
-            &dims(c, 1)?,
-            c.bool(2)?,
-            d,
-        ))
+        reduce_with(c, Reduction::Sum, &dims(c, 1)?, c.bool(2)?, c.opt_dtype(3)?)
     });
     t.insert("aten::mean", |c| {
-        let x = c.tensor(0)?;
-        ok(complex::reduce(
-            &x,
-            Reduction::Mean,
-            &[],
-            false,
-            reduce_dtype(&x, c.opt_dtype(1)?),
-        ))
+        reduce_with(c, Reduction::Mean, &[], false, c.opt_dtype(1)?)
     });
     t.insert("aten::mean.dim", |c| {
-        let x = c.tensor(0)?;
-        let d = reduce_dtype(&x, c.opt_dtype(3)?);
-        ok(complex::reduce(
-            &x,
+        reduce_with(
+            c,
             Reduction::Mean,
             &dims(c, 1)?,
             c.bool(2)?,
-            d,
-        ))
+            c.opt_dtype(3)?,
+        )
     });
     t.insert("aten::prod", |c| {
-        let x = c.tensor(0)?;
-        ok(complex::reduce(
-            &x,
-            Reduction::Prod,
-            &[],
-            false,
-            reduce_dtype(&x, c.opt_dtype(1)?),
-        ))
+        reduce_with(c, Reduction::Prod, &[], false, c.opt_dtype(1)?)
     });
     t.insert("aten::prod.dim_int", |c| {
-        let x = c.tensor(0)?;
-        let d = reduce_dtype(&x, c.opt_dtype(3)?);
-        ok(complex::reduce(
-            &x,
+        reduce_with(
+            c,
             Reduction::Prod,
             &[c.int(1)?],
             c.bool(2)?,
-            d,
-        ))
+            c.opt_dtype(3)?,
+        )
     });
     t.insert("aten::linalg_vector_norm", |c| {
         let x = c.tensor(0)?;
