@@ -267,6 +267,45 @@ pub fn reduce(
     Tensor::from_complex(&out, &plan.out_shape, dtype)
 }
 
+/// `cumsum` / `cumprod` of a complex tensor along `dim`.
+pub fn cumulative(x: &Tensor, dim: i64, prod: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let op = if prod { "cumprod" } else { "cumsum" };
+    let dtype = dtype.unwrap_or(x.dtype());
+    if !dtype.is_complex() {
+        return Err(invalid(
+            op,
+            format!("a complex input cannot accumulate into {}", dtype.name()),
+        ));
+    }
+    if x.dim() == 0 {
+        return x.to_dtype(dtype)?.deep_clone();
+    }
+    let d = crate::layout::wrap_dim(op, dim, x.dim())?;
+    if x.device() == Device::Meta {
+        return Tensor::meta(x.shape(), dtype);
+    }
+    // Move `dim` last, accumulate each lane, move it back.
+    let last = x.dim() as i64 - 1;
+    let moved = x.transpose(d as i64, last)?.contiguous()?;
+    let data = moved.to_vec::<Cf64>()?;
+    let n = x.shape()[d];
+    let mut out = Vec::with_capacity(data.len());
+    for lane in data.chunks(n.max(1)) {
+        let mut acc = if prod {
+            Cf64::new(1.0, 0.0)
+        } else {
+            Cf64::default()
+        };
+        for &v in lane {
+            acc = if prod { acc * v } else { acc + v };
+            out.push(acc);
+        }
+    }
+    Tensor::from_complex(&out, moved.shape(), dtype)?
+        .transpose(d as i64, last)?
+        .contiguous()
+}
+
 /// `torch.linalg.vector_norm` of a complex tensor: the norm of the magnitudes, real-valued.
 pub fn vector_norm(x: &Tensor, ord: f64, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let op = "linalg.vector_norm";

@@ -102,6 +102,60 @@ const COMPLEX_SAFE: &[&str] = &[
     "aten::scatter_add_",
     "aten::normal_",
     "aten::uniform_",
+    "aten::constant_pad_nd",
+    "aten::pad",
+    "aten::broadcast_tensors",
+    "aten::unsafe_chunk",
+    "aten::unsafe_split.Tensor",
+    "aten::fliplr",
+    "aten::flipud",
+    "aten::rot90",
+    "aten::diag",
+    "aten::diag_embed",
+    "aten::atleast_1d",
+    "aten::atleast_2d",
+    "aten::atleast_3d",
+    "aten::copy",
+    "aten::masked_scatter",
+    "aten::masked_scatter_",
+    "aten::as_strided_scatter",
+    "aten::select_scatter",
+    "aten::slice_scatter",
+    "aten::diagonal_scatter",
+    "aten::combinations",
+    "aten::cartesian_prod",
+    "aten::index_copy",
+    "aten::index_copy_",
+    "aten::take",
+    "aten::take_along_dim",
+    "aten::narrow_copy",
+    "aten::repeat_interleave.self_int",
+    "aten::repeat_interleave.self_Tensor",
+    "aten::tile",
+    "aten::block_diag",
+    "aten::hstack",
+    "aten::vstack",
+    "aten::dstack",
+    "aten::column_stack",
+    "aten::row_stack",
+    "aten::meshgrid",
+    "aten::meshgrid.indexing",
+    "aten::expand_copy",
+    "aten::permute_copy",
+    "aten::t_copy",
+    "aten::transpose_copy.int",
+    "aten::view_copy",
+    "aten::unsqueeze_copy",
+    "aten::squeeze_copy",
+    "aten::unbind_copy.int",
+    "aten::split_copy.Tensor",
+    "aten::diagonal_copy",
+    "aten::alias_copy",
+    "aten::select_copy.int",
+    "aten::slice_copy.Tensor",
+    "aten::unfold_copy",
+    "aten::_unsafe_view",
+    "aten::_reshape_alias",
     // metadata queries
     "aten::_is_zerotensor",
     "aten::is_pinned",
@@ -285,6 +339,74 @@ fn isclose(
     })
 }
 
+/// `beta * input + alpha * product` (`addmm`, `addmv`, `baddbmm`, `addr`): `input` is
+/// ignored when beta is 0, as upstream does (its NaNs do not propagate).
+fn add_product(
+    input: &Tensor,
+    product: Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> torchnative_core::Result<Tensor> {
+    let (b, a) = (beta.to_complex(), alpha.to_complex());
+    let scaled = complex::unary("addmm", &product, |z| z * a)?;
+    if b == Cf64::new(0.0, 0.0) {
+        return Ok(scaled);
+    }
+    complex::binary("addmm", input, &scaled, move |x, p| b * x + p)
+}
+
+/// `exp(z) - 1` without cancellation for small |z| (`expm1(x) cos y - 2 sin^2(y/2)` for the
+/// real part).
+fn expm1(z: Cf64) -> Cf64 {
+    let (x, y) = (z.re, z.im);
+    let s = (y / 2.0).sin();
+    Cf64::new(x.exp_m1() * y.cos() - 2.0 * s * s, x.exp() * y.sin())
+}
+
+/// `log(1 + z)`, accurate for small |z|.
+fn log1p(z: Cf64) -> Cf64 {
+    let (x, y) = (z.re, z.im);
+    // |1 + z|^2 - 1 = 2x + x^2 + y^2
+    let re = if z.abs() < 0.5 {
+        (2.0 * x + x * x + y * y).ln_1p() / 2.0
+    } else {
+        (Cf64::new(1.0, 0.0) + z).ln().re
+    };
+    Cf64::new(re, y.atan2(1.0 + x))
+}
+
+const I: Cf64 = Cf64::new(0.0, 1.0);
+const ONE: Cf64 = Cf64::new(1.0, 0.0);
+
+fn asin(z: Cf64) -> Cf64 {
+    // -i log(iz + sqrt(1 - z^2))
+    let w = (I * z + (ONE - z * z).sqrt()).ln();
+    Cf64::new(w.im, -w.re)
+}
+fn acos(z: Cf64) -> Cf64 {
+    // -i log(z + i sqrt(1 - z^2))
+    let w = (z + I * (ONE - z * z).sqrt()).ln();
+    Cf64::new(w.im, -w.re)
+}
+fn atan(z: Cf64) -> Cf64 {
+    // (i / 2) (log(1 - iz) - log(1 + iz))
+    let d = (ONE - I * z).ln() - (ONE + I * z).ln();
+    Cf64::new(-d.im / 2.0, d.re / 2.0)
+}
+fn asinh(z: Cf64) -> Cf64 {
+    // asinh(z) = -i asin(iz)
+    let w = asin(I * z);
+    Cf64::new(w.im, -w.re)
+}
+fn acosh(z: Cf64) -> Cf64 {
+    (z + (z + ONE).sqrt() * (z - ONE).sqrt()).ln()
+}
+fn atanh(z: Cf64) -> Cf64 {
+    // atanh(z) = -i atan(iz)
+    let w = atan(I * z);
+    Cf64::new(w.im, -w.re)
+}
+
 fn dims(c: &Ctx<'_, '_>, i: usize) -> PyResult<Vec<i64>> {
     Ok(c.opt_ints(i)?.unwrap_or_default())
 }
@@ -401,6 +523,73 @@ fn build() -> Table {
     complex_unary!(t, "conj_physical", |z| z.conj());
     complex_unary!(t, "sgn", sgn);
     complex_unary!(t, "square", |z| z * z);
+    complex_unary!(t, "sinh", |z| {
+        let w = (I * z).sin();
+        Cf64::new(w.im, -w.re)
+    });
+    complex_unary!(t, "cosh", |z| (I * z).cos());
+    complex_unary!(t, "tan", |z| {
+        let w = (I * z).tanh();
+        Cf64::new(w.im, -w.re)
+    });
+    complex_unary!(t, "asin", asin);
+    complex_unary!(t, "acos", acos);
+    complex_unary!(t, "atan", atan);
+    complex_unary!(t, "asinh", asinh);
+    complex_unary!(t, "acosh", acosh);
+    complex_unary!(t, "atanh", atanh);
+    complex_unary!(t, "log10", |z| {
+        let w = z.ln();
+        Cf64::new(
+            w.re / std::f64::consts::LN_10,
+            w.im / std::f64::consts::LN_10,
+        )
+    });
+    complex_unary!(t, "log2", |z| {
+        let w = z.ln();
+        Cf64::new(w.re / std::f64::consts::LN_2, w.im / std::f64::consts::LN_2)
+    });
+    complex_unary!(t, "log1p", log1p);
+    complex_unary!(t, "expm1", expm1);
+    complex_unary!(t, "exp2", |z| (z * Cf64::new(std::f64::consts::LN_2, 0.0))
+        .exp());
+    complex_unary!(t, "rsqrt", |z| ONE / z.sqrt());
+    complex_unary!(t, "sinc", |z| {
+        if z == Cf64::default() {
+            return ONE;
+        }
+        let p = z * Cf64::new(std::f64::consts::PI, 0.0);
+        p.sin() / p
+    });
+    t.insert("aten::logical_not", |c| {
+        ok(complex::predicate("logical_not", &c.tensor(0)?, |z| {
+            z == Cf64::default()
+        }))
+    });
+    t.insert("aten::logical_and", |c| {
+        ok(complex::compare(
+            "logical_and",
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            |x, y| x != Cf64::default() && y != Cf64::default(),
+        ))
+    });
+    t.insert("aten::logical_or", |c| {
+        ok(complex::compare(
+            "logical_or",
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            |x, y| x != Cf64::default() || y != Cf64::default(),
+        ))
+    });
+    t.insert("aten::logical_xor", |c| {
+        ok(complex::compare(
+            "logical_xor",
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            |x, y| (x != Cf64::default()) != (y != Cf64::default()),
+        ))
+    });
     complex_unary!(t, "sigmoid", |z| Cf64::new(1.0, 0.0)
         / (Cf64::new(1.0, 0.0) + (-z).exp()));
     t.insert("aten::abs", |c| {
@@ -492,6 +681,35 @@ fn build() -> Table {
     });
     complex_binary!(t, "mul", |x, y| x * y);
     complex_binary!(t, "div", |x, y| x / y);
+    complex_binary!(t, "divide", |x, y| x / y);
+    complex_binary!(t, "true_divide", |x, y| x / y);
+    t.insert("aten::rsub.Tensor", |c| {
+        ok(add_sub(&c.tensor(1)?, &c.tensor(0)?, c.scalar(2)?, true))
+    });
+    t.insert("aten::rsub.Scalar", |c| {
+        ok(add_sub(
+            &wrapped(c.scalar(1)?),
+            &c.tensor(0)?,
+            c.scalar(2)?,
+            true,
+        ))
+    });
+    t.insert("aten::cumsum", |c| {
+        ok(complex::cumulative(
+            &c.tensor(0)?,
+            c.int(1)?,
+            false,
+            c.opt_dtype(2)?,
+        ))
+    });
+    t.insert("aten::cumprod", |c| {
+        ok(complex::cumulative(
+            &c.tensor(0)?,
+            c.int(1)?,
+            true,
+            c.opt_dtype(2)?,
+        ))
+    });
     t.insert("aten::pow.Tensor_Scalar", |c| {
         ok(pow_scalar(&c.tensor(0)?, c.scalar(1)?))
     });
@@ -613,6 +831,44 @@ fn build() -> Table {
     });
     t.insert("aten::vdot", |c| {
         ok(complex::vdot(&c.tensor(0)?, &c.tensor(1)?))
+    });
+    t.insert("aten::mv", |c| {
+        let (a, v) = (c.tensor(0)?, c.tensor(1)?);
+        if a.dim() != 2 || v.dim() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "vector + matrix @ vector expected, got {}, {}, {}",
+                a.dim(),
+                a.dim(),
+                v.dim()
+            )));
+        }
+        ok(complex::matmul(&a, &v))
+    });
+    t.insert("aten::outer", |c| {
+        let a = c.tensor(0)?.unsqueeze(1).map_err(core_err)?;
+        ok(complex::binary("outer", &a, &c.tensor(1)?, |x, y| x * y))
+    });
+    t.insert("aten::addmm", |c| {
+        let p = complex::matmul(&c.tensor(1)?, &c.tensor(2)?).map_err(core_err)?;
+        ok(add_product(&c.tensor(0)?, p, c.scalar(3)?, c.scalar(4)?))
+    });
+    t.insert("aten::addmv", |c| {
+        let p = complex::matmul(&c.tensor(1)?, &c.tensor(2)?).map_err(core_err)?;
+        ok(add_product(&c.tensor(0)?, p, c.scalar(3)?, c.scalar(4)?))
+    });
+    t.insert("aten::baddbmm", |c| {
+        let p = complex::matmul(&c.tensor(1)?, &c.tensor(2)?).map_err(core_err)?;
+        ok(add_product(&c.tensor(0)?, p, c.scalar(3)?, c.scalar(4)?))
+    });
+    t.insert("aten::addbmm", |c| {
+        let p = complex::matmul(&c.tensor(1)?, &c.tensor(2)?).map_err(core_err)?;
+        let p = complex::reduce(&p, Reduction::Sum, &[0], false, None).map_err(core_err)?;
+        ok(add_product(&c.tensor(0)?, p, c.scalar(3)?, c.scalar(4)?))
+    });
+    t.insert("aten::addr", |c| {
+        let a = c.tensor(1)?.unsqueeze(1).map_err(core_err)?;
+        let p = complex::binary("addr", &a, &c.tensor(2)?, |x, y| x * y).map_err(core_err)?;
+        ok(add_product(&c.tensor(0)?, p, c.scalar(3)?, c.scalar(4)?))
     });
     t.insert("aten::dot", |c| {
         let a = c.tensor(0)?;
