@@ -26,3 +26,7 @@ python3 torch-face/golden/ratchet.py --json "$work/golden.json"
 python3 torch-face/golden/opinfo_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \
     --report "$work/opinfo.md" --json "$work/opinfo.json"
 sed -n '1,20p' "$work/opinfo.md"
+# Complex samples apart, so that the real-dtype counts above stay comparable across stops.
+python3 torch-face/golden/opinfo_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \
+    --dtypes complex64 --report "$work/opinfo-complex.md" --json "$work/opinfo-complex.json"
+sed -n '1,8p' "$work/opinfo-complex.md"
