@@ -124,51 +124,6 @@ def _strip_data(enc):
     return enc
 
 
-EPS_RATIO = 2.0 ** -29  # float64 epsilon / float32 epsilon
-REL_FLOOR = 2.0 ** -46  # about 64 float64 ulp of the value
-
-
-def _est(u, r):
-    if isinstance(u, complex):
-        return complex(_est(u.real, complex(r).real), _est(u.imag, complex(r).imag))
-    if math.isfinite(u) and math.isfinite(r):
-        d = (r - u) * EPS_RATIO
-        if abs(d) < abs(u) * REL_FLOOR:
-            d = abs(u) * REL_FLOOR
-        return u + d
-    return u
-
-
-def ref_from32(o, r):
-    """A float64 reference for upstream's float64 result ``o`` built from its result ``r`` on
-    float32-downcast inputs, so that judge.py's ``err = |up - ref|`` is upstream's estimated
-    float64 error: ``max(|r32 - u| * 2**-29, |u| * 2**-46)``.  The first term is the float32
-    error scaled by the ratio of the epsilons (cancellation and conditioning amplify both
-    alike); the second, about 64 ulp of the value, is there because one float32 run is a
-    noisy estimate (two roundings can happen to cancel) and implementations legitimately
-    differ by some ulp (fma or not, summation order, series truncation).  Far below any
-    semantic error, and the float32 samples of the same OpInfo still get the tight rule.
-    None where the structures differ."""
-    if not isinstance(r, dict) or o.get("t") != r.get("t"):
-        return None
-    t = o["t"]
-    if t == "tensor":
-        if o["dtype"] not in ("float64", "complex128") or r.get("shape") != o["shape"] \
-                or not J.is_floating(r.get("dtype", "")):
-            return None
-        uv, rv = J.decode(o), J.decode(r)
-        if len(uv) != len(rv):
-            return None
-        return dict(o, data=J.encode_values(o["dtype"], [_est(u, x) for u, x in zip(uv, rv)]))
-    if t in ("tuple", "list"):
-        if len(o["items"]) != len(r["items"]):
-            return None
-        return dict(o, items=[ref_from32(a, b) for a, b in zip(o["items"], r["items"])])
-    if t == "float":
-        return {"t": "float", "v": _est(float.fromhex(o["v"]), float.fromhex(r["v"])).hex()}
-    return None
-
-
 def judge_sample(info, orec, frec):
     """(category, reason) for one sample."""
     if frec is not None and frec.get("phase") in ("inputs", "resolve"):
@@ -182,7 +137,7 @@ def judge_sample(info, orec, frec):
     if "ref" in orec:
         rrec = {"out": orec["ref"]}
     elif "ref32" in orec and "out" in orec:
-        ref = ref_from32(orec["out"], orec["ref32"])
+        ref = J.ref_from32(orec["out"], orec["ref32"])
         rrec = {"out": ref} if ref is not None else None
     if NO_VALUES.search(info["opinfo"]) and frec is not None:
         orec = dict(orec, out=_strip_data(orec["out"])) if "out" in orec else orec

@@ -7,7 +7,7 @@ needs no torch to decode.
 
 Usage (normally called by compare.py)::
 
-    PY run_side.py --out FILE [--module NAME ...] [--filter REGEX] [--start N] [--ref64]
+    PY run_side.py --out FILE [--module NAME ...] [--filter REGEX] [--start N] [--ref64|--ref32]
 
 Every selected case (see ``cases/__init__.py``) runs in a fresh namespace holding ``torch``,
 ``F`` (torch.nn.functional), ``math`` and two helpers:
@@ -18,7 +18,9 @@ Every selected case (see ``cases/__init__.py``) runs in a fresh namespace holdin
 * ``fdt(dtype)``: a floating dtype argument of the op; float64 under ``--ref64``.
 
 The case sets ``out``.  Exceptions are caught per case.  Only cases with ``ref64`` set run
-under ``--ref64``.
+under ``--ref64``.  ``--ref32`` is the float32 pass for float64 cases (``ref64`` cases named
+float64/complex128): inputs and dtype arguments go down to float32/complex64, and the judge
+estimates upstream's float64 error from how far that run lands (``judge.ref_from32``).
 
 Output: JSON lines, flushed after every case, so a crash loses nothing already done.
 Line 1 is a header; then one object per case::
@@ -62,6 +64,9 @@ FORMATS = {
     "int16": "h", "int8": "b", "uint8": "B", "uint16": "H", "uint32": "I", "uint64": "Q",
     "bool": "?", "complex64": "f", "complex128": "d", "complex32": "e",
 }
+
+# float64 cases get a float32 pass (--ref32); their names carry the dtype.
+F64_NAME = re.compile(r"float64|complex128")
 
 
 def _flatten(v, acc):
@@ -144,6 +149,8 @@ def main(argv=None):
                     help="skip the first N selected cases (crash recovery)")
     ap.add_argument("--ref64", action="store_true",
                     help="float64 reference pass: inputs upcast, only ref64 cases")
+    ap.add_argument("--ref32", action="store_true",
+                    help="float32 pass of the float64 ref64 cases: inputs downcast")
     ap.add_argument("--case-timeout", type=float, default=0,
                     help="seconds per case (SIGALRM; 0 = none; compare.py has its own watchdog)")
     args = ap.parse_args(argv)
@@ -151,7 +158,9 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     from cases import load_cases, select
 
-    selected = select(load_cases(args.module), args.filter, args.ref64)
+    selected = select(load_cases(args.module), args.filter, args.ref64 or args.ref32)
+    if args.ref32:
+        selected = [c for c in selected if F64_NAME.search(c["name"])]
 
     t0 = time.perf_counter()
     import torch
@@ -160,7 +169,24 @@ def main(argv=None):
     warnings.simplefilter("ignore")
 
     ref64 = args.ref64
-    if ref64:
+    if args.ref32:
+        f32, c64 = torch.float32, torch.complex64
+
+        def inp(t):
+            if isinstance(t, torch.Tensor):
+                if t.dtype == torch.complex128:
+                    return t.to(c64)
+                if t.dtype == torch.float64:
+                    return t.to(f32)
+            return t
+
+        def fdt(d):
+            if d == torch.float64:
+                return f32
+            if d == torch.complex128:
+                return c64
+            return d
+    elif ref64:
         f64, c128 = torch.float64, torch.complex128
 
         def inp(t):
