@@ -283,17 +283,46 @@ pub fn typed<'a, T: Element>(op: &'static str, buf: &'a Buffer) -> crate::Result
     })
 }
 
+/// The elements at `offsets` (in elements of `dtype`) as a new buffer of `dtype`. Bool
+/// elements of bytes that are not a bool allocation (a `view(torch.bool)`) are read as bytes,
+/// nonzero meaning true.
+pub fn gather(
+    op: &'static str,
+    dtype: DType,
+    buf: &Buffer,
+    offsets: &[usize],
+) -> crate::Result<Buffer> {
+    if dtype == DType::Bool && bool::slice(buf).is_none() {
+        let bytes = buf.as_bytes();
+        return Ok(Buffer::Bool(
+            offsets.iter().map(|&o| bytes[o] != 0).collect(),
+        ));
+    }
+    Ok(crate::with_dtype!(dtype, T => {
+        let data = typed::<T>(op, buf)?;
+        T::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>())
+    }))
+}
+
 /// The buffer's elements as `T`, writable, or an error naming `op` and the reason.
 pub fn typed_mut<'a, T: Element>(
     op: &'static str,
     buf: &'a mut Buffer,
 ) -> crate::Result<&'a mut [T]> {
+    if T::DTYPE != DType::Bool {
+        if let Buffer::Bool(v) = buf {
+            // Another dtype writes into a bool allocation (through a view(dtype) of it): the
+            // bytes become a plain u8 allocation first, so no byte other than 0/1 is ever
+            // held as a Rust bool; bool tensors over it read bytes (nonzero is true).
+            let bytes: Vec<u8> = std::mem::take(v).into_iter().map(u8::from).collect();
+            *buf = Buffer::U8(bytes);
+        }
+        if let Buffer::Foreign(f) = buf {
+            // Likewise foreign bytes checked as bools stop being read as Rust bools.
+            f.holds_bools = false;
+        }
+    }
     let reason = match &*buf {
-        Buffer::Bool(_) if T::DTYPE != DType::Bool => Some(format!(
-            "writing {} into a bool tensor's memory (a view(dtype) of it) could leave bytes \
-             other than 0 and 1, which are not Rust bools",
-            T::DTYPE.name()
-        )),
         Buffer::Foreign(f) if !f.writable => Some(
             "the memory comes from a read-only buffer (a non-writable NumPy array or bytes)".into(),
         ),

@@ -441,14 +441,6 @@ impl Tensor {
     pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
         let op = "view";
         let (from, to) = (self.dtype.size_in_bytes(), dtype.size_in_bytes());
-        if dtype == DType::Bool && self.dtype != DType::Bool {
-            return Err(Error::Unsupported {
-                op: "view(torch.bool) of another dtype",
-                reason:
-                    "a Rust bool must be the byte 0 or 1, and other bytes could be read as bools"
-                        .into(),
-            });
-        }
         let names = format!(
             "to view {} as {} (different element sizes)",
             self.dtype.name(),
@@ -614,6 +606,20 @@ impl Tensor {
         let storage = needs_data("to_vec", self)?;
         let buf = storage.read();
         let mut out = crate::error::reserve_vec("to_vec", self.numel())?;
+        if self.dtype == DType::Bool && <bool as Element>::slice(&buf).is_none() {
+            // A bool view of other bytes (`view(torch.bool)`): any nonzero byte reads as
+            // true, as upstream reads it; the bytes are never borrowed as Rust bools.
+            let bytes = buf.as_bytes();
+            for_each_offsets(
+                &self.layout.sizes,
+                [&self.layout.strides[..]],
+                [self.layout.offset],
+                |[o]| {
+                    out.push(cast_element(bytes[o] != 0));
+                },
+            );
+            return Ok(out);
+        }
         with_dtype!(self.dtype, S => {
             let data = crate::storage::typed::<S>("to_vec", &buf)?;
             for_each_offsets(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o]| {
@@ -768,10 +774,20 @@ impl Tensor {
     /// `tensor.to(dtype)`: returns `self` (shared) when the dtype already matches; a copy keeps
     /// dense strides like PyTorch.
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
-        if dtype == self.dtype {
+        if dtype == self.dtype && !self.is_bool_view_of_bytes() {
             return Ok(self.clone());
         }
         self.copy_as(dtype, MemoryFormat::Preserve)
+    }
+
+    /// A bool tensor over memory that is not a bool allocation (`view(torch.bool)` of other
+    /// bytes): its elements cannot be borrowed as Rust bools, so ops read a normalized copy.
+    fn is_bool_view_of_bytes(&self) -> bool {
+        self.dtype == DType::Bool
+            && self
+                .storage
+                .as_ref()
+                .is_some_and(|s| <bool as Element>::slice(&s.read()).is_none())
     }
 
     /// `tensor.to(device)`: Cpu -> Meta drops data; Meta -> Cpu is refused (no data exists).
@@ -1285,7 +1301,32 @@ impl Tensor {
     fn write_values<T: Element>(&self, op: &'static str, values: &[T]) -> Result<()> {
         let storage = needs_data(op, self)?;
         let mut buf = storage.write();
+        if T::DTYPE == DType::Bool && <bool as Element>::slice(&buf).is_none() {
+            // Bools into other bytes (a bool view of them) are written as bytes 0 and 1.
+            let bytes: Vec<u8> = values.iter().map(|v| v.to_i64() as u8).collect();
+            drop(buf);
+            return self.write_bytes(op, &bytes);
+        }
         let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
+        let mut it = values.iter();
+        for_each_offsets(
+            &self.layout.sizes,
+            [&self.layout.strides[..]],
+            [self.layout.offset],
+            |[o]| {
+                if let Some(v) = it.next() {
+                    data[o] = *v;
+                }
+            },
+        );
+        Ok(())
+    }
+
+    /// Writes one byte per element of a one-byte dtype view.
+    fn write_bytes(&self, op: &'static str, values: &[u8]) -> Result<()> {
+        let storage = needs_data(op, self)?;
+        let mut buf = storage.write();
+        let data = crate::storage::typed_mut::<u8>(op, &mut buf)?;
         let mut it = values.iter();
         for_each_offsets(
             &self.layout.sizes,
@@ -1568,10 +1609,7 @@ impl Tensor {
         }
         let storage = needs_data(op, self)?;
         let buf = storage.read();
-        let out = with_dtype!(self.dtype, T => {
-            let data = crate::storage::typed::<T>(op, &buf)?;
-            T::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>())
-        });
+        let out = crate::storage::gather(op, self.dtype, &buf, &offsets)?;
         drop(buf);
         Tensor::from_buffer(op, out, &result_shape)
     }

@@ -625,20 +625,44 @@ fn dtype_views_share_bytes_both_ways() {
 }
 
 #[test]
-fn bool_bytes_are_never_written_through_other_dtypes() {
-    let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+fn bool_views_of_bytes_read_nonzero_as_true_and_never_hold_other_bytes_as_bools() {
+    let b = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
     let as_u8 = b.view_dtype(DType::U8).unwrap();
-    assert_eq!(as_u8.to_vec::<u8>().unwrap(), vec![1, 0]);
-    let err = as_u8
-        .copy_(&Tensor::from_vec(vec![2u8, 3], &[2]).unwrap())
-        .unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
-    assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, false]);
-    // Viewing other bytes as bool is refused outright.
-    assert!(matches!(
-        as_u8.view_dtype(DType::Bool).unwrap_err(),
-        Error::Unsupported { .. }
-    ));
+    assert_eq!(as_u8.to_vec::<u8>().unwrap(), vec![1, 0, 1]);
+    // Writing other bytes through the u8 view turns the allocation into plain bytes first;
+    // the bool tensor then reads each byte (nonzero is true).
+    as_u8
+        .copy_(&Tensor::from_vec(vec![2u8, 0, 7], &[3]).unwrap())
+        .unwrap();
+    assert_eq!(as_u8.to_vec::<u8>().unwrap(), vec![2, 0, 7]);
+    assert_eq!(b.to_vec::<bool>().unwrap(), vec![true, false, true]);
+    assert_eq!(
+        b.to_dtype(DType::I64).unwrap().to_vec::<i64>().unwrap(),
+        vec![1, 0, 1]
+    );
+    // Other bytes viewed as bool: reads normalize, ops see a normalized copy, writes store 0/1.
+    let bytes = Tensor::from_vec(vec![0u8, 5, 255, 1], &[4]).unwrap();
+    let flags = bytes.view_dtype(DType::Bool).unwrap();
+    assert!(flags.shares_storage(&bytes));
+    assert_eq!(
+        flags.to_vec::<bool>().unwrap(),
+        vec![false, true, true, true]
+    );
+    assert_eq!(
+        flags.logical_not().unwrap().to_vec::<bool>().unwrap(),
+        vec![true, false, false, false]
+    );
+    flags
+        .select(0, 2)
+        .unwrap()
+        .fill_(Scalar::Bool(false))
+        .unwrap();
+    flags
+        .select(0, 0)
+        .unwrap()
+        .fill_(Scalar::Bool(true))
+        .unwrap();
+    assert_eq!(bytes.to_vec::<u8>().unwrap(), vec![1, 5, 0, 1]);
 }
 
 #[test]

@@ -226,4 +226,23 @@ def dtype_views():
     return cs
 
 
-CASES = gen() + dtype_views()
+def bool_views():
+    """Other bytes viewed as bool (any nonzero byte is true) and bools written through byte views"""
+    src = "u = inp(torch.tensor([0, 1, 2, 0, 255, 1, 7, 0], dtype=torch.uint8))\nx = u.view(torch.bool)\n"
+    cs = []
+    for name, expr in (
+            ("values", "x"), ("sum", "x.sum()"), ("and", "x & x.flip(0)"), ("not", "~x"),
+            ("any-all", "(x.any(), x.all(), x[1:3].all())"), ("where", "torch.where(x, 1.0, -1.0)"),
+            ("nonzero", "x.nonzero()"), ("to-float", "x.float()"), ("mask-index", "u[x]"),
+            ("eq", "x == x.clone()"), ("masked_fill", "torch.zeros(8).masked_fill(x, 5.0)"),
+            ("contiguous", "x.reshape(2, 4).t().contiguous()"), ("count_nonzero", "x.count_nonzero()"),
+            ("fill-writes-bytes", "(x[2:5].fill_(True), u)[1]"),
+            ("setitem-writes-bytes", "(x.__setitem__(1, False), u)[1]"),
+            ("bytes-into-bools", "(lambda b: (b.view(torch.uint8).add_(3), b))(torch.zeros(4, dtype=torch.bool))[1]"),
+    ):
+        cs.append(case("view/bool-of-bytes/%s" % name, src + "out = %s\n" % expr,
+                       ["aten::view.dtype"], FAM, exact=True))
+    return cs
+
+
+CASES = gen() + dtype_views() + bool_views()

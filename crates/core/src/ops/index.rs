@@ -147,10 +147,7 @@ fn take_offsets(
         return Tensor::meta(shape, t.dtype());
     };
     let buf = storage.read();
-    let out = with_dtype!(t.dtype(), T => {
-        let data = crate::storage::typed::<T>(op, &buf)?;
-        T::into_buffer(offsets.iter().map(|&o| data[o]).collect::<Vec<_>>())
-    });
+    let out = crate::storage::gather(op, t.dtype(), &buf, offsets)?;
     drop(buf);
     Tensor::from_buffer(op, out, shape)
 }
