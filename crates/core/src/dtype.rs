@@ -19,6 +19,11 @@ pub enum DType {
     C64,
     /// `complex128`: two f64 (real, imag).
     C128,
+    /// `uint16`, `uint32`, `uint64`: upstream's "barebones" unsigned types, which store,
+    /// convert and move but take part in little arithmetic and in no mixed promotion.
+    U16,
+    U32,
+    U64,
 }
 
 /// The real dtypes, in a fixed order (useful for tests and tables); see [`COMPLEX_DTYPES`]., in a fixed order (useful for tests and tables).
@@ -38,6 +43,9 @@ pub const ALL_DTYPES: [DType; 10] = [
 /// The complex dtypes.
 pub const COMPLEX_DTYPES: [DType; 2] = [DType::C64, DType::C128];
 
+/// Upstream's barebones unsigned dtypes (see [`DType::U16`]).
+pub const BAREBONES_UNSIGNED: [DType; 3] = [DType::U16, DType::U32, DType::U64];
+
 /// PyTorch's default floating dtype (`torch.get_default_dtype()`), used for integer
 /// true-division, Python float scalars and float-only unary ops on integer inputs.
 pub const DEFAULT_FLOAT: DType = DType::F32;
@@ -52,8 +60,20 @@ impl DType {
     pub fn is_int(self) -> bool {
         matches!(
             self,
-            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8
+            DType::I64
+                | DType::I32
+                | DType::I16
+                | DType::I8
+                | DType::U8
+                | DType::U16
+                | DType::U32
+                | DType::U64
         )
+    }
+
+    /// True for uint16, uint32 and uint64 (see [`DType::U16`]).
+    pub fn is_barebones_unsigned(self) -> bool {
+        matches!(self, DType::U16 | DType::U32 | DType::U64)
     }
 
     /// True for complex64 and complex128.
@@ -86,7 +106,9 @@ impl DType {
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::C128 => 16,
-            DType::F64 | DType::I64 | DType::C64 => 8,
+            DType::F64 | DType::I64 | DType::C64 | DType::U64 => 8,
+            DType::U32 => 4,
+            DType::U16 => 2,
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 | DType::I16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
@@ -108,6 +130,9 @@ impl DType {
             DType::Bool => "bool",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
         }
     }
 
@@ -116,6 +141,7 @@ impl DType {
         ALL_DTYPES
             .iter()
             .chain(&COMPLEX_DTYPES)
+            .chain(&BAREBONES_UNSIGNED)
             .copied()
             .find(|d| d.name() == name)
             .ok_or_else(|| crate::error::invalid("dtype", format!("unknown dtype name '{name}'")))
@@ -127,6 +153,16 @@ pub fn promote_types(a: DType, b: DType) -> DType {
     use DType::*;
     if a == b {
         return a;
+    }
+    if a.is_barebones_unsigned() || b.is_barebones_unsigned() {
+        // With bool the unsigned type stays, with a float or complex type that type wins;
+        // other mixes are refused by `check_promotable` (the wider is returned for them).
+        return match (a, b) {
+            (Bool, u) | (u, Bool) => u,
+            (u, x) | (x, u) if u.is_barebones_unsigned() && (x.is_float() || x.is_complex()) => x,
+            _ if a.size_in_bytes() >= b.size_in_bytes() => a,
+            _ => b,
+        };
     }
     if a.is_complex() || b.is_complex() {
         // The wider precision of the two, as a complex type (float16/bfloat16 and integers
@@ -157,6 +193,26 @@ pub fn promote_types(a: DType, b: DType) -> DType {
             }
         }
     }
+}
+
+/// Upstream refuses to promote uint16/uint32/uint64 with any other dtype than itself, bool,
+/// or a float or complex type.
+pub fn check_promotable(a: DType, b: DType) -> Result<()> {
+    let bad = |x: DType, y: DType| {
+        x.is_barebones_unsigned() && x != y && y != DType::Bool && !y.is_float() && !y.is_complex()
+    };
+    if bad(a, b) || bad(b, a) {
+        return Err(crate::error::invalid(
+            "promote_types",
+            format!(
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to \
+                 promote {} and {}",
+                a.name(),
+                b.name()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A Python number (`bool`, `int` or `float`) used as an operand or fill value.
@@ -282,7 +338,10 @@ pub fn result_type(operands: &[(DType, OperandKind)]) -> Result<DType> {
         };
         states[slot] = Some(match states[slot] {
             None => dtype,
-            Some(prev) => promote_types(prev, dtype),
+            Some(prev) => {
+                check_promotable(prev, dtype)?;
+                promote_types(prev, dtype)
+            }
         });
     }
     combine_categories(states[0], combine_categories(states[1], states[2])?)?

@@ -21,8 +21,8 @@ pub mod torch_random;
 
 pub use complex::{Cf32, Cf64, Complex};
 pub use dtype::{
-    promote_types, result_type, DType, Device, OperandKind, Scalar, ALL_DTYPES, COMPLEX_DTYPES,
-    DEFAULT_FLOAT,
+    check_promotable, promote_types, result_type, DType, Device, OperandKind, Scalar, ALL_DTYPES,
+    BAREBONES_UNSIGNED, COMPLEX_DTYPES, DEFAULT_FLOAT,
 };
 pub use error::{Error, Result};
 pub use ops::creation::{

@@ -100,6 +100,13 @@ int_element!(i32, I32, float_to_i32_bits);
 int_element!(i16, I16, |v| float_to_i32_bits(v) as i16);
 int_element!(i8, I8, |v| float_to_i32_bits(v) as i8);
 int_element!(u8, U8, |v| float_to_i32_bits(v) as u8);
+int_element!(u16, U16, |v| float_to_i64(v) as u16);
+int_element!(u32, U32, |v| float_to_i64(v) as u32);
+int_element!(u64, U64, |v: f64| if v >= 9_223_372_036_854_775_808.0 {
+    float_to_i64(v - 9_223_372_036_854_775_808.0) as u64 ^ (1 << 63)
+} else {
+    float_to_i64(v) as u64
+});
 
 macro_rules! float_element {
     ($t:ty, $variant:ident, $to:expr, $from_f:expr, $from_i:expr) => {
@@ -428,6 +435,9 @@ pub enum Buffer {
     Bool(Vec<bool>),
     C64(Vec<Cf32>),
     C128(Vec<Cf64>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
     /// Memory owned outside Rust (`torch.from_numpy`, `torch.frombuffer`, DLPack).
     Foreign(ForeignBytes),
 }
@@ -486,6 +496,18 @@ macro_rules! with_dtype {
                 type $T = $crate::complex::Cf64;
                 $body
             }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
         }
     };
 }
@@ -512,6 +534,9 @@ impl Buffer {
             Buffer::Bool(_) => DType::Bool,
             Buffer::C64(_) => DType::C64,
             Buffer::C128(_) => DType::C128,
+            Buffer::U16(_) => DType::U16,
+            Buffer::U32(_) => DType::U32,
+            Buffer::U64(_) => DType::U64,
             Buffer::Foreign(_) => DType::U8,
         }
     }
@@ -551,6 +576,9 @@ impl Buffer {
             Buffer::Bool(v) => bytes(v),
             Buffer::C64(v) => bytes(v),
             Buffer::C128(v) => bytes(v),
+            Buffer::U16(v) => bytes(v),
+            Buffer::U32(v) => bytes(v),
+            Buffer::U64(v) => bytes(v),
             // SAFETY: ForeignBytes::new's contract: `len` valid bytes while the owner lives.
             Buffer::Foreign(f) => unsafe { std::slice::from_raw_parts(f.ptr.as_ptr(), f.len) },
         }
@@ -580,6 +608,9 @@ impl Buffer {
             Buffer::U8(v) => v,
             Buffer::C64(v) => bytes(v),
             Buffer::C128(v) => bytes(v),
+            Buffer::U16(v) => bytes(v),
+            Buffer::U32(v) => bytes(v),
+            Buffer::U64(v) => bytes(v),
             Buffer::Bool(_) => return None,
             Buffer::Foreign(f) if f.writable => {
                 // SAFETY: ForeignBytes::new's contract, and `&mut self` is exclusive.

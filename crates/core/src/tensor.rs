@@ -87,6 +87,9 @@ pub(crate) fn check_scalar_fits(op: &'static str, value: Scalar, dtype: DType) -
         DType::I16 => (i16::MIN as f64, i16::MAX as f64),
         DType::I8 => (i8::MIN as f64, i8::MAX as f64),
         DType::U8 => (0.0, u8::MAX as f64),
+        DType::U16 => (0.0, u16::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::U64 => (0.0, u64::MAX as f64),
     };
     let fits = if dtype.is_float() || dtype.is_complex() {
         !v.is_finite() || (lo..=hi).contains(&v)

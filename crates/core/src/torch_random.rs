@@ -379,6 +379,9 @@ fn cpp_name(dtype: DType) -> &'static str {
         DType::Bool => "bool",
         DType::C64 => "c10::complex<float>",
         DType::C128 => "c10::complex<double>",
+        DType::U16 => "unsigned short",
+        DType::U32 => "unsigned int",
+        DType::U64 => "unsigned long",
     }
 }
 

@@ -10,7 +10,12 @@ fn pick<T: Copy>(g: &mut Generator, xs: &[T]) -> T {
 }
 
 fn random_tensor(g: &mut Generator) -> Tensor {
-    let all: Vec<DType> = ALL_DTYPES.iter().chain(&COMPLEX_DTYPES).copied().collect();
+    let all: Vec<DType> = ALL_DTYPES
+        .iter()
+        .chain(&COMPLEX_DTYPES)
+        .chain(&BAREBONES_UNSIGNED)
+        .copied()
+        .collect();
     let dtype = pick(g, &all);
     let n = g.below(4) as usize;
     let shape: Vec<usize> = (0..n).map(|_| g.below(4) as usize).collect();

@@ -721,3 +721,31 @@ fn foreign_memory_is_shared_and_read_only_memory_refuses_writes() {
     ));
     assert_eq!(ro, [7; 4]);
 }
+
+#[test]
+fn barebones_unsigned_types_store_and_convert_but_refuse_mixed_promotion() {
+    let x = Tensor::from_vec(vec![1u16, 2, 65535], &[3]).unwrap();
+    assert_eq!(x.dtype(), DType::U16);
+    assert_eq!(
+        x.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
+        vec![1, 2, 65535]
+    );
+    assert_eq!(
+        x.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 65535.0]
+    );
+    let big = Tensor::from_f64s(&[1.8e19], &[1], DType::U64).unwrap();
+    assert_eq!(
+        big.to_vec::<u64>().unwrap(),
+        vec![18_000_000_000_000_000_000]
+    );
+    // With floats, complex and bool they promote; with other integers upstream refuses.
+    assert_eq!(promote_types(DType::U16, DType::F32), DType::F32);
+    assert!(check_promotable(DType::U32, DType::Bool).is_ok());
+    let err = check_promotable(DType::U16, DType::I16)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("uint16") && err.contains("int16"), "{err}");
+    use OperandKind::*;
+    assert!(result_type(&[(DType::U64, Dimensioned), (DType::I8, Dimensioned)]).is_err());
+}

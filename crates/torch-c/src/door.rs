@@ -689,7 +689,7 @@ fn run_resolved(
     values: Vec<Value>,
 ) -> PyResult<Py<PyAny>> {
     let full = full.to_string();
-    let complex = kernels::complex::complex_input(py, &values);
+    let complex = kernels::complex::restricted_input(py, &values);
     let kernel = match complex {
         None => kernels::get(&full),
         Some(dtype) => kernels::complex::kernel_for(schema, &full, dtype)?,

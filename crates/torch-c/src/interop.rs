@@ -85,18 +85,9 @@ fn dtype_of_typestr(typestr: &str) -> PyResult<DType> {
         "b1" => DType::Bool,
         "c8" => DType::C64,
         "c16" => DType::C128,
-        "u2" | "u4" | "u8" => {
-            let name = match kind.as_str() {
-                "u2" => "uint16",
-                "u4" => "uint32",
-                _ => "uint64",
-            };
-            return Err(PyNotImplementedError::new_err(format!(
-                "torch.from_numpy: NumPy arrays of {name} are not supported by torchnative \
-                 (tensors are float64, float32, float16, bfloat16, complex128, complex64, int64, \
-                 int32, int16, int8, uint8 or bool)"
-            )));
-        }
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "can't convert np.ndarray of type {typestr}. The only supported types are: \
@@ -340,6 +331,9 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::Bool => (DL_BOOL, 8),
         DType::C64 => (DL_COMPLEX, 64),
         DType::C128 => (DL_COMPLEX, 128),
+        DType::U16 => (DL_UINT, 16),
+        DType::U32 => (DL_UINT, 32),
+        DType::U64 => (DL_UINT, 64),
     };
     DLDataType {
         code,
@@ -368,10 +362,12 @@ fn dtype_of_dl(t: DLDataType) -> PyResult<DType> {
         (DL_BOOL, 8) => DType::Bool,
         (DL_COMPLEX, 64) => DType::C64,
         (DL_COMPLEX, 128) => DType::C128,
+        (DL_UINT, 16) => DType::U16,
+        (DL_UINT, 32) => DType::U32,
+        (DL_UINT, 64) => DType::U64,
         (code, bits) => {
             return Err(PyNotImplementedError::new_err(format!(
-                "DLPack dtype (code {code}, {bits} bits) is not supported by torchnative \
-                 (unsigned types wider than 8 bits have no tensor type here)"
+                "DLPack dtype (code {code}, {bits} bits) is not supported by torchnative"
             )))
         }
     })

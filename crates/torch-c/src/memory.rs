@@ -33,6 +33,9 @@ fn typestr(d: DType) -> PyResult<&'static str> {
         DType::Bool => "|b1",
         DType::C64 => "<c8",
         DType::C128 => "<c16",
+        DType::U16 => "<u2",
+        DType::U32 => "<u4",
+        DType::U64 => "<u8",
         DType::BF16 => return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
     })
 }

@@ -64,6 +64,9 @@ fn typed_from_bytes(bytes: &[u8], dtype: DType) -> PyResult<Tensor> {
         DType::I8 => chunks(bytes, i8::from_le_bytes),
         DType::U8 => chunks(bytes, |b: [u8; 1]| b[0]),
         DType::Bool => chunks(bytes, |b: [u8; 1]| b[0] != 0),
+        DType::U16 => chunks(bytes, u16::from_le_bytes),
+        DType::U32 => chunks(bytes, u32::from_le_bytes),
+        DType::U64 => chunks(bytes, u64::from_le_bytes),
         DType::C64 => chunks(bytes, |b: [u8; 8]| {
             let part = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
             torchnative_core::Cf32::new(part(0), part(4))

@@ -288,6 +288,8 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         DType::I8 => Some((-128.0, 127.0, true)),
         DType::I16 => Some((-32768.0, 32767.0, true)),
         DType::I32 => Some((-2147483648.0, 2147483647.0, true)),
+        DType::U16 => Some((0.0, 65535.0, false)),
+        DType::U32 => Some((0.0, 4294967295.0, false)),
         _ => None,
     };
     if let Some((lo, hi, signed)) = range {

@@ -2070,6 +2070,9 @@ pub(crate) fn c10_name(d: DType) -> &'static str {
         DType::Bool => "Bool",
         DType::C64 => "ComplexFloat",
         DType::C128 => "ComplexDouble",
+        DType::U16 => "UInt16",
+        DType::U32 => "UInt32",
+        DType::U64 => "UInt64",
     }
 }
 

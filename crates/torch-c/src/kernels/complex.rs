@@ -1,5 +1,5 @@
-//! Complex tensors at the door. An operator with a complex input (a complex64/complex128
-//! tensor or a Python `complex`) runs
+//! Complex tensors (and upstream's barebones uint16/uint32/uint64) at the door. An operator
+//! with a complex input (a complex64/complex128 tensor or a Python `complex`) runs
 //!
 //! 1. its complex kernel from this file's table, when it has one;
 //! 2. else its ordinary kernel, when that kernel only moves elements (views, copies, casts,
@@ -11,7 +11,9 @@
 //!    has no complex kernel for; a few upstream refusals are `TypeError`s, kept as such).
 //!
 //! So a real-valued kernel never reads complex values: the core's real op families refuse
-//! complex operands too, as a second line.
+//! complex operands too, as a second line. An input of a barebones unsigned dtype takes the
+//! same path without step 1: those dtypes store, convert and move, and upstream itself has
+//! kernels for them in only a few operators.
 
 use super::{ok, Ctx, Kernel, Table};
 use crate::error::core_err;
@@ -24,11 +26,11 @@ use torchnative_aten::FunctionSchema;
 use torchnative_core::ops::complex::{self, Reduction};
 use torchnative_core::{Cf64, DType, Scalar, Tensor};
 
-/// The complex dtype of the first complex input, if any.
-pub fn complex_input(py: Python<'_>, values: &[Value]) -> Option<DType> {
+/// The dtype of the first complex or barebones-unsigned input, if any.
+pub fn restricted_input(py: Python<'_>, values: &[Value]) -> Option<DType> {
     let of = |t: &Py<crate::tensor::TensorBase>| {
         let d = t.bind(py).borrow().inner.dtype();
-        d.is_complex().then_some(d)
+        (d.is_complex() || d.is_barebones_unsigned()).then_some(d)
     };
     values.iter().find_map(|v| match v {
         Value::Tensor(t) => of(t),
@@ -189,11 +191,11 @@ fn upstream_type_error(name: &str) -> Option<&'static str> {
 /// The kernel an operator with a complex input runs, `None` to try upstream's Python
 /// decomposition, or the refusal.
 pub fn kernel_for(schema: &FunctionSchema, full: &str, dtype: DType) -> PyResult<Option<Kernel>> {
-    if let Some(k) = table().get(full) {
+    if let Some(k) = table().get(full).filter(|_| dtype.is_complex()) {
         return Ok(Some(*k));
     }
     let name = schema.name.strip_prefix("aten::").unwrap_or(&schema.name);
-    if let Some(msg) = upstream_type_error(name) {
+    if let Some(msg) = upstream_type_error(name).filter(|_| dtype.is_complex()) {
         return Err(PyTypeError::new_err(msg));
     }
     let is_view = schema
@@ -212,11 +214,18 @@ pub fn kernel_for(schema: &FunctionSchema, full: &str, dtype: DType) -> PyResult
     Ok(None)
 }
 
-/// The refusal for an operator with a complex input that nothing could run.
+/// The refusal for an operator with a complex or barebones-unsigned input that nothing
+/// could run.
 pub fn refusal(full: &str, dtype: DType) -> PyErr {
+    let why = if dtype.is_complex() {
+        "complex inputs run only where a complex kernel exists; real kernels never read \
+         complex values"
+    } else {
+        "uint16/uint32/uint64 tensors store, convert and move; like upstream, torchnative \
+         computes little on them"
+    };
     PyNotImplementedError::new_err(format!(
-        "operator {full} has no kernel for {} tensors in torchnative (complex inputs run only \
-         where a complex kernel exists; real kernels never read complex values)",
+        "operator {full} has no kernel for {} tensors in torchnative ({why})",
         dtype.name()
     ))
 }

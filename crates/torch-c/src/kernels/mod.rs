@@ -180,6 +180,9 @@ pub fn scalar_type_name(d: DType) -> &'static str {
         DType::Bool => "Bool",
         DType::C64 => "ComplexFloat",
         DType::C128 => "ComplexDouble",
+        DType::U16 => "UInt16",
+        DType::U32 => "UInt32",
+        DType::U64 => "UInt64",
     }
 }
 

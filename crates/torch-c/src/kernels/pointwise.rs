@@ -79,6 +79,9 @@ fn type_meta_name(d: DType) -> &'static str {
         DType::Bool => "bool",
         DType::C64 => "c10::complex<float>",
         DType::C128 => "c10::complex<double>",
+        DType::U16 => "unsigned short",
+        DType::U32 => "unsigned int",
+        DType::U64 => "unsigned long",
     }
 }
 

@@ -26,6 +26,7 @@ fn result(operands: &[(DType, OperandKind)]) -> PyResult<Out> {
 pub(crate) fn register(t: &mut Table) {
     t.insert("aten::promote_types", |c| {
         let (a, b) = (c.dtype(0)?, c.dtype(1)?);
+        torchnative_core::check_promotable(a, b).map_err(core_err)?;
         Ok(Out::DType(promote_types(a, b)))
     });
     t.insert("aten::can_cast", |c| {
