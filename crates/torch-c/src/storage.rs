@@ -5,6 +5,8 @@
 //! and two tensors of one buffer give storages with the same `_cdata`) or bytes read from a
 //! file. `Tensor.set_(storage, offset, size, stride)` turns bytes into a typed buffer of the
 //! tensor's dtype once; tensors set from the same storage afterwards share that buffer.
+//! `UntypedStorage.from_file` maps a file (safetensors loads through it), and slicing a storage
+//! gives a storage over part of the same memory.
 
 use crate::error::core_err;
 use crate::tensor::TensorBase;
@@ -16,7 +18,7 @@ use torchnative_core::storage::Buffer;
 use torchnative_core::{DType, Device, Tensor};
 
 enum Data {
-    /// A flat view over a whole typed buffer.
+    /// A flat view over a typed buffer (all of it, or a byte window of a sliced storage).
     Typed(Tensor),
     /// Raw little-endian bytes (a new or loaded storage).
     Bytes(Vec<u8>),
@@ -100,6 +102,10 @@ impl StorageBase {
         let mut data = self.lock();
         match &*data {
             Data::Typed(t) if t.dtype() == dtype => Ok(t.clone()),
+            Data::Typed(t) if t.dtype() == DType::U8 && t.storage_offset() > 0 => {
+                // A byte window (a sliced storage): read as `dtype` in place.
+                t.view_dtype(dtype).map_err(core_err)
+            }
             Data::Typed(t) => {
                 // Another dtype over the same bytes: a flat view reading them as `dtype`.
                 let storage = t.storage().expect("typed storages hold data").clone();
@@ -213,11 +219,102 @@ impl StorageBase {
             Data::Bytes(b) => PyBytes::new(py, b),
         }
     }
-    fn tolist(&self) -> Vec<u8> {
-        match &*self.lock() {
+    fn tolist(&self) -> PyResult<Vec<u8>> {
+        Ok(match &*self.lock() {
+            Data::Typed(t) if t.dtype() == DType::U8 => t.to_vec::<u8>().map_err(core_err)?,
             Data::Typed(t) => buffer_bytes(&t.storage().expect("typed storages hold data").read()),
             Data::Bytes(b) => b.clone(),
+        })
+    }
+    /// `UntypedStorage.from_file(filename, shared=False, nbytes=0)`: the file's bytes, mapped
+    /// (not read): `shared=True` writes go to the file, otherwise to private copies of pages.
+    #[classmethod]
+    #[pyo3(signature = (filename, shared=false, nbytes=0))]
+    fn from_file(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        filename: std::path::PathBuf,
+        shared: bool,
+        nbytes: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(shared)
+            .open(&filename)
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("from_file: cannot open {}: {e}", filename.display()))
+            })?;
+        let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+        let want = if nbytes == 0 { len } else { nbytes };
+        if want > len {
+            return Err(PyRuntimeError::new_err(format!(
+                "from_file: {} has {len} bytes, {want} were asked for",
+                filename.display()
+            )));
         }
+        let mut opts = memmap2::MmapOptions::new();
+        opts.len(want);
+        // SAFETY: the mapping lives as long as the storage's owner; writes to the file from
+        // outside while it is mapped are the caller's business, as with upstream's mmap.
+        let mut map = unsafe {
+            if shared {
+                opts.map_mut(&file)
+            } else {
+                opts.map_copy(&file)
+            }
+        }
+        .map_err(|e| PyRuntimeError::new_err(format!("from_file: cannot map: {e}")))?;
+        let ptr = map.as_mut_ptr();
+        // SAFETY: `want` bytes at `ptr` stay valid and writable while the map (the owner) lives.
+        let bytes = unsafe {
+            torchnative_core::storage::ForeignBytes::new(ptr, want, true, Box::new(map))
+        };
+        let storage = torchnative_core::storage::Storage::new(Buffer::Foreign(bytes));
+        let flat = Tensor::over_storage(storage, DType::U8, &[want], &[1], 0).map_err(core_err)?;
+        let obj = cls.call0()?;
+        *obj.cast::<StorageBase>()?.borrow().lock() = Data::Typed(flat);
+        Ok(obj.unbind())
+    }
+    /// `storage[i]` (a byte) or `storage[a:b]` (a storage over those bytes, sharing memory).
+    fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let flat = slf.borrow().typed(DType::U8)?;
+        let n = flat.numel() as isize;
+        if let Ok(s) = index.cast::<pyo3::types::PySlice>() {
+            let ind = s.indices(n)?;
+            if ind.step != 1 {
+                return Err(PyRuntimeError::new_err("storages support only step 1 slices"));
+            }
+            let len = (ind.stop - ind.start).max(0) as usize;
+            let window = flat
+                .as_strided(&[len], &[1], flat.storage_offset() + ind.start as usize)
+                .map_err(core_err)?;
+            let obj = slf.get_type().call0()?;
+            *obj.cast::<StorageBase>()?.borrow().lock() = Data::Typed(window);
+            return Ok(obj.unbind());
+        }
+        let i: isize = index.extract()?;
+        let j = if i < 0 { i + n } else { i };
+        if j < 0 || j >= n {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "index {i} out of range for storage of size {n}"
+            )));
+        }
+        let v = flat.select(0, j as i64).and_then(|t| t.item()).map_err(core_err)?;
+        Ok(crate::value_to_py(py, &crate::value::Value::Scalar(v))?)
+    }
+    /// The storage's bytes as a flat tensor of `dtype` (`torch.asarray(storage, dtype=...)`).
+    fn _tn_as_tensor(&self, py: Python<'_>, dtype: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let dtype = match dtype {
+            None => DType::U8,
+            Some(d) => crate::dtype::dtype_from_py(&d)?,
+        };
+        let flat = self.typed(DType::U8)?;
+        let t = if dtype == DType::U8 {
+            flat
+        } else {
+            flat.view_dtype(dtype).map_err(core_err)?
+        };
+        crate::tensor::wrap(py, t)
     }
 }
 

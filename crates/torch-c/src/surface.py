@@ -312,7 +312,18 @@ def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fa
                                      requires_grad=requires_grad, pin_memory=pin_memory)
     if device is not None:
         _check_device(device)
-    t = _tn_tensor(data, dtype)  # noqa: F821
+    if type(data).__name__ == "ndarray" and type(data).__module__ == "numpy":
+        # A copy of the array's values in its own dtype (upstream's tensor(ndarray)).
+        import numpy as np
+
+        arr = np.ascontiguousarray(data)
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        t = _tn_from_numpy(arr).clone()  # noqa: F821
+        if dtype is not None and t.dtype != dtype:
+            t = t.to(dtype)
+    else:
+        t = _tn_tensor(data, dtype)  # noqa: F821
     if device is not None and str(device).split(":")[0] == "meta":
         t = t.to("meta")
     if requires_grad:
@@ -340,6 +351,9 @@ def _as_tensor(data, dtype=None, device=None):
             _check_device(device)
             data = data.to(device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    if isinstance(data, StorageBase):  # noqa: F821
+        # A storage's bytes as a tensor sharing them (safetensors loads this way).
+        return data._tn_as_tensor(dtype)
     return _tensor(data, dtype=dtype, device=device)
 
 
@@ -1504,6 +1518,17 @@ def _to(self, *args, **kwargs):
             if name in kwargs:
                 raise TypeError(f"to() got multiple values for argument '{name}'")
             kwargs[name] = value
+        return _door_to(self, **kwargs)
+    if args and args[0] is None:
+        # `to(None)`, `to(None, dtype)`: the same binding with no device
+        names = ("device", "dtype", "non_blocking", "copy")
+        if len(args) > len(names):
+            raise TypeError(f"to() takes at most {len(names)} positional arguments after self")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"to() got multiple values for argument '{name}'")
+            if value is not None:
+                kwargs[name] = value
         return _door_to(self, **kwargs)
     return _door_to(self, *args, **kwargs)
 

@@ -49,6 +49,24 @@ fn python_type_name(v: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// `float` / `int` / `bool` / `complex` (the Python types) as the dtypes upstream maps them to:
+/// float64, int64, bool, complex128.
+fn python_type_dtype(v: &Bound<'_, PyAny>) -> Option<DType> {
+    let py = v.py();
+    let is = |t: Bound<'_, pyo3::types::PyType>| v.is(&t);
+    if is(py.get_type::<PyFloat>()) {
+        Some(DType::F64)
+    } else if is(py.get_type::<PyBool>()) {
+        Some(DType::Bool)
+    } else if is(py.get_type::<PyInt>()) {
+        Some(DType::I64)
+    } else if is(py.get_type::<pyo3::types::PyComplex>()) {
+        Some(DType::C128)
+    } else {
+        None
+    }
+}
+
 fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
     if v.is_instance_of::<PyBool>() {
         return v.extract::<bool>().ok().map(Scalar::Bool);
@@ -297,6 +315,9 @@ pub fn convert(
                 // A dtype the core does not store binds; the kernel refuses it by name.
                 Ok(dtype_from_py(v)
                     .map_or_else(|_| Value::Object(v.clone().unbind()), Value::DType))
+            } else if let Some(d) = python_type_dtype(v) {
+                // Upstream's parser takes Python's number types as dtypes.
+                Ok(Value::DType(d))
             } else {
                 Err(fail())
             }

@@ -760,6 +760,9 @@ impl Tensor {
             src = src.narrow(d as i64, s0, s1.saturating_sub(s0).max(0) as usize)?;
             dst_start[d] = l.max(0) as usize;
         }
+        if self.device() == crate::Device::Meta {
+            return Tensor::meta(&out_shape, self.dtype());
+        }
         let out = full(&out_shape, value, Some(self.dtype()))?;
         let mut region = out.clone();
         for d in 0..self.dim() {

@@ -64,7 +64,9 @@ fn sdpa(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
     let n = q.dim();
     if n >= 3 && k.dim() == n {
         let (hq, hk) = (q.shape()[n - 3], k.shape()[n - 3]);
-        if hq != hk && (!gqa || hk == 0 || hq % hk != 0) {
+        // One kv head broadcasts over the query heads (matmul batch broadcasting, as upstream's
+        // math path does); other differing counts need enable_gqa.
+        if hq != hk && hk != 1 && (!gqa || hk == 0 || hq % hk != 0) {
             return Err(err(
                 op,
                 format!(
