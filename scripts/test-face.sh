@@ -21,6 +21,11 @@ python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYT
     --json "$work/golden.json" --report "$work/golden.md" --show 0 || [ $? -eq 1 ]
 sed -n '1,25p' "$work/golden.md"
 python3 torch-face/golden/ratchet.py --json "$work/golden.json"
+# Every causal-LM architecture of transformers (and the encoder families) as a tiny random
+# model: built and saved by upstream, loaded and run by the face; fails on a disagreement.
+python3 torch-face/sweep/arch_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \
+    --report "$work/arch.md" --json "$work/arch.json"
+sed -n '1,3p' "$work/arch.md"
 # Upstream's own OpInfo samples as a second opinion: a measurement (per-OpInfo pass / fail /
 # refused in the report), not a gate; it fails only when the sweep itself cannot run.
 python3 torch-face/golden/opinfo_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \

@@ -57,7 +57,11 @@ TINY = {
     "ssm_state_size": 8, "state_size": 8, "conv_kernel": 4, "time_step_rank": 4,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
     "linear_value_head_dim": 8,
+    "rotary_dim": 8, "rotary_emb_base_dim": 8,
 }
+
+# Size fields whose default is None (derived) but that some models read directly.
+TINY_IF_NONE = {"head_dim": 8}
 
 IDS = [[1, 5, 9, 14, 3, 7, 2, 11, 30, 4]]
 
@@ -74,6 +78,26 @@ TOKEN_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_tok
               "sep_token_id", "cls_token_id", "mask_token_id", "unk_token_id")
 
 
+PER_LAYER_LISTS = ("layer_types", "mlp_layer_types", "layers_block_type", "layer_block_types",
+                   "block_types", "attn_layer_indices", "full_attn_idxs", "intermediate_size",
+                   "moe_layer_freq", "layer_types_pattern", "sliding_window_pattern_list",
+                   "no_rope_layers", "swa_layers")
+
+
+def shrink_layer_list(v, layers):
+    """A per-layer list for `layers` layers that keeps every kind the full one has (so a hybrid
+    keeps an attention layer); index lists keep the indices that still exist."""
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in v) and len(set(v)) == len(v) \
+            and max(v) > 1:
+        kept = [x for x in v if x < layers]
+        return kept or [layers - 1]
+    out = list(v[:layers])
+    missing = [x for x in dict.fromkeys(v) if x not in out]
+    for i, x in enumerate(missing[:layers]):
+        out[layers - 1 - i] = x
+    return out
+
+
 def tiny_config(AutoConfig, model_type, layers=2, kv=True):
     base = AutoConfig.for_model(model_type)
     have = base.to_dict()
@@ -85,6 +109,15 @@ def tiny_config(AutoConfig, model_type, layers=2, kv=True):
                 if k in KV_KEYS and not kv:
                     continue
                 o[k] = layers if k in LAYER_KEYS else v
+        for k, v in TINY_IF_NONE.items():
+            if k in d and d[k] is None:
+                o[k] = v
+        # per-layer lists and tables follow the new layer count
+        for k, v in d.items():
+            if k in PER_LAYER_LISTS and isinstance(v, list) and v:
+                o[k] = shrink_layer_list(v, layers)
+            elif k == "per_layer_config" and isinstance(v, dict):
+                o[k] = {i: c for i, c in v.items() if int(i) < layers}
         # special token ids must fall inside the small vocabulary
         for k in TOKEN_KEYS:
             t = d.get(k)
@@ -98,13 +131,6 @@ def tiny_config(AutoConfig, model_type, layers=2, kv=True):
     for sub in ("text_config", "decoder", "language_config", "llm_config"):
         if isinstance(have.get(sub), dict):
             over[sub] = dict(have[sub], **overrides(have[sub]))
-            # sub-configs rebuild their derived fields (layer_types, ...) from the new sizes
-            for k in ("layer_types", "mlp_layer_types", "full_attn_idxs", "layer_block_types"):
-                over[sub].pop(k, None)
-    for k in ("layer_types", "mlp_layer_types", "full_attn_idxs", "layer_block_types",
-              "attn_layer_indices", "attn_layer_offset", "block_types"):
-        if k in have and isinstance(have[k], list):
-            over[k] = None
     try:
         return AutoConfig.for_model(model_type, **over)
     except Exception:
@@ -116,6 +142,13 @@ def tiny_config(AutoConfig, model_type, layers=2, kv=True):
 def build(torch, AutoConfig, cls, mt, attempt):
     """Model, float32 output and ids for one shrink attempt (raises when upstream cannot)."""
     cfg = tiny_config(AutoConfig, mt, **attempt)
+    want = getattr(cls, "config_class", None)
+    if want is not None and not isinstance(cfg, want):
+        # a causal-LM class of a composite model takes the text part of the config
+        for sub in ("text_config", "language_config", "llm_config"):
+            if isinstance(getattr(cfg, sub, None), want):
+                cfg = getattr(cfg, sub)
+                break
     vocab = getattr(cfg, "vocab_size", None) or getattr(
         getattr(cfg, "text_config", None), "vocab_size", None) or TINY["vocab_size"]
     ids = torch.tensor(IDS) % vocab

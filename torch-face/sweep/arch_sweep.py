@@ -18,7 +18,9 @@ Categories per architecture:
 * ``unsweepable``: upstream itself could not build or run the tiny model (a config that needs
   more than size fields shrunk, a vision tower, an optional dependency): not judgeable.
 
-Exit status 0 when the sweep ran (a measurement, not a gate), 2 when a side could not run.
+Exit status 1 when an architecture disagrees or fails on the face where upstream ran (a bug
+to find; refusals by name and unsweepable architectures are counted, not failed), 2 when a
+side could not run, else 0.
 """
 import argparse
 import base64
@@ -150,17 +152,28 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per side")
+    ap.add_argument("--reuse-oracle", action="store_true",
+                    help="keep --workdir's upstream side (models and results) from an earlier run")
     args = ap.parse_args(argv)
     work = args.workdir or tempfile.mkdtemp(prefix="arch-sweep-")
     models = os.path.join(work, "models")
     os.makedirs(models, exist_ok=True)
     t0 = time.time()
-    orecs, err = run_side("oracle", args.oracle, "build", models, os.path.join(work, "oracle.jsonl"),
-                          args.only, args.timeout, os.path.join(work, "oracle.log"))
+    oracle_out = os.path.join(work, "oracle.jsonl")
+    if args.reuse_oracle and any(r.get("header") for r in read(oracle_out)):
+        orecs, err = read(oracle_out), None
+    else:
+        for stale in (oracle_out, os.path.join(work, "face.jsonl")):
+            if os.path.exists(stale):
+                os.remove(stale)
+        orecs, err = run_side("oracle", args.oracle, "build", models, oracle_out,
+                              args.only, args.timeout, os.path.join(work, "oracle.log"))
     if err:
         print("arch sweep: " + err, file=sys.stderr)
         return 2
     t1 = time.time()
+    if os.path.exists(os.path.join(work, "face.jsonl")):
+        os.remove(os.path.join(work, "face.jsonl"))
     frecs, err = run_side("face", args.face, "run", models, os.path.join(work, "face.jsonl"),
                           args.only, args.timeout, os.path.join(work, "face.log"))
     if err:
@@ -215,7 +228,7 @@ def main(argv=None):
             f.write("\n".join(lines) + "\n")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 1 if counts.get("disagree", 0) or counts.get("face error", 0) else 0
 
 
 if __name__ == "__main__":

@@ -249,8 +249,8 @@ impl Element for bool {
     }
 }
 
-/// The bytes of another allocation read as `T` (a `view(dtype)` or foreign memory); `None`
-/// when they are misaligned for `T` or not a whole number of `T`s.
+/// The bytes of another allocation read as `T` (a `view(dtype)` or foreign memory), as many
+/// whole `T`s as fit; `None` when they are misaligned for `T`.
 ///
 /// Only for the plain-number element types (and pairs of them, the complex types): every
 /// bit pattern is a valid value of them.
@@ -258,9 +258,8 @@ impl Element for bool {
 /// than 0 or 1 is not a valid Rust `bool`.
 fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
     let size = std::mem::size_of::<T>();
-    if !bytes.len().is_multiple_of(size)
-        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
-    {
+    // Trailing bytes that make no whole T are left out (a mapped file's tail).
+    if !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()) {
         return None;
     }
     // SAFETY: aligned, in bounds, and T (a primitive number or a half type) is valid for
@@ -270,9 +269,7 @@ fn reinterpret<T: Element>(bytes: &[u8]) -> Option<&[T]> {
 
 fn reinterpret_mut<T: Element>(bytes: &mut [u8]) -> Option<&mut [T]> {
     let size = std::mem::size_of::<T>();
-    if !bytes.len().is_multiple_of(size)
-        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
-    {
+    if !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()) {
         return None;
     }
     // SAFETY: as in `reinterpret`, and the exclusive borrow makes the result unique.
@@ -623,6 +620,11 @@ impl Buffer {
     /// True when the memory belongs to someone else (it cannot be resized).
     pub fn is_foreign(&self) -> bool {
         matches!(self, Buffer::Foreign(_))
+    }
+
+    /// Foreign memory that may be written.
+    pub fn is_writable_foreign(&self) -> bool {
+        matches!(self, Buffer::Foreign(f) if f.writable)
     }
 
     /// Builds a buffer of `dtype` from f64 values, casting each like `.to(dtype)`.

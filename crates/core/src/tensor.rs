@@ -516,8 +516,16 @@ impl Tensor {
         }
         if let Some(storage) = &self.storage {
             let buf = storage.read();
-            if !(buf.as_bytes().as_ptr() as usize).is_multiple_of(to)
-                || !buf.byte_len().is_multiple_of(to)
+            let extent = layout.offset
+                + layout
+                    .sizes
+                    .iter()
+                    .zip(&layout.strides)
+                    .map(|(&s, &st)| s.saturating_sub(1) * st)
+                    .sum::<usize>();
+            let empty = layout.sizes.contains(&0);
+            if !(buf.as_bytes().as_ptr() as usize).is_multiple_of(dtype.to_real().size_in_bytes())
+                || (!empty && extent >= buf.len_as(dtype))
             {
                 return Err(Error::Unsupported {
                     op,

@@ -241,7 +241,10 @@ impl StorageBase {
             .write(shared)
             .open(&filename)
             .map_err(|e| {
-                PyRuntimeError::new_err(format!("from_file: cannot open {}: {e}", filename.display()))
+                PyRuntimeError::new_err(format!(
+                    "from_file: cannot open {}: {e}",
+                    filename.display()
+                ))
             })?;
         let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
         let want = if nbytes == 0 { len } else { nbytes };
@@ -265,9 +268,8 @@ impl StorageBase {
         .map_err(|e| PyRuntimeError::new_err(format!("from_file: cannot map: {e}")))?;
         let ptr = map.as_mut_ptr();
         // SAFETY: `want` bytes at `ptr` stay valid and writable while the map (the owner) lives.
-        let bytes = unsafe {
-            torchnative_core::storage::ForeignBytes::new(ptr, want, true, Box::new(map))
-        };
+        let bytes =
+            unsafe { torchnative_core::storage::ForeignBytes::new(ptr, want, true, Box::new(map)) };
         let storage = torchnative_core::storage::Storage::new(Buffer::Foreign(bytes));
         let flat = Tensor::over_storage(storage, DType::U8, &[want], &[1], 0).map_err(core_err)?;
         let obj = cls.call0()?;
@@ -282,12 +284,16 @@ impl StorageBase {
         if let Ok(s) = index.cast::<pyo3::types::PySlice>() {
             let ind = s.indices(n)?;
             if ind.step != 1 {
-                return Err(PyRuntimeError::new_err("storages support only step 1 slices"));
+                return Err(PyRuntimeError::new_err(
+                    "storages support only step 1 slices",
+                ));
             }
             let len = (ind.stop - ind.start).max(0) as usize;
-            let window = flat
-                .as_strided(&[len], &[1], flat.storage_offset() + ind.start as usize)
-                .map_err(core_err)?;
+            let start = flat.storage_offset() + ind.start as usize;
+            let window = match foreign_window(&flat, start, len)? {
+                Some(w) => w,
+                None => flat.as_strided(&[len], &[1], start).map_err(core_err)?,
+            };
             let obj = slf.get_type().call0()?;
             *obj.cast::<StorageBase>()?.borrow().lock() = Data::Typed(window);
             return Ok(obj.unbind());
@@ -299,11 +305,18 @@ impl StorageBase {
                 "index {i} out of range for storage of size {n}"
             )));
         }
-        let v = flat.select(0, j as i64).and_then(|t| t.item()).map_err(core_err)?;
+        let v = flat
+            .select(0, j as i64)
+            .and_then(|t| t.item())
+            .map_err(core_err)?;
         Ok(crate::value_to_py(py, &crate::value::Value::Scalar(v))?)
     }
     /// The storage's bytes as a flat tensor of `dtype` (`torch.asarray(storage, dtype=...)`).
-    fn _tn_as_tensor(&self, py: Python<'_>, dtype: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn _tn_as_tensor(
+        &self,
+        py: Python<'_>,
+        dtype: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let dtype = match dtype {
             None => DType::U8,
             Some(d) => crate::dtype::dtype_from_py(&d)?,
@@ -316,6 +329,37 @@ impl StorageBase {
         };
         crate::tensor::wrap(py, t)
     }
+}
+
+/// A storage of its own over `len` bytes from `start` of a foreign (mapped) buffer, as
+/// upstream's storage slices are (their tensors start at offset 0); `None` for buffers Rust
+/// owns, whose memory may move when resized (those slices stay views with an offset).
+fn foreign_window(flat: &Tensor, start: usize, len: usize) -> PyResult<Option<Tensor>> {
+    let storage = flat.storage().expect("typed storages hold data").clone();
+    let (ptr, writable) = {
+        let buf = storage.read();
+        if !buf.is_foreign() || start + len > buf.byte_len() {
+            return Ok(None);
+        }
+        (
+            buf.as_bytes().as_ptr() as usize + start,
+            buf.is_writable_foreign(),
+        )
+    };
+    // SAFETY: foreign memory is never moved or resized, and the owner (a handle to the whole
+    // buffer) keeps it alive as long as the window lives.
+    let bytes = unsafe {
+        torchnative_core::storage::ForeignBytes::new(
+            ptr as *mut u8,
+            len,
+            writable,
+            Box::new(storage),
+        )
+    };
+    let window = torchnative_core::storage::Storage::new(Buffer::Foreign(bytes));
+    Tensor::over_storage(window, DType::U8, &[len], &[1], 0)
+        .map(Some)
+        .map_err(core_err)
 }
 
 /// `Tensor.untyped_storage()`: a `torch.UntypedStorage` over the tensor's own buffer.

@@ -314,12 +314,8 @@ def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fa
         _check_device(device)
     if type(data).__name__ == "ndarray" and type(data).__module__ == "numpy":
         # A copy of the array's values in its own dtype (upstream's tensor(ndarray)).
-        import numpy as np
-
-        arr = np.ascontiguousarray(data)
-        if not arr.dtype.isnative:
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        t = _tn_from_numpy(arr).clone()  # noqa: F821
+        # from_numpy's checks (negative strides, byte order) are tensor()'s too
+        t = _tn_from_numpy(data).clone()  # noqa: F821
         if dtype is not None and t.dtype != dtype:
             t = t.to(dtype)
     else:
@@ -1027,9 +1023,33 @@ _meta_in_tls_dispatch_include = _returns(False, "_meta_in_tls_dispatch_include")
 # ----- autograd stand-ins (part 3 of the face implements autograd) ------------------------------
 
 class _FunctionBase:
+    """torch.autograd.Function's C base. Forward only: `apply` runs the Function's forward with
+    a context object, as upstream does; a call through which gradients would have to flow (grad
+    mode on and a tensor input that requires grad) is refused by name (autograd: issue 12)."""
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        raise NotImplementedError("torch.autograd.Function.apply is not implemented in torchnative yet")
+        leaves = _builtins.list(args) + _builtins.list(kwargs.values())
+        if is_grad_enabled() and _builtins.any(
+                isinstance(a, TensorBase) and a.requires_grad for a in leaves):  # noqa: F821
+            raise NotImplementedError(
+                f"torch.autograd.Function.apply ({cls.__name__}) with inputs that require grad: "
+                "autograd is not implemented in torchnative yet")
+        from torch.autograd.function import _is_setup_context_defined
+
+        backward_cls = getattr(cls, "_backward_cls", None)
+        ctx = backward_cls() if backward_cls is not None else _FunctionBase()
+        ctx.needs_input_grad = _builtins.tuple(False for _ in args)
+        if _is_setup_context_defined(cls.setup_context):
+            outputs = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, outputs)
+        else:
+            outputs = cls.forward(ctx, *args, **kwargs)
+        return outputs
+
+    @property
+    def saved_tensors(self):
+        return _builtins.tuple(getattr(self, "to_save", ()) or ())
 
 
 class _LegacyVariableBase:

@@ -537,6 +537,16 @@ impl TensorBase {
             ));
         }
         if args.len() == 1 {
+            if first.get_type().name()? == "ndarray" {
+                // torch.Tensor(ndarray): the array's values, copied, in the default dtype.
+                let t = first
+                    .py()
+                    .import("torch")?
+                    .call_method1("tensor", (&first,))?
+                    .call_method1("to", (dtype::to_py(first.py(), dtype)?,))?;
+                let inner = t.cast::<TensorBase>()?.borrow().inner.clone();
+                return Ok(TensorBase::new(inner));
+            }
             return Ok(TensorBase::new(tensor_from_data(&first, Some(dtype))?));
         }
         Err(PyTypeError::new_err(
@@ -670,11 +680,28 @@ impl TensorBase {
     /// `x.data`: another handle to the same storage, without autograd history.
     #[getter(data)]
     fn get_data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.clone())
+        let obj = wrap(py, self.inner.clone())?;
+        {
+            let mut d = obj.bind(py).cast::<TensorBase>()?.borrow_mut();
+            d.conj = self.conj;
+            d.neg = self.neg;
+        }
+        Ok(obj)
     }
+    /// `x.data = y`: `x` now holds `y`'s tensor (`x.data = x` changes nothing).
     #[setter(data)]
-    fn set_data(&mut self, value: PyRef<'_, TensorBase>) {
-        self.inner = value.inner.clone();
+    fn set_data(slf: &Bound<'_, Self>, value: &Bound<'_, TensorBase>) {
+        if slf.is(value) {
+            return;
+        }
+        let (inner, conj, neg) = {
+            let v = value.borrow();
+            (v.inner.clone(), v.conj, v.neg)
+        };
+        let mut s = slf.borrow_mut();
+        s.inner = inner;
+        s.conj = conj;
+        s.neg = neg;
     }
 
     #[pyo3(signature = (dim=None))]

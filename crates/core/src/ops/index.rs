@@ -459,6 +459,9 @@ impl Tensor {
         if self.dim() < 2 {
             return Err(invalid(op, "input tensor must have at least 2 dimensions"));
         }
+        if self.device() == Device::Meta {
+            return Tensor::meta(self.shape(), self.dtype());
+        }
         let (m, n) = (self.shape()[self.dim() - 2], self.shape()[self.dim() - 1]);
         let mask: Vec<bool> = (0..m * n)
             .map(|i| keep((i % n) as i64 - (i / n) as i64, diagonal))

@@ -21,6 +21,13 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::is_conj", |c| math_bit_op(c, "aten::is_conj"));
     t.insert("aten::is_neg", |c| math_bit_op(c, "aten::is_neg"));
     t.insert("aten::_neg_view", |c| math_bit_op(c, "aten::_neg_view"));
+    // Dense tensors of one backend are compatible for `.data =` swaps; cpu and meta are not
+    // (upstream's answer for the pair).
+    t.insert("aten::_has_compatible_shallow_copy_type", |c| {
+        Ok(Out::Scalar(Scalar::Bool(
+            c.tensor(0)?.device() == c.tensor(1)?.device(),
+        )))
+    });
     t.insert("aten::is_inference", |_| {
         Ok(Out::Scalar(Scalar::Bool(false)))
     });

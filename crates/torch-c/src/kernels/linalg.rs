@@ -405,7 +405,86 @@ fn lu_error(op: &'static str, info: &Tensor) -> PyResult<()> {
     .map_err(core_err)
 }
 
+/// `torch._grouped_mm(a, b, offs)`, the grouped matmul of mixture-of-experts layers: a 2-D `a`
+/// `[T, K]` with a 3-D `b` `[G, K, N]` multiplies rows `offs[g-1]..offs[g]` by `b[g]`
+/// (rows past the last offset are zeros); 3-D with 3-D is a batched matmul; a 2-D `b` with
+/// a 2-D `a` groups along K into a `[G, M, N]` result. Offsets are int32 cumulative ends.
+fn grouped_mm(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
+    let op = "_grouped_mm";
+    let (a, b, offs) = (c.tensor(0)?, c.tensor(1)?, c.opt_tensor(2)?);
+    if c.opt_tensor(3)?.is_some() {
+        return Err(core_err(torchnative_core::Error::Unsupported {
+            op: "_grouped_mm with bias",
+            reason: "upstream's CPU kernel takes no bias either".into(),
+        }));
+    }
+    for (name, x) in [("mat_a", &a), ("mat_b", &b)] {
+        if !matches!(x.dtype(), DType::F32 | DType::BF16 | DType::F16) {
+            return Err(PyRuntimeError::new_err(format!(
+                "Expected {name} to be Float32, BFloat16 or Float16 matrix, got {}",
+                scalar_type_name(x.dtype())
+            )));
+        }
+    }
+    let out_dtype = c.opt_dtype(4)?.unwrap_or(a.dtype());
+    let two_d = a.dim() == 2 || b.dim() == 2;
+    if two_d != offs.is_some() {
+        return Err(PyRuntimeError::new_err(
+            "Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d",
+        ));
+    }
+    let result = match (a.dim(), b.dim(), offs) {
+        (3, 3, None) => a.matmul(&b).map_err(core_err)?,
+        (2, d, Some(offs)) if d == 2 || d == 3 => {
+            if offs.dtype() != DType::I32 {
+                return Err(PyRuntimeError::new_err("Offsets have to be int32"));
+            }
+            let ends = offs.to_vec::<i64>().map_err(core_err)?;
+            let mut parts = Vec::with_capacity(ends.len());
+            let mut start = 0i64;
+            let along_k = d == 2;
+            let limit = if along_k { a.shape()[1] } else { a.shape()[0] } as i64;
+            for (g, &end) in ends.iter().enumerate() {
+                if end < start || end > limit {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "{op}: offsets must be non-decreasing and at most {limit}, got {ends:?}"
+                    )));
+                }
+                let len = (end - start) as usize;
+                let part = if along_k {
+                    a.narrow(1, start, len)
+                        .and_then(|x| x.matmul(&b.narrow(0, start, len)?))
+                } else {
+                    a.narrow(0, start, len)
+                        .and_then(|x| x.matmul(&b.select(0, g as i64)?))
+                }
+                .map_err(core_err)?;
+                parts.push(part);
+                start = end;
+            }
+            if along_k {
+                let refs: Vec<&Tensor> = parts.iter().collect();
+                torchnative_core::stack(&refs, 0).map_err(core_err)?
+            } else {
+                let n = b.shape()[2];
+                let rest = a.shape()[0] - start as usize;
+                parts.push(Tensor::empty_on(&[rest, n], a.dtype(), a.device()).map_err(core_err)?);
+                let refs: Vec<&Tensor> = parts.iter().collect();
+                torchnative_core::cat(&refs, 0).map_err(core_err)?
+            }
+        }
+        (da, db, _) => {
+            return Err(core_err(torchnative_core::Error::Unsupported {
+                op: "_grouped_mm",
+                reason: format!("a {da}-D by {db}-D grouped matmul"),
+            }))
+        }
+    };
+    result.to_dtype(out_dtype).map_err(core_err)
+}
+
 pub(crate) fn register(t: &mut Table) {
+    t.insert("aten::_grouped_mm", |c| ok(Ok(grouped_mm(c)?)));
     // ----- products -----
     product!(t, "mm", |a, b| a.mm(b));
     product!(t, "bmm", |a, b| a.bmm(b));

@@ -460,6 +460,12 @@ pub(crate) fn register(t: &mut Table) {
     binary!(t, "le", |a, b| a.le(b));
     binary!(t, "gt", |a, b| a.gt(b));
     binary!(t, "ge", |a, b| a.ge(b));
+    // upstream's spelled-out aliases
+    binary!(t, "not_equal", |a, b| a.ne(b));
+    binary!(t, "less", |a, b| a.lt(b));
+    binary!(t, "less_equal", |a, b| a.le(b));
+    binary!(t, "greater", |a, b| a.gt(b));
+    binary!(t, "greater_equal", |a, b| a.ge(b));
     t.insert("aten::pow.Tensor_Tensor", |c| {
         ok(c.tensor(0)?.pow(&c.tensor(1)?))
     });

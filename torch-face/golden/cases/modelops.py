@@ -1,0 +1,41 @@
+"""Operations and API forms that transformers' model code uses and the architecture sweep
+(torch-face/sweep) found: grouped matmuls of mixture-of-experts layers, comparison aliases,
+Python types as dtypes, tensors from NumPy arrays, `Tensor.to(None)`, `.data` swaps, custom
+autograd Functions run forward, factories under a meta device context, one kv head in SDPA,
+storages from files and their slices (how safetensors loads)."""
+from ._lib import case
+
+FAM = "modelops"
+
+
+def gen():
+    cs = []
+    x = "x = inp(torch.arange(48, dtype=torch.float32).reshape(6, 8) / 7 - 3)\n"
+    w = "w = inp(torch.arange(192, dtype=torch.float32).reshape(3, 8, 8) / 50 - 1.9)\n"
+    for name, expr, ops, kind in (
+            ("grouped_mm-2d3d", "torch._grouped_mm(x, w, offs=torch.tensor([2, 2, 6], dtype=torch.int32))", ["aten::_grouped_mm"], "acc"),
+            ("grouped_mm-3d3d", "torch._grouped_mm(x.reshape(3, 2, 8), w)", ["aten::_grouped_mm"], "acc"),
+            ("grouped_mm-2d2d", "torch._grouped_mm(x.t().contiguous(), x, offs=torch.tensor([4, 8], dtype=torch.int32))", ["aten::_grouped_mm"], "acc"),
+            ("grouped_mm-int64-offs", "torch._grouped_mm(x, w, offs=torch.tensor([2, 2, 6]))", ["aten::_grouped_mm"], "ex"),
+            ("grouped_mm-no-offs", "torch._grouped_mm(x, w)", ["aten::_grouped_mm"], "ex"),
+            ("grouped_mm-double", "torch._grouped_mm(x.double(), w.double(), offs=torch.tensor([2, 2, 6], dtype=torch.int32))", ["aten::_grouped_mm"], "ex"),
+            ("greater", "(torch.greater(x, 0), torch.greater_equal(x, 0.5), torch.less(x, x.t()[:6, :6].sum()), torch.less_equal(x, 1), torch.not_equal(x, 0))",
+             ["aten::greater.Scalar", "aten::greater_equal.Scalar", "aten::less.Tensor", "aten::less_equal.Scalar", "aten::not_equal.Scalar"], "ex"),
+            ("dtype-python-types", "(torch.zeros(2, dtype=float), torch.ones(2, dtype=int), torch.ones(2, dtype=bool), torch.arange(3, dtype=float))", [], "ex"),
+            ("to-none", "(x.to(None) is x, x.to(None, torch.float64).dtype, x.to(None, torch.float64, copy=True).dtype)", [], "ex"),
+            ("tensor-from-ndarray", "(lambda np: (torch.tensor(np.arange(6.).reshape(2, 3)[:, ::2]), torch.tensor(np.ones(3, dtype=np.int16)), torch.FloatTensor(np.arange(4)), torch.tensor(np.arange(3.), dtype=torch.float16)))(__import__('numpy'))", [], "ex"),
+            ("tensor-from-ndarray-negative-strides", "torch.tensor(__import__('numpy').arange(6.)[::-1])", [], "ex"),
+            ("data-swap", "(lambda p: (setattr(p, 'data', p), setattr(p, 'data', torch.ones(2)), p))(torch.zeros(3))[2]", [], "ex"),
+            ("function-apply-forward", "(lambda F: F.apply(x))(type('Sq', (torch.autograd.Function,), {'forward': staticmethod(lambda ctx, t: (ctx.save_for_backward(t), t * t)[1]), 'backward': staticmethod(lambda ctx, g: 2 * ctx.saved_tensors[0] * g)}))", [], "ex"),
+            ("function-apply-setup-context", "(lambda F: F.apply(x, 2.0))(type('Sc', (torch.autograd.Function,), {'forward': staticmethod(lambda t, k: t * k), 'setup_context': staticmethod(lambda ctx, inputs, output: None), 'backward': staticmethod(lambda ctx, g: (g, None))}))", [], "ex"),
+            ("meta-context-tril", "(lambda: [torch.tril(torch.ones(4, 4, dtype=torch.bool)) for _ in [0] if torch.device('meta').__enter__()][0])().shape if False else (lambda d: (d.__enter__(), torch.tril(torch.ones(4, 4, dtype=torch.bool)).device, d.__exit__(None, None, None))[1])(torch.device('meta'))", [], "ex"),
+            ("meta-pad", "torch.nn.functional.pad(torch.ones(2, 3, device='meta'), (1, 2)).shape", ["aten::pad"], "ex"),
+            ("sdpa-one-kv-head", "torch.nn.functional.scaled_dot_product_attention(x.reshape(1, 2, 3, 8), x[:3].reshape(1, 1, 3, 8) / 3, x[3:].reshape(1, 1, 3, 8))", ["aten::scaled_dot_product_attention"], "acc"),
+            ("storage-from-file", "(lambda f: (f.write(bytes(range(64))), f.flush(), (lambda s: (s.nbytes(), s[3], torch.asarray(s[8:24], dtype=torch.uint8).view(torch.float32)))(torch.UntypedStorage.from_file(f.name, shared=False, nbytes=64)))[2])(__import__('tempfile').NamedTemporaryFile())", [], "ex"),
+    ):
+        cs.append(case("modelops/%s" % name, x + w + "out = %s\n" % expr, ops, FAM,
+                       ref64=kind != "ex", acc=kind == "acc", exact=kind == "ex"))
+    return cs
+
+
+CASES = gen()
