@@ -309,7 +309,7 @@ impl StorageBase {
             .select(0, j as i64)
             .and_then(|t| t.item())
             .map_err(core_err)?;
-        Ok(crate::value_to_py(py, &crate::value::Value::Scalar(v))?)
+        crate::value_to_py(py, &crate::value::Value::Scalar(v))
     }
     /// The storage's bytes as a flat tensor of `dtype` (`torch.asarray(storage, dtype=...)`).
     fn _tn_as_tensor(
