@@ -60,6 +60,28 @@ fn float_to_i32_bits(v: f64) -> i32 {
     }
 }
 
+/// The buffer accessors of a plain-number element type stored in `Buffer::$variant` (other
+/// allocations are reinterpreted).
+macro_rules! buffer_access {
+    ($variant:ident) => {
+        fn slice(buf: &Buffer) -> Option<&[Self]> {
+            match buf {
+                Buffer::$variant(v) => Some(v),
+                other => reinterpret(other.as_bytes()),
+            }
+        }
+        fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+            match buf {
+                Buffer::$variant(v) => Some(v),
+                other => reinterpret_mut(other.as_bytes_mut()?),
+            }
+        }
+        fn into_buffer(v: Vec<Self>) -> Buffer {
+            Buffer::$variant(v)
+        }
+    };
+}
+
 macro_rules! int_element {
     ($t:ty, $variant:ident, $from_f:expr) => {
         impl Element for $t {
@@ -76,21 +98,7 @@ macro_rules! int_element {
             fn from_i64(v: i64) -> Self {
                 v as $t
             }
-            fn slice(buf: &Buffer) -> Option<&[Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret(other.as_bytes()),
-                }
-            }
-            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret_mut(other.as_bytes_mut()?),
-                }
-            }
-            fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
-            }
+            buffer_access!($variant);
         }
     };
 }
@@ -125,21 +133,7 @@ macro_rules! float_element {
             fn from_i64(v: i64) -> Self {
                 $from_i(v)
             }
-            fn slice(buf: &Buffer) -> Option<&[Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret(other.as_bytes()),
-                }
-            }
-            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret_mut(other.as_bytes_mut()?),
-                }
-            }
-            fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
-            }
+            buffer_access!($variant);
         }
     };
 }
@@ -180,21 +174,7 @@ macro_rules! complex_element {
             fn from_i64(v: i64) -> Self {
                 Self::from_c64(Cf64::new(v as f64, 0.0))
             }
-            fn slice(buf: &Buffer) -> Option<&[Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret(other.as_bytes()),
-                }
-            }
-            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
-                match buf {
-                    Buffer::$variant(v) => Some(v),
-                    other => reinterpret_mut(other.as_bytes_mut()?),
-                }
-            }
-            fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
-            }
+            buffer_access!($variant);
             fn to_complex(self) -> Cf64 {
                 self.to_c64()
             }

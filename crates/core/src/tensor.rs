@@ -1316,28 +1316,10 @@ impl Tensor {
             // Bools into other bytes (a bool view of them) are written as bytes 0 and 1.
             let bytes: Vec<u8> = values.iter().map(|v| v.to_i64() as u8).collect();
             drop(buf);
-            return self.write_bytes(op, &bytes);
+            // Element offsets are byte offsets for both one-byte types.
+            return self.write_values::<u8>(op, &bytes);
         }
         let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
-        let mut it = values.iter();
-        for_each_offsets(
-            &self.layout.sizes,
-            [&self.layout.strides[..]],
-            [self.layout.offset],
-            |[o]| {
-                if let Some(v) = it.next() {
-                    data[o] = *v;
-                }
-            },
-        );
-        Ok(())
-    }
-
-    /// Writes one byte per element of a one-byte dtype view.
-    fn write_bytes(&self, op: &'static str, values: &[u8]) -> Result<()> {
-        let storage = needs_data(op, self)?;
-        let mut buf = storage.write();
-        let data = crate::storage::typed_mut::<u8>(op, &mut buf)?;
         let mut it = values.iter();
         for_each_offsets(
             &self.layout.sizes,

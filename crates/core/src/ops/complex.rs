@@ -131,21 +131,25 @@ pub(crate) fn select(
     Tensor::from_complex(&out, &shape, dtype)
 }
 
-/// `torch.polar(abs, angle)`: `abs * (cos angle + i sin angle)`, complex of the inputs'
-/// float dtype.
-pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
-    let op = "polar";
-    if abs.dtype() != angle.dtype() {
+/// A complex tensor from two real float tensors of one dtype, element by element (`polar`,
+/// `complex`), with upstream's dtype errors.
+fn from_two_reals(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(f64, f64) -> Cf64,
+) -> Result<Tensor> {
+    if a.dtype() != b.dtype() {
         return Err(invalid(
             op,
             format!(
                 "Expected object of scalar type {} but got scalar type {} for second argument",
-                abs.dtype().name(),
-                angle.dtype().name()
+                a.dtype().name(),
+                b.dtype().name()
             ),
         ));
     }
-    let dtype = match abs.dtype() {
+    let dtype = match a.dtype() {
         DType::F32 => DType::C64,
         DType::F64 => DType::C128,
         other => {
@@ -158,54 +162,26 @@ pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
             ))
         }
     };
-    let shape = broadcast_all_shapes(op, &[abs, angle])?;
-    if is_meta(&[abs, angle]) {
+    let shape = broadcast_all_shapes(op, &[a, b])?;
+    if is_meta(&[a, b]) {
         return Tensor::meta(&shape, dtype);
     }
-    let r = abs.broadcast_to(&shape)?.to_vec::<f64>()?;
-    let t = angle.broadcast_to(&shape)?.to_vec::<f64>()?;
-    let out: Vec<Cf64> = r
-        .into_iter()
-        .zip(t)
-        .map(|(r, t)| Cf64::new(r * t.cos(), r * t.sin()))
-        .collect();
+    let x = a.broadcast_to(&shape)?.to_vec::<f64>()?;
+    let y = b.broadcast_to(&shape)?.to_vec::<f64>()?;
+    let out: Vec<Cf64> = x.into_iter().zip(y).map(|(x, y)| f(x, y)).collect();
     Tensor::from_complex(&out, &shape, dtype)
+}
+
+/// `torch.polar(abs, angle)`: `abs * (cos angle + i sin angle)`.
+pub fn polar(abs: &Tensor, angle: &Tensor) -> Result<Tensor> {
+    from_two_reals("polar", abs, angle, |r, t| {
+        Cf64::new(r * t.cos(), r * t.sin())
+    })
 }
 
 /// `torch.complex(real, imag)`.
 pub fn from_parts(real: &Tensor, imag: &Tensor) -> Result<Tensor> {
-    let op = "complex";
-    if real.dtype() != imag.dtype() {
-        return Err(invalid(
-            op,
-            format!(
-                "Expected object of scalar type {} but got scalar type {} for second argument",
-                real.dtype().name(),
-                imag.dtype().name()
-            ),
-        ));
-    }
-    let dtype = real
-        .dtype()
-        .to_complex()
-        .filter(|_| real.dtype().is_float())
-        .ok_or_else(|| {
-            invalid(
-                op,
-                format!(
-                    "Expected both inputs to be Float or Double tensors but got {}",
-                    real.dtype().name()
-                ),
-            )
-        })?;
-    let shape = broadcast_all_shapes(op, &[real, imag])?;
-    if is_meta(&[real, imag]) {
-        return Tensor::meta(&shape, dtype);
-    }
-    let r = real.broadcast_to(&shape)?.to_vec::<f64>()?;
-    let i = imag.broadcast_to(&shape)?.to_vec::<f64>()?;
-    let out: Vec<Cf64> = r.into_iter().zip(i).map(|(r, i)| Cf64::new(r, i)).collect();
-    Tensor::from_complex(&out, &shape, dtype)
+    from_two_reals("complex", real, imag, Cf64::new)
 }
 
 /// How a complex reduction combines its group.
