@@ -222,6 +222,19 @@ pub fn call(
         }
     }
 
+    // `out=None` is no out= argument (upstream's parser binds the functional form).
+    let stripped;
+    let kwargs = match kwargs {
+        Some(k)
+            if !matches!(target, Target::Overload(_))
+                && k.get_item("out")?.is_some_and(|v| v.is_none()) =>
+        {
+            stripped = k.copy()?;
+            stripped.del_item("out")?;
+            Some(&stripped)
+        }
+        _ => kwargs,
+    };
     let wants_out = kwargs.is_some_and(|k| k.contains("out").unwrap_or(false));
     let user_schemas;
     let candidates: Vec<&FunctionSchema> = match target {

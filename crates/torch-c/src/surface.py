@@ -2193,3 +2193,17 @@ class PyTorchFileReader:
 
 
 globals().pop("__all__", None)
+
+
+# ----- profiler scopes --------------------------------------------------------------------------
+
+class _RecordFunctionHandle:
+    """What `torch.ops.profiler._record_function_enter_new` returns. torchnative has no
+    profiler (starting one is refused by name), so `record_function` scopes, which DataLoader
+    and user code open whether or not a profiler runs, enter and exit recording nothing."""
+
+
+_tn_register_py_kernel("profiler::_record_function_enter_new", "CompositeImplicitAutograd",  # noqa: F821
+                       lambda name, args=None: _RecordFunctionHandle())
+_tn_register_py_kernel("profiler::_record_function_exit._RecordFunction",  # noqa: F821
+                       "CompositeImplicitAutograd", lambda record: None)

@@ -31,6 +31,9 @@ def gen():
             ("meta-context-tril", "(lambda: [torch.tril(torch.ones(4, 4, dtype=torch.bool)) for _ in [0] if torch.device('meta').__enter__()][0])().shape if False else (lambda d: (d.__enter__(), torch.tril(torch.ones(4, 4, dtype=torch.bool)).device, d.__exit__(None, None, None))[1])(torch.device('meta'))", [], "ex"),
             ("meta-pad", "torch.nn.functional.pad(torch.ones(2, 3, device='meta'), (1, 2)).shape", ["aten::pad"], "ex"),
             ("sdpa-one-kv-head", "torch.nn.functional.scaled_dot_product_attention(x.reshape(1, 2, 3, 8), x[:3].reshape(1, 1, 3, 8) / 3, x[3:].reshape(1, 1, 3, 8))", ["aten::scaled_dot_product_attention"], "acc"),
+            ("out-none", "(torch.stack([x, x], 0, out=None), torch.add(x, 1, out=None), torch.cat([x, x], out=None).shape)", ["aten::stack", "aten::add.Tensor", "aten::cat"], "ex"),
+            ("record-function", "(lambda rf: (rf.__enter__(), x + 1, rf.__exit__(None, None, None))[1])(torch.autograd.profiler.record_function('scope'))", [], "ex"),
+            ("dataloader-workers0", "[b for b in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.arange(6)), batch_size=4)]", [], "ex"),
             ("storage-from-file", "(lambda f: (f.write(bytes(range(64))), f.flush(), (lambda s: (s.nbytes(), s[3], torch.asarray(s[8:24], dtype=torch.uint8).view(torch.float32)))(torch.UntypedStorage.from_file(f.name, shared=False, nbytes=64)))[2])(__import__('tempfile').NamedTemporaryFile())", [], "ex"),
     ):
         cs.append(case("modelops/%s" % name, x + w + "out = %s\n" % expr, ops, FAM,
