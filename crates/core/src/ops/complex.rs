@@ -395,40 +395,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `torch.vdot(a, b)`: `sum(conj(a) * b)` over two 1-D tensors of one dtype.
 pub fn vdot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let op = "vdot";
-    if a.dim() != 1 || b.dim() != 1 {
-        return Err(invalid(
-            op,
-            format!(
-                "1D tensors expected, but got {}D and {}D tensors",
-                a.dim(),
-                b.dim()
-            ),
-        ));
-    }
-    if a.dtype() != b.dtype() {
-        return Err(invalid(
-            op,
-            format!(
-                "expected both vectors to have same dtype, but found {} and {}",
-                a.dtype().name(),
-                b.dtype().name()
-            ),
-        ));
-    }
-    if a.shape() != b.shape() {
-        return Err(invalid(
-            op,
-            format!(
-                "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same \
-                 number of elements, but got {} and {} elements respectively",
-                a.shape()[0],
-                b.shape()[0],
-                a.shape()[0],
-                b.shape()[0]
-            ),
-        ));
-    }
+    crate::ops::linalg::check_vector_pair("vdot", a, b)?;
     if is_meta(&[a, b]) {
         return Tensor::meta(&[], a.dtype());
     }

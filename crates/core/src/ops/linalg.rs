@@ -770,9 +770,9 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.unsqueeze(1)?.mul(b)
 }
 
-/// `torch.dot(a, b)`: 1-D tensors of one dtype and length.
-pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let op = "dot";
+/// The checks `dot` and `vdot` share: two 1-D tensors of one dtype and length (upstream's
+/// messages, which say `dot` for both).
+pub(crate) fn check_vector_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dim() != 1 || b.dim() != 1 {
         return Err(invalid(
             op,
@@ -805,6 +805,13 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// `torch.dot(a, b)`: 1-D tensors of one dtype and length.
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let op = "dot";
+    check_vector_pair(op, a, b)?;
     if a.dtype() == DType::Bool {
         return Err(Error::UnsupportedDType {
             op,
@@ -814,8 +821,8 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.matmul(b)
 }
 
-/// `torch.mv(mat, vec)`.
-pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+/// The checks of `torch.mv(mat, vec)` (any dtype): a matrix and a vector that fit.
+pub fn check_mv(mat: &Tensor, vec: &Tensor) -> Result<()> {
     if mat.dim() != 2 || vec.dim() != 1 {
         return Err(invalid(
             "mv",
@@ -830,6 +837,12 @@ pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
     if mat.shape()[1] != vec.shape()[0] {
         return Err(mat_mismatch("mv", mat, vec));
     }
+    Ok(())
+}
+
+/// `torch.mv(mat, vec)`.
+pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    check_mv(mat, vec)?;
     mat.matmul(vec)
 }
 

@@ -416,12 +416,9 @@ fn atanh(z: Cf64) -> Cf64 {
     Cf64::new(w.im, -w.re)
 }
 
+/// The `dim` argument `i` (None: every dim).
 fn dims(c: &Ctx<'_, '_>, i: usize) -> PyResult<Vec<i64>> {
-    Ok(c.opt_ints(i)?.unwrap_or_default())
-}
-
-fn reduce_dtype(x: &Tensor, dtype: Option<DType>) -> Option<DType> {
-    dtype.or(Some(x.dtype()))
+    Ok(super::dims_or_all(c.opt_ints(i)?, c.tensor(0)?.dim()))
 }
 
 /// `sum` / `mean` of a complex tensor: complex dtypes reduce here; a real `dtype=` casts
@@ -444,31 +441,15 @@ fn reduce_with(
                 Reduction::Prod => real.prod_dtype(dims, keepdim, Some(d)),
             })
         }
-        _ => ok(complex::reduce(
-            &x,
-            how,
-            dims,
-            keepdim,
-            reduce_dtype(&x, dtype),
-        )),
+        _ => ok(complex::reduce(&x, how, dims, keepdim, dtype)),
     }
 }
 
+/// [`unary!`]'s three forms of a complex -> complex function.
 macro_rules! complex_unary {
-    ($t:ident, $name:literal, $f:expr) => {{
-        fn f(x: &Tensor) -> torchnative_core::Result<Tensor> {
-            complex::unary($name, x, $f)
-        }
-        $t.insert(concat!("aten::", $name), |c| ok(f(&c.tensor(0)?)));
-        $t.insert(concat!("aten::", $name, "_"), |c| {
-            let r = f(&c.tensor(0)?).map_err(core_err)?;
-            c.write_into(0, r)
-        });
-        $t.insert(concat!("aten::", $name, ".out"), |c| {
-            let r = f(&c.tensor(0)?).map_err(core_err)?;
-            c.write_into(1, r)
-        });
-    }};
+    ($t:ident, $name:literal, $f:expr) => {
+        unary!($t, $name, |x| complex::unary($name, x, $f))
+    };
 }
 
 macro_rules! complex_binary {
@@ -640,54 +621,8 @@ fn build() -> Table {
     });
 
     // ----- arithmetic -----
-    t.insert("aten::add.Tensor", |c| {
-        ok(add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false))
-    });
-    t.insert("aten::add.Scalar", |c| {
-        ok(add_sub(
-            &c.tensor(0)?,
-            &wrapped(c.scalar(1)?),
-            c.scalar(2)?,
-            false,
-        ))
-    });
-    t.insert("aten::add_.Tensor", |c| {
-        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::add_.Scalar", |c| {
-        let r = add_sub(&c.tensor(0)?, &wrapped(c.scalar(1)?), c.scalar(2)?, false)
-            .map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::add.out", |c| {
-        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
-        c.write_into(3, r)
-    });
-    t.insert("aten::sub.Tensor", |c| {
-        ok(add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true))
-    });
-    t.insert("aten::sub.Scalar", |c| {
-        ok(add_sub(
-            &c.tensor(0)?,
-            &wrapped(c.scalar(1)?),
-            c.scalar(2)?,
-            true,
-        ))
-    });
-    t.insert("aten::sub_.Tensor", |c| {
-        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::sub_.Scalar", |c| {
-        let r =
-            add_sub(&c.tensor(0)?, &wrapped(c.scalar(1)?), c.scalar(2)?, true).map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::sub.out", |c| {
-        let r = add_sub(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
-        c.write_into(3, r)
-    });
+    alpha_forms!(t, "add", |a, b, alpha| add_sub(a, b, alpha, false));
+    alpha_forms!(t, "sub", |a, b, alpha| add_sub(a, b, alpha, true));
     complex_binary!(t, "mul", |x, y| x * y);
     complex_binary!(t, "div", |x, y| x / y);
     complex_binary!(t, "divide", |x, y| x / y);
@@ -843,14 +778,7 @@ fn build() -> Table {
     });
     t.insert("aten::mv", |c| {
         let (a, v) = (c.tensor(0)?, c.tensor(1)?);
-        if a.dim() != 2 || v.dim() != 1 {
-            return Err(PyRuntimeError::new_err(format!(
-                "vector + matrix @ vector expected, got {}, {}, {}",
-                a.dim(),
-                a.dim(),
-                v.dim()
-            )));
-        }
+        torchnative_core::ops::linalg::check_mv(&a, &v).map_err(core_err)?;
         ok(complex::matmul(&a, &v))
     });
     t.insert("aten::outer", |c| {

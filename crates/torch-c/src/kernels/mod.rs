@@ -256,6 +256,44 @@ macro_rules! binary {
     }};
 }
 
+/// The five forms of an op with an `alpha` (`add`, `sub`): `.Tensor`, `.Scalar`, in place and
+/// `out=`, all computing `$f(self, other, alpha)`.
+macro_rules! alpha_forms {
+    ($t:ident, $name:literal, $f:expr) => {{
+        fn f(a: &Tensor, b: &Tensor, alpha: Scalar) -> torchnative_core::Result<Tensor> {
+            let g: fn(&Tensor, &Tensor, Scalar) -> torchnative_core::Result<Tensor> = $f;
+            g(a, b, alpha)
+        }
+        $t.insert(concat!("aten::", $name, ".Tensor"), |c| {
+            ok(f(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?))
+        });
+        $t.insert(concat!("aten::", $name, ".Scalar"), |c| {
+            ok(f(
+                &c.tensor(0)?,
+                &Tensor::wrap_scalar(c.scalar(1)?),
+                c.scalar(2)?,
+            ))
+        });
+        $t.insert(concat!("aten::", $name, "_.Tensor"), |c| {
+            let r = f(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?).map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, "_.Scalar"), |c| {
+            let r = f(
+                &c.tensor(0)?,
+                &Tensor::wrap_scalar(c.scalar(1)?),
+                c.scalar(2)?,
+            )
+            .map_err(core_err)?;
+            c.write_into(0, r)
+        });
+        $t.insert(concat!("aten::", $name, ".out"), |c| {
+            let r = f(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?).map_err(core_err)?;
+            c.write_into(3, r)
+        });
+    }};
+}
+
 /// `a + alpha * b` / `a - alpha * b`.
 pub(crate) fn with_alpha(
     a: &Tensor,

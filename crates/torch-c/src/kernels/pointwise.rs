@@ -365,69 +365,8 @@ pub(crate) fn register(t: &mut Table) {
         ok(c.tensor(0)?.gelu(approx))
     });
 
-    t.insert("aten::add.Tensor", |c| {
-        ok(with_alpha(
-            &c.tensor(0)?,
-            &c.tensor(1)?,
-            c.scalar(2)?,
-            false,
-        ))
-    });
-    t.insert("aten::add.Scalar", |c| {
-        ok(with_alpha(
-            &c.tensor(0)?,
-            &Tensor::wrap_scalar(c.scalar(1)?),
-            c.scalar(2)?,
-            false,
-        ))
-    });
-    t.insert("aten::add_.Tensor", |c| {
-        let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::add_.Scalar", |c| {
-        let r = with_alpha(
-            &c.tensor(0)?,
-            &Tensor::wrap_scalar(c.scalar(1)?),
-            c.scalar(2)?,
-            false,
-        )
-        .map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::add.out", |c| {
-        let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, false).map_err(core_err)?;
-        c.write_into(3, r)
-    });
-    t.insert("aten::sub.Tensor", |c| {
-        ok(with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true))
-    });
-    t.insert("aten::sub.Scalar", |c| {
-        ok(with_alpha(
-            &c.tensor(0)?,
-            &Tensor::wrap_scalar(c.scalar(1)?),
-            c.scalar(2)?,
-            true,
-        ))
-    });
-    t.insert("aten::sub_.Tensor", |c| {
-        let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::sub_.Scalar", |c| {
-        let r = with_alpha(
-            &c.tensor(0)?,
-            &Tensor::wrap_scalar(c.scalar(1)?),
-            c.scalar(2)?,
-            true,
-        )
-        .map_err(core_err)?;
-        c.write_into(0, r)
-    });
-    t.insert("aten::sub.out", |c| {
-        let r = with_alpha(&c.tensor(0)?, &c.tensor(1)?, c.scalar(2)?, true).map_err(core_err)?;
-        c.write_into(3, r)
-    });
+    alpha_forms!(t, "add", |a, b, alpha| with_alpha(a, b, alpha, false));
+    alpha_forms!(t, "sub", |a, b, alpha| with_alpha(a, b, alpha, true));
     t.insert("aten::rsub.Tensor", |c| {
         ok(with_alpha(&c.tensor(1)?, &c.tensor(0)?, c.scalar(2)?, true))
     });
