@@ -47,7 +47,6 @@ Exit status: 0 (a measurement) unless the harness itself fails (2); with
 """
 import argparse
 import json
-import math
 import os
 import re
 import shlex

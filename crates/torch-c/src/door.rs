@@ -690,7 +690,7 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, mut values: Vec<Value>) -> P
         return Ok(answer);
     }
     let prepared = crate::math_bits::prepare(py, schema, &mut values)?;
-    let result = run_resolved(py, schema, &full, values);
+    let result = run_resolved(py, schema, full, values);
     crate::math_bits::finish(py, prepared, result)
 }
 
@@ -698,10 +698,9 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, mut values: Vec<Value>) -> P
 fn run_resolved(
     py: Python<'_>,
     schema: &FunctionSchema,
-    full: &str,
+    full: String,
     values: Vec<Value>,
 ) -> PyResult<Py<PyAny>> {
-    let full = full.to_string();
     let complex = kernels::complex::restricted_input(py, &values);
     let kernel = match complex {
         None => kernels::get(&full),
