@@ -329,8 +329,8 @@ pub struct ForeignBytes {
     writable: bool,
     /// Every byte was 0 or 1 when checked, so the bytes may be read as bools.
     holds_bools: bool,
-    /// Never read: dropping it releases the memory.
-    _owner: Box<dyn std::any::Any + Send + Sync>,
+    /// Dropping it releases the memory.
+    owner: Box<dyn std::any::Any + Send + Sync>,
 }
 
 // SAFETY: the memory is plain bytes; access goes through the storage's lock like owned
@@ -356,7 +356,7 @@ impl ForeignBytes {
             len,
             writable,
             holds_bools: false,
-            _owner: owner,
+            owner,
         }
     }
 
@@ -372,6 +372,24 @@ impl ForeignBytes {
         } else {
             None
         }
+    }
+}
+
+impl ForeignBytes {
+    /// What keeps the memory alive, so that its maker can recognise its own (a shared-memory
+    /// region it wants the file descriptor of, say).
+    pub fn owner(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &*self.owner
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -648,6 +666,28 @@ impl Storage {
     /// True when both handles point to the same storage.
     pub fn same(&self, other: &Storage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// A number identifying this storage while it lives (every handle gives the same one),
+    /// whatever memory its buffer is swapped to.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// A handle that does not keep the storage alive.
+    pub fn downgrade(&self) -> WeakStorage {
+        WeakStorage(Arc::downgrade(&self.0))
+    }
+}
+
+/// A [`Storage`] handle that does not keep it alive (upstream's weak storage references).
+#[derive(Debug, Clone)]
+pub struct WeakStorage(std::sync::Weak<RwLock<Buffer>>);
+
+impl WeakStorage {
+    /// The storage, if some strong handle still holds it.
+    pub fn upgrade(&self) -> Option<Storage> {
+        self.0.upgrade().map(Storage)
     }
 }
 

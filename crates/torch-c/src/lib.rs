@@ -21,6 +21,7 @@ mod math_bits;
 mod memory;
 mod placement;
 mod random;
+mod shared_memory;
 mod storage;
 mod tensor;
 mod value;

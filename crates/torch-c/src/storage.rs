@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use std::sync::Mutex;
-use torchnative_core::storage::Buffer;
+use torchnative_core::storage::{Buffer, Storage, WeakStorage};
 use torchnative_core::{DType, Device, Tensor};
 
 enum Data {
@@ -27,6 +27,19 @@ enum Data {
 #[pyclass(subclass, module = "torch._C", name = "StorageBase")]
 pub struct StorageBase {
     data: Mutex<Data>,
+    /// The `_cdata` this object reported before its bytes became a typed buffer (set only when
+    /// that happens under `_share_fd_cpu_`, whose caller checks that `_cdata` did not change).
+    pinned_cdata: std::sync::atomic::AtomicUsize,
+}
+
+/// Weak references handed out by `_weak_ref`, by storage id, with how many are out.
+static WEAK_REFS: Mutex<Option<std::collections::HashMap<usize, (WeakStorage, usize)>>> =
+    Mutex::new(None);
+
+fn weak_refs(
+) -> std::sync::MutexGuard<'static, Option<std::collections::HashMap<usize, (WeakStorage, usize)>>>
+{
+    WEAK_REFS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The storage's bytes (the machine is little-endian, as upstream's file format).
@@ -93,6 +106,44 @@ fn whole_buffer(t: &Tensor) -> PyResult<Tensor> {
 }
 
 impl StorageBase {
+    fn with_data(data: Data) -> StorageBase {
+        StorageBase {
+            data: Mutex::new(data),
+            pinned_cdata: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// A new Python storage object of class `cls` over the whole of `storage`.
+    fn over<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        storage: Storage,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let len = storage.read().byte_len();
+        let flat = Tensor::over_storage(storage, DType::U8, &[len], &[1], 0).map_err(core_err)?;
+        let obj = cls.call0()?;
+        *obj.cast::<StorageBase>()?.borrow().lock() = Data::Typed(flat);
+        Ok(obj)
+    }
+
+    /// The whole core storage behind this object (bytes read from a file become one first).
+    fn core_storage(&self) -> PyResult<Storage> {
+        let flat = self.typed(DType::U8)?;
+        let storage = flat.storage().expect("typed storages hold data").clone();
+        if flat.storage_offset() != 0 || flat.numel() != storage.read().byte_len() {
+            return Err(PyRuntimeError::new_err(
+                "a slice of a storage cannot be shared between processes; share the whole storage",
+            ));
+        }
+        Ok(storage)
+    }
+
+    fn cdata_now(&self) -> usize {
+        match &*self.lock() {
+            Data::Typed(t) => t.storage().expect("typed storages hold data").id(),
+            Data::Bytes(_) => self as *const StorageBase as usize,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -162,9 +213,7 @@ impl StorageBase {
             }
             _ => return Err(PyTypeError::new_err("UntypedStorage(): too many arguments")),
         };
-        Ok(StorageBase {
-            data: Mutex::new(Data::Bytes(bytes)),
-        })
+        Ok(StorageBase::with_data(Data::Bytes(bytes)))
     }
 
     fn nbytes(&self) -> usize {
@@ -191,8 +240,130 @@ impl StorageBase {
     fn is_sparse(&self) -> bool {
         false
     }
+    /// True when the bytes live in shared memory (`share_memory_`, a DataLoader worker's batch).
     fn is_shared(&self) -> bool {
-        false
+        match &*self.lock() {
+            Data::Typed(t) => crate::shared_memory::region_of(
+                &t.storage().expect("typed storages hold data").read(),
+            )
+            .is_some(),
+            Data::Bytes(_) => false,
+        }
+    }
+    /// Moves the bytes into shared memory (in place: tensors over them follow) and returns the
+    /// region's file descriptor and byte length, for `torch.multiprocessing` to send.
+    fn _share_fd_cpu_(&self) -> PyResult<(i32, usize)> {
+        use std::sync::atomic::Ordering;
+        if matches!(&*self.lock(), Data::Bytes(_)) {
+            let before = self.cdata_now();
+            let _ =
+                self.pinned_cdata
+                    .compare_exchange(0, before, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        let storage = self.core_storage()?;
+        crate::shared_memory::share(&storage).map_err(|e| {
+            PyRuntimeError::new_err(format!("_share_fd_cpu_: cannot share the storage: {e}"))
+        })
+    }
+    /// A new zeroed storage of `size` bytes in shared memory.
+    #[classmethod]
+    fn _new_using_fd_cpu<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let region = crate::shared_memory::SharedRegion::create(size).map_err(|e| {
+            PyRuntimeError::new_err(format!(
+                "_new_using_fd_cpu: cannot create shared memory of {size} bytes: {e}"
+            ))
+        })?;
+        let buf = region
+            .into_buffer(false)
+            .expect("no bool check was asked for");
+        StorageBase::over(cls, Storage::new(buf))
+    }
+    /// The storage another process shared as file descriptor `fd` (`size` bytes).
+    #[classmethod]
+    fn _new_shared_fd_cpu<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        fd: i32,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let region = crate::shared_memory::SharedRegion::open(fd, size).map_err(|e| {
+            PyRuntimeError::new_err(format!(
+                "_new_shared_fd_cpu: cannot map descriptor {fd}: {e}"
+            ))
+        })?;
+        let buf = region
+            .into_buffer(false)
+            .expect("no bool check was asked for");
+        StorageBase::over(cls, Storage::new(buf))
+    }
+    /// Upstream's `file_system` strategy needs its `torch_shm_manager` process; refused by name.
+    fn _share_filename_cpu_(&self) -> PyResult<()> {
+        Err(PyRuntimeError::new_err(
+            "_share_filename_cpu_: the 'file_system' sharing strategy is not supported by torchnative; \
+             use torch.multiprocessing.set_sharing_strategy('file_descriptor') (the default)",
+        ))
+    }
+    #[classmethod]
+    #[pyo3(signature = (*_args))]
+    fn _new_shared_filename_cpu(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        _args: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        Err(PyRuntimeError::new_err(
+            "_new_shared_filename_cpu: the 'file_system' sharing strategy is not supported by torchnative",
+        ))
+    }
+    /// A weak reference to the storage, as a number (upstream: the storage's address).
+    fn _weak_ref(&self) -> PyResult<usize> {
+        let storage = self.core_storage()?;
+        let id = storage.id();
+        let mut refs = weak_refs();
+        let entry = refs
+            .get_or_insert_with(Default::default)
+            .entry(id)
+            .or_insert_with(|| (storage.downgrade(), 0));
+        entry.1 += 1;
+        Ok(id)
+    }
+    /// The storage a weak reference names, or None when it is gone.
+    #[classmethod]
+    fn _new_with_weak_ptr<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        handle: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let storage = weak_refs()
+            .as_ref()
+            .and_then(|m| m.get(&handle))
+            .and_then(|(w, _)| w.upgrade());
+        storage.map(|s| StorageBase::over(cls, s)).transpose()
+    }
+    #[classmethod]
+    fn _expired(_cls: &Bound<'_, pyo3::types::PyType>, handle: usize) -> bool {
+        weak_refs()
+            .as_ref()
+            .and_then(|m| m.get(&handle))
+            .is_none_or(|(w, _)| w.upgrade().is_none())
+    }
+    #[classmethod]
+    fn _free_weak_ref(_cls: &Bound<'_, pyo3::types::PyType>, handle: usize) {
+        let mut refs = weak_refs();
+        if let Some(m) = refs.as_mut() {
+            if let Some(entry) = m.get_mut(&handle) {
+                entry.1 -= 1;
+                if entry.1 == 0 {
+                    m.remove(&handle);
+                }
+            }
+        }
+    }
+    /// Reference counts of `file_system` shared memory; nothing to count for descriptors.
+    fn _shared_incref(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    fn _shared_decref(slf: Py<Self>) -> Py<Self> {
+        slf
     }
     fn is_pinned(&self, _device: Option<&Bound<'_, PyAny>>) -> bool {
         false
@@ -204,10 +375,15 @@ impl StorageBase {
             Data::Bytes(b) => Ok(b.as_ptr() as usize),
         }
     }
-    /// The identity upstream's serializer keys storages by: the buffer's address.
+    /// The storage's identity (upstream: the `StorageImpl`'s address), which the serializer
+    /// keys storages by: the same for every object over one buffer, and kept when the bytes
+    /// move (into shared memory).
     #[getter]
-    fn _cdata(&self) -> PyResult<usize> {
-        self.data_ptr()
+    fn _cdata(&self) -> usize {
+        match self.pinned_cdata.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => self.cdata_now(),
+            pinned => pinned,
+        }
     }
     /// The storage's bytes (a copy), for the zip writer.
     fn _tn_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {

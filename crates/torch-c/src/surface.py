@@ -1236,6 +1236,9 @@ def _initExtension(manager_path):
         for n, v in table.items():
             setattr(torch, n, v)
     _legacy_tensor_types(torch)
+    # Upstream's default tensor type sets `torch.Storage` (multiprocessing's weak storage
+    # references call through it).
+    torch.Storage = torch.FloatStorage
     return True
 
 
@@ -1496,6 +1499,37 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     return _tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
+def _new(self, *args, device=None):
+    """Tensor.new, upstream's legacy constructor in this tensor's dtype: nothing (empty),
+    sizes (uninitialized), a storage (viewed whole, sharing memory), a tensor of the same
+    dtype (aliased), or data (copied)."""
+    import torch
+
+    if device is not None and torch.device(device).type != "cpu":
+        raise RuntimeError(f"Tensor.new: device {device} is not available in torchnative")
+    if not args:
+        return torch.empty(0, dtype=self.dtype)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, (torch.UntypedStorage, torch.TypedStorage)):
+        if isinstance(first, torch.TypedStorage):
+            if first.dtype != self.dtype:
+                raise TypeError(f"Expected a Storage of type {self.dtype} but got {first.dtype}")
+            first = first._untyped_storage
+        size = first.nbytes() // self.element_size()
+        return torch.empty(0, dtype=self.dtype).set_(first, 0, (size,), (1,))
+    if len(args) == 1 and isinstance(first, TensorBase):  # noqa: F821
+        if first.dtype != self.dtype:
+            raise TypeError(f"Tensor.new: expected a tensor of type {self.dtype} but got {first.dtype}")
+        return first.as_strided(first.size(), first.stride(), first.storage_offset())
+    if _builtins.all(isinstance(a, _builtins.int) for a in args):
+        return torch.empty(args, dtype=self.dtype)
+    if len(args) == 1 and isinstance(first, Size):
+        return torch.empty(first, dtype=self.dtype)
+    if len(args) == 1:
+        return _tensor(first, dtype=self.dtype)
+    raise TypeError("Tensor.new(): expected sizes, a storage, a tensor or data")
+
+
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
@@ -1559,6 +1593,7 @@ TensorBase.cpu = _cpu  # noqa: F821
 TensorBase.cuda = _to_accelerator("cuda")  # noqa: F821
 TensorBase.xpu = _to_accelerator("xpu")  # noqa: F821
 TensorBase.new_tensor = _new_tensor  # noqa: F821
+TensorBase.new = _new  # noqa: F821
 TensorBase.type = _type  # noqa: F821
 TensorBase.__contains__ = _contains  # noqa: F821
 TensorBase.__floordiv__ = lambda self, other: self.div(other, rounding_mode="floor")  # noqa: F821
@@ -1578,7 +1613,6 @@ TensorBase.storage_type = _refuse("TensorBase.storage_type")  # noqa: F821
 TensorBase.apply_ = _refuse("TensorBase.apply_")  # noqa: F821
 TensorBase.map_ = _refuse("TensorBase.map_")  # noqa: F821
 TensorBase.map2_ = _refuse("TensorBase.map2_")  # noqa: F821
-TensorBase.new = _refuse("TensorBase.new")  # noqa: F821
 TensorBase._use_count = lambda self: 1  # noqa: F821
 TensorBase._grad = property(lambda self: self.grad, lambda self, g: setattr(self, "grad", g))  # noqa: F821
 TensorBase._grad_fn = property(lambda self: None)  # noqa: F821

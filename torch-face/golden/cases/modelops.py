@@ -34,10 +34,30 @@ def gen():
             ("out-none", "(torch.stack([x, x], 0, out=None), torch.add(x, 1, out=None), torch.cat([x, x], out=None).shape)", ["aten::stack", "aten::add.Tensor", "aten::cat"], "ex"),
             ("record-function", "(lambda rf: (rf.__enter__(), x + 1, rf.__exit__(None, None, None))[1])(torch.autograd.profiler.record_function('scope'))", [], "ex"),
             ("dataloader-workers0", "[b for b in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.arange(6)), batch_size=4)]", [], "ex"),
+            ("dataloader-workers2", "[b for b in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.arange(6)), batch_size=4, num_workers=2)]", [], "ex"),
+            ("share-memory", "(lambda t: (t.is_shared(), t.share_memory_() is t, t.is_shared(), t.untyped_storage().is_shared(), t + 1))(x.clone())", [], "ex"),
+            ("tensor-new", "(x.new(2, 3).shape, x.new([1, 2]), x.new(x) is x, x.new().shape, x.new(torch.UntypedStorage(16)).shape, x.new(x).data_ptr() == x.data_ptr())", [], "ex"),
             ("storage-from-file", "(lambda f: (f.write(bytes(range(64))), f.flush(), (lambda s: (s.nbytes(), s[3], torch.asarray(s[8:24], dtype=torch.uint8).view(torch.float32)))(torch.UntypedStorage.from_file(f.name, shared=False, nbytes=64)))[2])(__import__('tempfile').NamedTemporaryFile())", [], "ex"),
     ):
         cs.append(case("modelops/%s" % name, x + w + "out = %s\n" % expr, ops, FAM,
                        ref64=kind != "ex", acc=kind == "acc", exact=kind == "ex"))
+    # nn.MultiheadAttention's inference fast path (eval, no grad needed, batch_first): every
+    # mask form it merges and both weight forms.
+    mha = ("torch.manual_seed(0)\n"
+           "m = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval().requires_grad_(False)\n"
+           "q = inp(torch.arange(48, dtype=torch.float32).reshape(2, 3, 8) / 20 - 1)\n"
+           "causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)\n"
+           "pad = torch.tensor([[False, False, True], [True, True, True]])\n")
+    for name, kwargs in (
+            ("plain", "need_weights=False"),
+            ("weights-averaged", "need_weights=True"),
+            ("weights-per-head", "need_weights=True, average_attn_weights=False"),
+            ("causal", "need_weights=False, attn_mask=causal"),
+            ("padding-all-masked-row", "need_weights=True, key_padding_mask=pad"),
+            ("causal-and-padding", "need_weights=False, attn_mask=causal, key_padding_mask=pad[[0, 0]]"),
+    ):
+        cs.append(case("modelops/mha-fast-path-%s" % name, mha + "out = m(q, q, q, %s)\n" % kwargs,
+                       ["aten::_native_multi_head_attention"], FAM, ref64=True, acc=True))
     return cs
 
 

@@ -9,7 +9,9 @@ use std::sync::{Arc, RwLock};
 /// pays for the ~2-5 µs a fork/join costs on a busy pool.
 pub(crate) const MIN_WORK_PER_TASK: usize = 32 * 1024;
 
-static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+/// The pool and the process that started its threads: a child made by `fork` (a DataLoader
+/// worker) inherits the pool's memory but none of its threads, so it builds its own.
+static POOL: RwLock<Option<(u32, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
 
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -24,20 +26,40 @@ fn build_pool(n: usize) -> Result<Arc<rayon::ThreadPool>, KernelError> {
         .map_err(|e| KernelError::ThreadPool(e.to_string()))
 }
 
-/// The process-wide kernel pool, built on first use with the available parallelism.
+/// Replaces the pool, leaking one inherited from the parent process: its threads do not exist
+/// here, so nothing about it may be touched, dropping included.
+fn set_pool(
+    slot: &mut Option<(u32, Arc<rayon::ThreadPool>)>,
+    pid: u32,
+    pool: Arc<rayon::ThreadPool>,
+) {
+    if let Some((owner, old)) = slot.replace((pid, pool)) {
+        if owner != pid {
+            std::mem::forget(old);
+        }
+    }
+}
+
+/// The process-wide kernel pool, built on first use with the available parallelism (and
+/// again in a forked child, with as many threads as the parent's pool had).
 pub(crate) fn pool() -> Arc<rayon::ThreadPool> {
-    if let Some(pool) = POOL.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        return Arc::clone(pool);
+    let pid = std::process::id();
+    if let Some((owner, pool)) = POOL.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if *owner == pid {
+            return Arc::clone(pool);
+        }
     }
     let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(pool) = slot.as_ref() {
-        return Arc::clone(pool);
-    }
+    let threads = match slot.as_ref() {
+        Some((owner, pool)) if *owner == pid => return Arc::clone(pool),
+        Some((_, inherited)) => inherited.current_num_threads(),
+        None => default_threads(),
+    };
     // Building a pool only fails when the OS refuses threads; fall back to one thread inline.
-    let pool = build_pool(default_threads())
+    let pool = build_pool(threads)
         .or_else(|_| build_pool(1))
         .expect("cannot start even one kernel thread");
-    *slot = Some(Arc::clone(&pool));
+    set_pool(&mut slot, pid, Arc::clone(&pool));
     pool
 }
 
@@ -48,7 +70,11 @@ pub fn set_num_threads(n: usize) -> Result<(), KernelError> {
         return Err(KernelError::InvalidThreadCount { requested: n });
     }
     let pool = build_pool(n)?;
-    *POOL.write().unwrap_or_else(|e| e.into_inner()) = Some(pool);
+    set_pool(
+        &mut POOL.write().unwrap_or_else(|e| e.into_inner()),
+        std::process::id(),
+        pool,
+    );
     Ok(())
 }
 

@@ -97,6 +97,108 @@ fn sdpa(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
     follow_layout(r.clone(), like).map_err(core_err)
 }
 
+/// `_native_multi_head_attention`, the inference fast path of `nn.MultiheadAttention`
+/// (`batch_first`, packed in-projection), as upstream's CPU kernel computes it: the packed
+/// in-projection, q scaled by 1/sqrt(head_dim) after its bias, a masked softmax (a float mask
+/// masks where it is nonzero, upstream casting it to bool; a row with every key masked is NaN,
+/// as upstream's), the out-projection; weights averaged over heads when asked for.
+fn native_multi_head_attention(c: &Ctx<'_, '_>) -> PyResult<Out> {
+    let op = "_native_multi_head_attention";
+    let (query, key, value) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+    let (embed_dim, num_head) = (c.int(3)?, c.int(4)?);
+    let (qkv_w, qkv_b, proj_w, proj_b) = (c.tensor(5)?, c.tensor(6)?, c.tensor(7)?, c.tensor(8)?);
+    let mask = c.opt_tensor(9)?;
+    let (need_weights, average) = (c.bool(10)?, c.bool(11)?);
+    let mask_type = c.opt_int(12)?;
+    for (name, t) in [("query", &query), ("key", &key), ("value", &value)] {
+        if t.dim() != 3 {
+            return Err(err(
+                op,
+                format!("expected 3-D `{name}`, got {}-D tensor", t.dim()),
+            ));
+        }
+    }
+    if query.shape() != key.shape() || key.shape() != value.shape() {
+        return Err(err(op, "expected `query`/`key`/`value` shapes to match"));
+    }
+    let d = embed_dim.max(0) as usize;
+    if query.shape()[2] != d {
+        return Err(err(
+            op,
+            format!(
+                "passed-in embed_dim {d} didn't match last dim of query {}",
+                query.shape()[2]
+            ),
+        ));
+    }
+    if qkv_w.dim() != 2 || qkv_w.shape() != [3 * d, d] {
+        return Err(err(
+            op,
+            "expected `qkv_weight` of shape [3 * embed_dim, embed_dim]",
+        ));
+    }
+    if qkv_b.dim() != 1 || qkv_b.shape()[0] != 3 * d {
+        return Err(err(op, "expected 1-D `qkv_bias` of 3 * embed_dim elements"));
+    }
+    if num_head <= 0 || d % num_head as usize != 0 {
+        return Err(err(op, "`embed_dim` must divide evenly by `num_heads`"));
+    }
+    let (b, t, h) = (query.shape()[0], query.shape()[1], num_head as usize);
+    let dh = d / h;
+    let heads = |x: &Tensor| -> R {
+        x.reshape(&[b as i64, t as i64, h as i64, dh as i64])?
+            .transpose(1, 2)
+    };
+    let run = || -> torchnative_core::Result<(Tensor, Option<Tensor>)> {
+        let w = qkv_w.chunk(3, 0)?;
+        let bias = qkv_b.chunk(3, 0)?;
+        let project = |x: &Tensor, i: usize| cnn_linear(x, &w[i], Some(&bias[i]));
+        let q = heads(&project(&query, 0)?)?.mul(1.0 / (dh as f64).sqrt())?;
+        let k = heads(&project(&key, 1)?)?;
+        let v = heads(&project(&value, 2)?)?;
+        let mut scores = q.matmul(&k.transpose(2, 3)?)?;
+        if let Some(m) = &mask {
+            let masked = if m.dtype() == DType::Bool {
+                m.clone()
+            } else {
+                m.ne(0.0)?
+            };
+            // Key padding masks ([B, S], type 1) cover every head and query.
+            let masked = if mask_type == Some(1) && masked.dim() == 2 {
+                masked.reshape(&[b as i64, 1, 1, t as i64])?
+            } else {
+                masked
+            };
+            let masked = masked.broadcast_to(scores.shape())?;
+            scores = scores.masked_fill(&masked, Scalar::Float(f64::NEG_INFINITY))?;
+        }
+        scores = scores.softmax(-1)?;
+        let ctx = scores
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape(&[b as i64, t as i64, d as i64])?;
+        let out = cnn_linear(&ctx, &proj_w, Some(&proj_b))?;
+        let weights = match (need_weights, average) {
+            (false, _) => None,
+            (true, true) => Some(scores.sum(&[1], false)?.div(h as f64)?),
+            (true, false) => Some(scores),
+        };
+        Ok((out, weights))
+    };
+    let (out, weights) = run().map_err(core_err)?;
+    let py = c.py;
+    let weights = match weights {
+        Some(w) => crate::tensor::wrap(py, w)?,
+        None => py.None(),
+    };
+    let pair = pyo3::types::PyTuple::new(py, [crate::tensor::wrap(py, out)?, weights])?;
+    Ok(Out::Object(pair.into_any().unbind()))
+}
+
+fn cnn_linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> R {
+    torchnative_core::ops::linalg::linear(x, w, b)
+}
+
 // ----- convolution -----
 
 fn conv_call(
@@ -1098,6 +1200,10 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::scaled_dot_product_attention", |c| {
         Ok(Out::Tensor(sdpa(c)?))
     });
+    t.insert(
+        "aten::_native_multi_head_attention",
+        native_multi_head_attention,
+    );
 
     // ----- convolution -----
     t.insert("aten::conv1d", |c| {
