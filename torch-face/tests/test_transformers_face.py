@@ -91,3 +91,88 @@ def test_gguf_sampling_streaming_and_bf16_match_upstream(tmp_path):
     assert len(face["pieces"]) > 1, "the streamer should yield several pieces"
     assert "".join(face["pieces"]) == "".join(up["pieces"])
     assert face["bf16"].tolist() == up["bf16"].tolist()
+
+
+SAVE_COPY = r"""
+import sys, os, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+path, out = sys.argv[1], sys.argv[2]
+d, f = os.path.dirname(path), os.path.basename(path)
+AutoTokenizer.from_pretrained(d, gguf_file=f).save_pretrained(out)
+gguf = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+# transformers refuses to save a model loaded from GGUF; the same weights in a plain model save.
+plain = AutoModelForCausalLM.from_config(gguf.config, dtype=torch.float32)
+plain.load_state_dict(gguf.state_dict())
+plain.save_pretrained(out)
+"""
+
+COPY_RUN = r"""
+import sys, hashlib, torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+d, out, dtype = sys.argv[1], sys.argv[2], getattr(torch, sys.argv[3])
+tok = AutoTokenizer.from_pretrained(d)
+model = AutoModelForCausalLM.from_pretrained(d, dtype=dtype)
+digests = {k: (str(v.dtype), tuple(v.shape), hashlib.sha256(v.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest())
+           for k, v in model.state_dict().items()}
+ids = tok(%r, return_tensors="pt")
+with torch.no_grad():
+    logits = model(**ids).logits
+tokens = model.generate(**ids, max_new_tokens=8, do_sample=False)
+torch.save({"digests": digests, "logits": logits.to(torch.float64), "tokens": tokens}, out)
+""" % PROMPT
+
+
+@pytest.fixture(scope="module")
+def safetensors_copy(tmp_path_factory):
+    """The default model as upstream's transformers saves it (safetensors + tokenizer)."""
+    model = _model()
+    out = tmp_path_factory.mktemp("smollm2-safetensors")
+    subprocess.run([_oracle(), "-c", SAVE_COPY, model, str(out)], check=True, capture_output=True,
+                   text=True)
+    return out
+
+
+_COPY_RUNS = {}
+
+
+def _copy_runs(directory, tmp_path, sides):
+    """Each (python, dtype) run once per session: upstream's float64 run serves every test."""
+    runs = {}
+    for py, dtype, name in sides:
+        key = (str(directory), py, dtype)
+        if key not in _COPY_RUNS:
+            out = tmp_path / name
+            done = subprocess.run([py, "-c", COPY_RUN, str(directory), str(out), dtype],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr[-3000:]
+            _COPY_RUNS[key] = torch.load(out)
+        runs[name] = _COPY_RUNS[key]
+    return runs
+
+
+def test_safetensors_copy_loads_bit_identical_weights_and_generates(safetensors_copy, tmp_path):
+    oracle = _oracle()
+    runs = _copy_runs(safetensors_copy, tmp_path, [(oracle, "float32", "up32"), (oracle, "float64", "up64"),
+                                                   (sys.executable, "float32", "face")])
+    up32, up64, face = runs["up32"], runs["up64"], runs["face"]
+    assert len(face["digests"]) > 100
+    assert face["digests"] == up32["digests"]
+    assert face["tokens"].tolist() == up32["tokens"].tolist()
+    upstream_error = (up32["logits"] - up64["logits"]).abs().max().item()
+    ours = (face["logits"] - up32["logits"]).abs().max().item()
+    assert ours <= 4 * upstream_error, (ours, upstream_error)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_logits_and_tokens_match_upstream(safetensors_copy, tmp_path, dtype):
+    """In 16-bit types the tolerance is upstream's own error in that type (against its float64
+    run), as for float32."""
+    oracle = _oracle()
+    runs = _copy_runs(safetensors_copy, tmp_path, [(oracle, dtype, "up"), (oracle, "float64", "up64"),
+                                                   (sys.executable, dtype, "face")])
+    up, up64, face = runs["up"], runs["up64"], runs["face"]
+    assert face["digests"] == up["digests"]
+    assert face["tokens"].tolist() == up["tokens"].tolist()
+    upstream_error = (up["logits"] - up64["logits"]).abs().max().item()
+    ours = (face["logits"] - up["logits"]).abs().max().item()
+    assert ours <= 4 * upstream_error, (ours, upstream_error)
