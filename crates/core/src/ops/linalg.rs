@@ -246,11 +246,50 @@ impl Tensor {
 
 /// `torch.nn.functional.linear`: `input @ weight.T + bias`.
 pub fn linear(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    if let Some(y) = linear_f32_in_place(input, weight, bias)? {
+        return Ok(y);
+    }
     let y = input.matmul(&weight.t()?)?;
     match bias {
         Some(b) => y.add(b),
         None => Ok(y),
     }
+}
+
+/// f32 `linear` on the CPU with a contiguous `[n, k]` weight: the Linear kernel reads the
+/// weight where it lies (a decode step is one pass over it) and adds the bias to the f32
+/// product, as upstream's `addmm` does, instead of the general matmul materializing the
+/// weight's transpose. `None` when the operands do not have that form (the general path
+/// handles them and their errors).
+fn linear_f32_in_place(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    let plain = |t: &Tensor| t.dtype() == DType::F32 && t.device() == Device::Cpu;
+    if !plain(input) || !plain(weight) || weight.dim() != 2 || input.dim() == 0 {
+        return Ok(None);
+    }
+    let (n, k) = (weight.shape()[0], weight.shape()[1]);
+    if !weight.is_contiguous() || input.shape()[input.dim() - 1] != k || input.numel() == 0 || n == 0 || k == 0 {
+        return Ok(None);
+    }
+    let bias = match bias {
+        None => None,
+        Some(b) if plain(b) && b.dim() == 1 && b.shape()[0] == n => Some(b.to_vec::<f32>()?),
+        Some(_) => return Ok(None),
+    };
+    // The activations are copied (they are small beside the weight, and the copy keeps the
+    // weight's storage lock the only one held).
+    let x = input.to_vec::<f32>()?;
+    let m = x.len() / k;
+    let mut out = vec![0f32; m * n];
+    weight.with_data(|w: &[f32]| {
+        crate::kernels::linear_f32(&x, w, bias.as_deref(), &mut out, m, k, n)
+    })?;
+    let mut shape = input.shape().to_vec();
+    *shape.last_mut().expect("input has at least one dim") = n;
+    Tensor::from_vec(out, &shape).map(Some)
 }
 
 /// Scale factors of `addmm`/`baddbmm`: `beta * input + alpha * (a @ b)`.
