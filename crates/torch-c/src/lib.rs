@@ -443,6 +443,24 @@ fn _tn_tensor(
     tensor::wrap(py, t)
 }
 
+/// `torch.set_num_threads(n)`: the size of the kernel pool every operator splits work over.
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n <= 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
+    }
+    torchnative_core::kernels::set_num_threads(n as usize)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("set_num_threads: {e}")))
+}
+
+/// `torch.get_num_threads()`: the kernel pool's size.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    torchnative_core::kernels::num_threads()
+}
+
 #[pyfunction]
 fn _tn_set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
     let code = match dtype::dtype_from_py(d)? {
@@ -554,6 +572,8 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtype::_tn_dtype_names, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_get_all_dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_set_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_registry_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_function, m)?)?;

@@ -1199,14 +1199,6 @@ def _parallel_info():
     return "torchnative: one rayon pool"
 
 
-def get_num_threads():
-    return __import__("os").cpu_count() or 1
-
-
-def set_num_threads(n):
-    pass
-
-
 def set_flush_denormal(mode):
     return False
 

@@ -120,6 +120,7 @@ fn bmm_core(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             }
             Tensor::from_vec(out, &out_shape)
         }
+        DType::F32 => bmm_f32_strided(a, b, bs, m, k, n),
         d if d.is_float() => {
             let (av, bv) = (a.to_vec::<f32>()?, b.to_vec::<f32>()?);
             let mut out = Vec::with_capacity(bs * m * n);
@@ -151,6 +152,64 @@ fn bmm_core(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             Tensor::from_i64s(&out, &out_shape, d)
         }
     }
+}
+
+/// f32 batched product read straight from the operands' storages through their strides
+/// (transposed, expanded and sliced views included), so no operand is copied first.
+fn bmm_f32_strided(
+    a: &Tensor,
+    b: &Tensor,
+    bs: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<Tensor> {
+    let op = "matmul";
+    let mut out = vec![0f32; bs * m * n];
+    if m == 0 || n == 0 || k == 0 || bs == 0 {
+        return Tensor::from_vec(out, &[bs, m, n]);
+    }
+    let (sa, sb) = (
+        a.storage_ref()
+            .ok_or_else(|| invalid(op, "operand has no storage"))?,
+        b.storage_ref()
+            .ok_or_else(|| invalid(op, "operand has no storage"))?,
+    );
+    // One lock when both operands share a storage (a second read lock could queue behind a
+    // writer).
+    let ga = sa.read();
+    let gb = if sa.same(sb) { None } else { Some(sb.read()) };
+    let unreadable = || Error::UnsupportedDType {
+        op,
+        dtype: DType::F32,
+    };
+    let da = <f32 as crate::Element>::slice(&ga).ok_or_else(unreadable)?;
+    let db = match &gb {
+        Some(g) => <f32 as crate::Element>::slice(g).ok_or_else(unreadable)?,
+        None => da,
+    };
+    let (ast, bst) = (a.strides(), b.strides());
+    for (i, c) in out.chunks_mut(m * n).enumerate() {
+        let ao = a.storage_offset() + i * ast[0];
+        let bo = b.storage_offset() + i * bst[0];
+        crate::kernels::matmul_f32(
+            m,
+            k,
+            n,
+            &da[ao..],
+            ast[1],
+            ast[2],
+            &db[bo..],
+            bst[1],
+            bst[2],
+            c,
+            n,
+            0.0,
+        );
+    }
+    drop(gb);
+    drop(ga);
+    Tensor::from_vec(out, &[bs, m, n])
 }
 
 fn mat_mismatch(op: &'static str, a: &Tensor, b: &Tensor) -> Error {
@@ -271,7 +330,12 @@ fn linear_f32_in_place(
         return Ok(None);
     }
     let (n, k) = (weight.shape()[0], weight.shape()[1]);
-    if !weight.is_contiguous() || input.shape()[input.dim() - 1] != k || input.numel() == 0 || n == 0 || k == 0 {
+    if !weight.is_contiguous()
+        || input.shape()[input.dim() - 1] != k
+        || input.numel() == 0
+        || n == 0
+        || k == 0
+    {
         return Ok(None);
     }
     let bias = match bias {

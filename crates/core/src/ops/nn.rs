@@ -7,6 +7,7 @@ use crate::kernels;
 use crate::ops::creation::full;
 use crate::ops::pointwise::where_;
 use crate::tensor::Tensor;
+use crate::Device;
 
 /// The dtype used for the arithmetic of a float op: halves widen to f32.
 fn compute_dtype(op: &'static str, t: &Tensor) -> Result<DType> {
@@ -292,6 +293,83 @@ pub struct SdpaOptions {
     pub window: Option<usize>,
 }
 
+/// The runtime's attention kernel (online softmax over key blocks, grouped-query heads read in
+/// place) for the shapes a decoder's attention has: f32 on the CPU, `[B, H, L, E]`, no mask
+/// tensor or window, keys `[B, Hkv, Lk, E]` contiguous per batch, and either causal
+/// (bottom-right, `Lq <= Lk`) or one query that sees every key. `None` otherwise.
+fn sdpa_f32_kernel(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    options: &SdpaOptions,
+) -> Result<Option<Tensor>> {
+    let cpu_f32 = |t: &Tensor| t.dtype() == DType::F32 && t.device() == Device::Cpu && t.dim() == 4;
+    if !cpu_f32(q)
+        || !cpu_f32(k)
+        || !cpu_f32(v)
+        || options.attn_mask.is_some()
+        || options.window.is_some()
+    {
+        return Ok(None);
+    }
+    let (b, hq, lq, e) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let (hkv, lk) = (k.shape()[1], k.shape()[2]);
+    let shapes_fit = k.shape() == [b, hkv, lk, e]
+        && v.shape() == k.shape()
+        && hkv > 0
+        && hq % hkv == 0
+        && e > 0
+        && b > 0
+        && lq > 0
+        && lq <= lk
+        && (options.is_causal || lq == 1);
+    if !shapes_fit {
+        return Ok(None);
+    }
+    let params = crate::kernels::AttentionParams {
+        n_q: lq,
+        n_heads: hq,
+        n_kv_heads: hkv,
+        head_dim: e,
+        kv_len: lk,
+        kv_capacity: lk,
+        q_pos0: lk - lq,
+        scale: options.scale.unwrap_or(1.0 / (e as f64).sqrt()) as f32,
+        sliding_window: None,
+        softcap: None,
+    };
+    // The kernel's layouts: queries [Lq, H, E], keys and values [Hkv, Lk, E].
+    let queries = q.permute(&[0, 2, 1, 3])?.contiguous()?.to_vec::<f32>()?;
+    let (keys, mut values) = (k.contiguous()?, v.contiguous()?);
+    if keys.shares_storage(&values) {
+        // One storage lock at a time (a second read lock could queue behind a writer).
+        values = Tensor::from_vec(values.to_vec::<f32>()?, values.shape())?;
+    }
+    let per_q = lq * hq * e;
+    let per_kv = hkv * lk * e;
+    let mut out = vec![0f32; b * per_q];
+    keys.with_data(|kd: &[f32]| {
+        values.with_data(|vd: &[f32]| {
+            for i in 0..b {
+                crate::kernels::attention_f32(
+                    &queries[i * per_q..(i + 1) * per_q],
+                    &kd[i * per_kv..(i + 1) * per_kv],
+                    &vd[i * per_kv..(i + 1) * per_kv],
+                    &mut out[i * per_q..(i + 1) * per_q],
+                    &mut [],
+                    params,
+                )?;
+            }
+            Ok::<(), crate::kernels::KernelError>(())
+        })
+    })??
+    .map_err(|e| invalid("scaled_dot_product_attention", e.to_string()))?;
+    Tensor::from_vec(out, &[b, lq, hq, e])?
+        .permute(&[0, 2, 1, 3])?
+        .contiguous()
+        .map(Some)
+}
+
 /// Scaled dot-product attention over `q [..., Hq, Lq, E]`, `k [..., Hkv, Lk, E]`,
 /// `v [..., Hkv, Lk, Ev]`; `Hkv` must divide `Hq` (grouped-query heads: q head h uses kv head
 /// `h / (Hq / Hkv)`). Rows with no attendable key give zeros, as PyTorch 2.15 does.
@@ -323,6 +401,9 @@ pub fn scaled_dot_product_attention(
                 v.dtype().name()
             ),
         ));
+    }
+    if let Some(r) = sdpa_f32_kernel(q, k, v, options)? {
+        return Ok(r);
     }
     let c = compute_dtype(op, q)?;
     let n = q.dim();

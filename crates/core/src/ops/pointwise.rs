@@ -173,17 +173,32 @@ fn map_fused<T: Element, const N: usize>(
     let data: [&[T]; N] = std::array::from_fn(|k| slices[which[k]]);
     let strides: [&[usize]; N] = std::array::from_fn(|k| views[k].strides());
     let offsets: [usize; N] = std::array::from_fn(|k| views[k].storage_offset());
-    let mut out = reserve_vec(op, shape.iter().product())?;
+    let n: usize = shape.iter().product();
+    let mut out = reserve_vec(op, n)?;
     let mut first_error = None;
-    for_each_offsets(shape, strides, offsets, |o| {
-        match f(std::array::from_fn(|k| data[k][o[k]])) {
-            Ok(v) => out.push(v),
-            Err(e) => {
-                first_error.get_or_insert(e);
-                out.push(T::default());
+    if views.iter().all(|v| v.is_contiguous()) {
+        // Every operand in order: plain slices, no index bookkeeping per element.
+        let runs: [&[T]; N] = std::array::from_fn(|k| &data[k][offsets[k]..offsets[k] + n]);
+        for i in 0..n {
+            match f(std::array::from_fn(|k| runs[k][i])) {
+                Ok(v) => out.push(v),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    out.push(T::default());
+                }
             }
         }
-    });
+    } else {
+        for_each_offsets(shape, strides, offsets, |o| {
+            match f(std::array::from_fn(|k| data[k][o[k]])) {
+                Ok(v) => out.push(v),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    out.push(T::default());
+                }
+            }
+        });
+    }
     drop(slices);
     drop(guards);
     if let Some(e) = first_error {

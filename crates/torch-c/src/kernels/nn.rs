@@ -76,9 +76,13 @@ fn sdpa(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
             ));
         }
     }
-    // Upstream's causal mask is top-left aligned: query i attends keys j <= i.
+    // Upstream's causal mask is top-left aligned: query i attends keys j <= i. With as many
+    // queries as keys that is the core's (bottom-right) causal rule, which its attention
+    // kernel applies without a mask; otherwise the mask is spelled out.
     let mut attn_mask = mask;
-    if is_causal && n >= 2 {
+    let square = n >= 2 && q.shape()[n - 2] == k.shape()[n - 2];
+    let core_causal = is_causal && square;
+    if is_causal && n >= 2 && !square {
         let (lq, lk) = (q.shape()[n - 2], k.shape()[n - 2]);
         let allowed: Vec<bool> = (0..lq * lk)
             .map(|i| i % lk.max(1) <= i / lk.max(1))
@@ -87,7 +91,7 @@ fn sdpa(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
     }
     let opts = torchnative_core::SdpaOptions {
         attn_mask,
-        is_causal: false,
+        is_causal: core_causal,
         scale,
         window: None,
     };
