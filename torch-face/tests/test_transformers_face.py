@@ -176,3 +176,93 @@ def test_half_precision_logits_and_tokens_match_upstream(safetensors_copy, tmp_p
     upstream_error = (up["logits"] - up64["logits"]).abs().max().item()
     ours = (face["logits"] - up["logits"]).abs().max().item()
     assert ours <= 4 * upstream_error, (ours, upstream_error)
+
+
+CAPTURE = r"""
+import sys, os, json, torch, torchnative_face
+from transformers import AutoModelForCausalLM, AutoTokenizer
+path, out = sys.argv[1], sys.argv[2]
+d, f = os.path.dirname(path), os.path.basename(path)
+tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32).eval()
+captured = torchnative_face.capture(model)
+ids = tok(%r, return_tensors="pt")
+eager = model.generate(**ids, max_new_tokens=24, do_sample=False)
+native = captured.generate(ids["input_ids"], max_new_tokens=24)
+with torch.no_grad():
+    before = model(**ids).logits[0]
+native_before = captured.logits(ids["input_ids"])
+# The runtime reads the module's own tensors: an in-place edit of a weight shows in both.
+with torch.no_grad():
+    model.model.layers[3].mlp.down_proj.weight.mul_(-1.5)
+    after = model(**ids).logits[0]
+native_after = captured.logits(ids["input_ids"])
+matrices = sum(p.numel() * 4 for n, p in model.named_parameters() if p.dim() == 2)
+json.dump({
+    "eager": eager.tolist(), "native": native.tolist(),
+    "diff_before": (native_before - before).abs().max().item(),
+    "diff_after": (native_after - after).abs().max().item(),
+    "moved": (after - before).abs().max().item(),
+    "scale": before.abs().max().item(),
+    "shared": captured.shared_weight_bytes, "owned": captured.owned_weight_bytes, "matrices": matrices,
+    "module_file": torchnative_face.__file__,
+}, open(out, "w"))
+""" % PROMPT
+
+
+def test_capture_runs_the_module_on_the_native_runtime_with_shared_weights(tmp_path):
+    import json
+
+    model = _model()
+    done = subprocess.run([sys.executable, "-c", CAPTURE, model, str(tmp_path / "r.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["native"] == r["eager"], "the captured model must generate the eager path's greedy tokens"
+    assert r["diff_before"] <= 1e-4 * r["scale"], r
+    assert r["moved"] > 100 * r["diff_after"], "the in-place edit must show in the runtime's logits"
+    assert r["diff_after"] <= 1e-4 * r["scale"], r
+    # Every weight matrix is read in place (tied embeddings count once per use); only norm
+    # weights are copied.
+    assert r["shared"] >= r["matrices"] and r["owned"] < 1_000_000, r
+    installed = open(r["module_file"], "rb").read()
+    ours = open(os.path.join(HERE, "..", "python", "torchnative_face.py"), "rb").read()
+    assert installed == ours
+
+
+REFUSALS = r"""
+import torch, torchnative_face
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+out = []
+gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=32, bos_token_id=0, eos_token_id=0)).eval()
+try:
+    torchnative_face.capture(gpt2)
+except NotImplementedError as e:
+    out.append(str(e))
+cfg = LlamaConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                  num_key_value_heads=2, vocab_size=64, max_position_embeddings=64)
+llama = LlamaForCausalLM(cfg).eval()
+ok = torchnative_face.capture(llama)
+out.append(ok.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=5).tolist() ==
+           llama.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=5, do_sample=False).tolist())
+# A module whose forward is not the runtime's any more (another activation) is refused.
+llama.model.layers[1].mlp.act_fn = torch.nn.Tanh()
+try:
+    torchnative_face.capture(llama)
+except NotImplementedError as e:
+    out.append(str(e))
+print(repr(out))
+"""
+
+
+def test_capture_refuses_what_the_runtime_does_not_implement():
+    import ast
+
+    done = subprocess.run([sys.executable, "-c", REFUSALS], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert len(out) == 3, out
+    assert "'gpt2' is not implemented" in out[0]
+    assert out[1] is True, "a tiny random llama captured must generate the eager tokens"
+    assert "logits differ" in out[2]

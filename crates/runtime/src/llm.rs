@@ -145,7 +145,8 @@ pub fn load_llm_with_progress(
     };
     let tokenizer = match &checkpoint {
         Checkpoint::Gguf(file) => Tokenizer::from_gguf(file),
-        Checkpoint::Safetensors(_) => {
+        // open_checkpoint reads files; captured tensors come through DecoderModel::from_tensors.
+        Checkpoint::Safetensors(_) | Checkpoint::Tensors(_) => {
             let tok_cfg = source.join("tokenizer_config.json");
             Tokenizer::from_files(
                 &source.join("tokenizer.json"),

@@ -117,6 +117,17 @@ impl Workspace {
 }
 
 impl DecoderModel {
+    /// Build from tensors held elsewhere, by their transformers names (a module captured from
+    /// the torch face): contiguous f32 matrices are read in place, not copied; shapes are
+    /// checked against `config` as for a file.
+    pub fn from_tensors(
+        config: DecoderConfig,
+        tensors: std::collections::HashMap<String, torchnative_core::Tensor>,
+        format: WeightFormat,
+    ) -> Result<DecoderModel> {
+        DecoderModel::load(config, Checkpoint::Tensors(tensors), format, &mut |_, _| {})
+    }
+
     /// Build from a checkpoint; every tensor's presence and shape is checked here, so an
     /// incompatible file fails at load, never at token 1.
     /// `progress(done, total)` is called as layers are prepared (for a progress bar).

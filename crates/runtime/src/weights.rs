@@ -57,6 +57,9 @@ pub(crate) enum MatrixData {
     F32(Vec<f32>),
     F16(Vec<f16>),
     BF16(Vec<bf16>),
+    /// A contiguous f32 tensor of someone else's (a live PyTorch-face module's parameter),
+    /// read in place: the weights are shared, not copied.
+    Shared(torchnative_core::Tensor),
     /// Packed GGUF blocks at this byte range of the checkpoint's memory map.
     Packed {
         ty: GgmlType,
@@ -86,6 +89,9 @@ impl Matrix {
             MatrixData::F32(w) => kernels::linear_f32(x, w, None, y, m, k, n),
             MatrixData::F16(w) => kernels::linear_f16(x, w, None, y, m, k, n),
             MatrixData::BF16(w) => kernels::linear_bf16(x, w, None, y, m, k, n),
+            MatrixData::Shared(t) => t
+                .with_data(|w: &[f32]| kernels::linear_f32(x, w, None, y, m, k, n))
+                .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
             MatrixData::Packed { ty, range } => {
                 let w = PackedMatrix {
                     ty: *ty,
@@ -154,6 +160,9 @@ impl Matrix {
             MatrixData::F32(w) => out.copy_from_slice(&w[row * c..(row + 1) * c]),
             MatrixData::F16(w) => kernels::f16_to_f32(&w[row * c..(row + 1) * c], out),
             MatrixData::BF16(w) => kernels::bf16_to_f32(&w[row * c..(row + 1) * c], out),
+            MatrixData::Shared(t) => t
+                .with_data(|w: &[f32]| out.copy_from_slice(&w[row * c..(row + 1) * c]))
+                .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
             MatrixData::Packed { ty, range } => {
                 let w = PackedMatrix {
                     ty: *ty,
@@ -174,7 +183,7 @@ impl Matrix {
             MatrixData::F32(w) => w.len() * 4,
             MatrixData::F16(w) => w.len() * 2,
             MatrixData::BF16(w) => w.len() * 2,
-            MatrixData::Packed { .. } => 0,
+            MatrixData::Shared(_) | MatrixData::Packed { .. } => 0,
         }
     }
 
@@ -183,6 +192,7 @@ impl Matrix {
             MatrixData::F32(_) => "f32".into(),
             MatrixData::F16(_) => "f16".into(),
             MatrixData::BF16(_) => "bf16".into(),
+            MatrixData::Shared(_) => "f32 (shared)".into(),
             MatrixData::Packed { ty, .. } => ty.name().to_string(),
         }
     }
@@ -217,6 +227,9 @@ enum RawKind {
 pub(crate) enum Checkpoint {
     Gguf(Arc<GgufFile>),
     Safetensors(SafetensorsModel),
+    /// Tensors by transformers name, held by someone else (a module captured from the torch
+    /// face); f32 matrices are used in place.
+    Tensors(std::collections::HashMap<String, torchnative_core::Tensor>),
 }
 
 impl Checkpoint {
@@ -225,7 +238,7 @@ impl Checkpoint {
     pub fn map(&self) -> &[u8] {
         match self {
             Checkpoint::Gguf(f) => f.as_bytes(),
-            Checkpoint::Safetensors(_) => &[],
+            Checkpoint::Safetensors(_) | Checkpoint::Tensors(_) => &[],
         }
     }
 
@@ -250,20 +263,41 @@ impl Checkpoint {
                 kind: RawKind::St(view.dtype),
                 data: view.data,
             })),
+            // Read through `tensor()`: these are not bytes of a file.
+            Checkpoint::Tensors(_) => Ok(None),
         }
+    }
+
+    /// A captured tensor, checked against the shape the config implies.
+    fn tensor(&self, name: &str, want: &[usize]) -> Result<Option<&torchnative_core::Tensor>> {
+        let Checkpoint::Tensors(map) = self else {
+            return Ok(None);
+        };
+        let t = map.get(name).ok_or_else(|| self.missing(name))?;
+        if t.shape() != want {
+            return Err(RuntimeError::Load {
+                path: String::new(),
+                reason: format!(
+                    "tensor '{name}' has shape {:?}, the config implies {want:?}",
+                    t.shape()
+                ),
+            });
+        }
+        Ok(Some(t))
     }
 
     fn describe(&self) -> &'static str {
         match self {
             Checkpoint::Gguf(_) => "GGUF file",
             Checkpoint::Safetensors(_) => "safetensors checkpoint",
+            Checkpoint::Tensors(_) => "captured module",
         }
     }
 
     fn missing(&self, name: &str) -> RuntimeError {
         let shown = match self {
             Checkpoint::Gguf(_) => hf_to_gguf(name).unwrap_or_else(|| name.to_string()),
-            Checkpoint::Safetensors(_) => name.to_string(),
+            Checkpoint::Safetensors(_) | Checkpoint::Tensors(_) => name.to_string(),
         };
         RuntimeError::Load {
             path: String::new(),
@@ -286,6 +320,12 @@ impl Checkpoint {
 
     /// A vector (norm weight, bias) as f32.
     pub fn vector(&self, name: &str, len: usize, stats: &mut LoadStats) -> Result<Vec<f32>> {
+        if let Some(t) = self.tensor(name, &[len])? {
+            // Norm weights and biases are small: copied as f32.
+            let out = captured_f32(name, t)?;
+            stats.owned_weight_bytes += out.len() * 4;
+            return Ok(out);
+        }
         let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
         self.check_shape(name, &raw, &[len])?;
         let out = to_f32(name, &raw, stats)?;
@@ -299,6 +339,12 @@ impl Checkpoint {
         len: usize,
         stats: &mut LoadStats,
     ) -> Result<Option<Vec<f32>>> {
+        if let Checkpoint::Tensors(map) = self {
+            if !map.contains_key(name) {
+                return Ok(None);
+            }
+            return self.vector(name, len, stats).map(Some);
+        }
         match self.raw(name)? {
             None => Ok(None),
             Some(_) => self.vector(name, len, stats).map(Some),
@@ -314,6 +360,9 @@ impl Checkpoint {
         format: WeightFormat,
         stats: &mut LoadStats,
     ) -> Result<Matrix> {
+        if let Some(t) = self.tensor(name, &[rows, cols])? {
+            return captured_matrix(name, t, rows, cols, format, stats);
+        }
         let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
         self.check_shape(name, &raw, &[rows, cols])?;
         let data = match (format, raw.kind) {
@@ -360,8 +409,59 @@ impl Checkpoint {
     }
 
     pub fn has(&self, name: &str) -> Result<bool> {
+        if let Checkpoint::Tensors(map) = self {
+            return Ok(map.contains_key(name));
+        }
         Ok(self.raw(name)?.is_some())
     }
+}
+
+/// A captured tensor's values as f32 (a copy).
+fn captured_f32(name: &str, t: &torchnative_core::Tensor) -> Result<Vec<f32>> {
+    t.to_dtype(torchnative_core::DType::F32)
+        .and_then(|f| f.to_vec::<f32>())
+        .map_err(|e| RuntimeError::Load {
+            path: String::new(),
+            reason: format!("tensor '{name}': {e}"),
+        })
+}
+
+/// A captured matrix: a contiguous f32 CPU tensor is used in place for f32 weights; anything
+/// else is converted once, like a file's tensor.
+fn captured_matrix(
+    name: &str,
+    t: &torchnative_core::Tensor,
+    rows: usize,
+    cols: usize,
+    format: WeightFormat,
+    stats: &mut LoadStats,
+) -> Result<Matrix> {
+    let in_place = t.dtype() == torchnative_core::DType::F32
+        && t.is_contiguous()
+        && t.device() == torchnative_core::Device::Cpu
+        && matches!(format, WeightFormat::F32 | WeightFormat::Native);
+    let data = if in_place {
+        stats.mapped_weight_bytes += rows * cols * 4;
+        MatrixData::Shared(t.clone())
+    } else {
+        let f = captured_f32(name, t)?;
+        match format {
+            WeightFormat::F16 => {
+                let mut out = vec![f16::ZERO; f.len()];
+                kernels::f32_to_f16(&f, &mut out);
+                MatrixData::F16(out)
+            }
+            WeightFormat::BF16 => {
+                let mut out = vec![bf16::ZERO; f.len()];
+                kernels::f32_to_bf16(&f, &mut out);
+                MatrixData::BF16(out)
+            }
+            WeightFormat::F32 | WeightFormat::Native => MatrixData::F32(f),
+        }
+    };
+    let m = Matrix { rows, cols, data };
+    stats.owned_weight_bytes += m.owned_bytes();
+    Ok(m)
 }
 
 fn le_u16(data: &[u8]) -> impl Iterator<Item = u16> + '_ {

@@ -686,6 +686,7 @@ fn named_result(py: Python<'_>, schema: &FunctionSchema, result: Py<PyAny>) -> P
 /// Runs the kernel of one bound overload.
 pub fn run(py: Python<'_>, schema: &FunctionSchema, mut values: Vec<Value>) -> PyResult<Py<PyAny>> {
     let full = schema.full_name();
+    crate::capture::record(&full);
     if let Some(answer) = crate::math_bits::special(py, &full, &values)? {
         return Ok(answer);
     }

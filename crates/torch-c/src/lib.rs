@@ -11,6 +11,7 @@
 // The module must be named `_C` (PyInit__C), which is not snake case.
 #![allow(non_snake_case)]
 
+mod capture;
 mod door;
 mod dtype;
 mod error;
@@ -573,6 +574,10 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtype::_get_all_dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_set_classes, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_class::<capture::CapturedDecoder>()?;
+    m.add_function(wrap_pyfunction!(capture::_tn_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::_tn_trace_start, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::_tn_trace_stop, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_registry_names, m)?)?;
     m.add_function(wrap_pyfunction!(_tn_op, m)?)?;
