@@ -1,12 +1,17 @@
 """transformers' `generate` timed on whichever torch runs it (the face or upstream).
 
-usage: gen_time.py GGUF_PATH THREADS REPS NEW_TOKENS  -> JSON on stdout
+usage: gen_time.py GGUF_PATH THREADS REPS NEW_TOKENS [capture]  -> JSON on stdout
 
 One greedy `generate` per repetition, forced to NEW_TOKENS new tokens (EOS ignored). A streamer
 stamps each token as `generate` hands it out: time to first token is the stamp of the first new
 token minus the call's start (the prompt's prefill and one sampling step); decode speed is the
 remaining tokens over the time between the first and the last stamp. The token ids come back
 too, so the driver can check that both sides generated the same text.
+
+With `capture` (the face only), the model is handed to the native runtime with
+`torchnative_face.capture` and its `generate` is timed instead: time to first token is a
+one-token `generate`, decode speed the remaining tokens of a full one over the time beyond that
+(EOS does not stop it, as `min_new_tokens` keeps transformers going).
 """
 
 import json
@@ -37,6 +42,7 @@ class Stamps(BaseStreamer):
 
 def main():
     path, threads, reps, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    use_capture = sys.argv[5:] == ["capture"]
     torch.set_num_threads(threads)
     d, f = os.path.dirname(path), os.path.basename(path)
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
@@ -44,9 +50,25 @@ def main():
     ids = tok.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True,
                                   return_tensors="pt", return_dict=True)
     options = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False)
-    model.generate(**ids, max_new_tokens=4, do_sample=False)  # warm-up
     ttft, decode, tokens = [], [], None
-    for _ in range(reps):
+    if use_capture:
+        import torchnative_face
+
+        captured = torchnative_face.capture(model)
+        prompt = ids["input_ids"]
+        captured.generate(prompt, max_new_tokens=4, eos_token_id=[])  # warm-up
+        for _ in range(reps):
+            start = time.perf_counter()
+            captured.generate(prompt, max_new_tokens=1, eos_token_id=[])
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            out = captured.generate(prompt, max_new_tokens=new, eos_token_id=[])
+            total = time.perf_counter() - start
+            ttft.append(first)
+            decode.append((new - 1) / (total - first))
+            tokens = out[0, prompt.shape[1]:].tolist()
+    model.generate(**ids, max_new_tokens=4, do_sample=False)  # warm-up
+    for _ in range(0 if use_capture else reps):
         stamps = Stamps()
         start = time.perf_counter()
         out = model.generate(**ids, streamer=stamps, **options)
@@ -66,6 +88,7 @@ def main():
         "decode_tok_s": statistics.median(decode),
         "decode_all": decode,
         "tokens": tokens,
+        "eos": tok.eos_token_id,
     }, sys.stdout)
 
 

@@ -840,6 +840,9 @@ pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         }
         shape[d] += t.shape()[d];
     }
+    if let Some(out) = cat_contiguous(&parts, d, &shape, dtype)? {
+        return Ok(out);
+    }
     let out = Tensor::empty_on(&shape, dtype, first.device())?;
     let mut start = 0;
     for t in &parts {
@@ -847,6 +850,37 @@ pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         start += t.shape()[d];
     }
     Ok(out)
+}
+
+/// `cat` of contiguous CPU parts that already have the result's dtype (a KV cache growing by
+/// one token each step): each part's runs are copied as slices. `None` for other inputs.
+fn cat_contiguous(parts: &[&Tensor], d: usize, shape: &[usize], dtype: DType) -> Result<Option<Tensor>> {
+    if parts
+        .iter()
+        .any(|t| t.dtype() != dtype || !t.is_contiguous() || t.device() != crate::Device::Cpu)
+    {
+        return Ok(None);
+    }
+    let outer: usize = shape[..d].iter().product();
+    let inner: usize = shape[d + 1..].iter().product();
+    let row = shape[d] * inner;
+    crate::with_dtype!(dtype, T => {
+        let mut out = vec![T::default(); outer * row];
+        let mut start = 0;
+        for t in parts {
+            let run = t.shape()[d] * inner;
+            if run > 0 {
+                t.with_data(|src: &[T]| {
+                    for o in 0..outer {
+                        let at = o * row + start;
+                        out[at..at + run].copy_from_slice(&src[o * run..(o + 1) * run]);
+                    }
+                })?;
+            }
+            start += run;
+        }
+        Tensor::from_vec(out, shape).map(Some)
+    })
 }
 
 /// `torch.stack(tensors, dim)`: all shapes equal; inserts a new dim.
