@@ -456,6 +456,38 @@ fn nan_min(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `where` whose condition is a contiguous CPU bool tensor with the result's elements and whose
+/// values are each either such a tensor of the result dtype or a 0-dim scalar (generation's
+/// logits masks: `where(mask, -inf, scores)`): one pass over slices. `None` otherwise.
+fn where_contiguous(
+    condition: &Tensor,
+    input: &Tensor,
+    other: &Tensor,
+    d: DType,
+) -> Result<Option<Tensor>> {
+    let shape = broadcast_all_shapes("where", &[condition, input, other])?;
+    let n: usize = shape.iter().product();
+    // Broadcastable with as many elements: only size-1 dims differ, so the order is the same.
+    let full = |t: &Tensor| t.numel() == n && t.is_contiguous() && t.device() == Device::Cpu;
+    let value =
+        |t: &Tensor| (full(t) && t.dtype() == d) || (t.dim() == 0 && t.device() == Device::Cpu);
+    if !full(condition) || !value(input) || !value(other) {
+        return Ok(None);
+    }
+    let mask = condition.to_vec::<bool>()?;
+    with_dtype!(d, T => {
+        let values = |t: &Tensor| -> Result<Vec<T>> { t.to_dtype(d)?.to_vec::<T>() };
+        let (x, y) = (values(input)?, values(other)?);
+        let at = |v: &[T], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+        let out: Vec<T> = mask
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| if c { at(&x, i) } else { at(&y, i) })
+            .collect();
+        Tensor::from_vec(out, &shape).map(Some)
+    })
+}
+
 /// `torch.where(condition, input, other)`; the condition must be bool.
 pub fn where_(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tensor> {
     if condition.dtype() != DType::Bool {
@@ -470,6 +502,9 @@ pub fn where_(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tens
     let d = promoted(input, other)?;
     if d.is_complex() {
         return crate::ops::complex::select(condition, input, other, d);
+    }
+    if let Some(r) = where_contiguous(condition, input, other, d)? {
+        return Ok(r);
     }
     let ff = |[c, x, y]: [f64; 3]| if c != 0.0 { x } else { y };
     let fi = |[c, x, y]: [i64; 3]| Ok(if c != 0 { x } else { y });
