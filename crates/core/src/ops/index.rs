@@ -854,7 +854,12 @@ pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
 
 /// `cat` of contiguous CPU parts that already have the result's dtype (a KV cache growing by
 /// one token each step): each part's runs are copied as slices. `None` for other inputs.
-fn cat_contiguous(parts: &[&Tensor], d: usize, shape: &[usize], dtype: DType) -> Result<Option<Tensor>> {
+fn cat_contiguous(
+    parts: &[&Tensor],
+    d: usize,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Option<Tensor>> {
     if parts
         .iter()
         .any(|t| t.dtype() != dtype || !t.is_contiguous() || t.device() != crate::Device::Cpu)
