@@ -179,15 +179,14 @@ fn map_fused<T: Element, const N: usize>(
     if views.iter().all(|v| v.is_contiguous()) {
         // Every operand in order: plain slices, no index bookkeeping per element.
         let runs: [&[T]; N] = std::array::from_fn(|k| &data[k][offsets[k]..offsets[k] + n]);
-        for i in 0..n {
-            match f(std::array::from_fn(|k| runs[k][i])) {
-                Ok(v) => out.push(v),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    out.push(T::default());
-                }
+        // Element i of every operand at once (the index runs across the N slices).
+        (0..n).for_each(|i| match f(std::array::from_fn(|k| runs[k][i])) {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                first_error.get_or_insert(e);
+                out.push(T::default());
             }
-        }
+        });
     } else {
         for_each_offsets(shape, strides, offsets, |o| {
             match f(std::array::from_fn(|k| data[k][o[k]])) {
