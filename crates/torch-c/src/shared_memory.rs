@@ -63,7 +63,11 @@ impl SharedRegion {
 
     /// The region another process shared as descriptor `fd` (which stays the caller's).
     pub fn open(fd: RawFd, len: usize) -> std::io::Result<SharedRegion> {
-        // SAFETY: the caller passes a descriptor it holds open for the duration of the call.
+        if fd < 0 {
+            return Err(std::io::Error::other(format!("{fd} is not a file descriptor")));
+        }
+        // SAFETY: non-negative, and the caller holds it open for the duration of the call (a
+        // closed one fails to duplicate with EBADF).
         let owned = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
         let file = File::from(owned);
         let size = file.metadata()?.len() as usize;
@@ -110,6 +114,15 @@ pub fn share(storage: &Storage) -> std::io::Result<(RawFd, usize)> {
     let mut buf = storage.write();
     if let Some(shared) = region_of(&buf) {
         return Ok(shared);
+    }
+    if let Buffer::Foreign(f) = &*buf {
+        if f.owner().is::<Storage>() {
+            // A window of another storage: moving it would cut it off from the storage it
+            // slices.
+            return Err(std::io::Error::other(
+                "a slice of a storage cannot be shared between processes; share the whole storage",
+            ));
+        }
     }
     let bytes = buf.as_bytes();
     let mut region = SharedRegion::create(bytes.len())?;

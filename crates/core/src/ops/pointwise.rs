@@ -176,7 +176,9 @@ fn map_fused<T: Element, const N: usize>(
     let n: usize = shape.iter().product();
     let mut out = reserve_vec(op, n)?;
     let mut first_error = None;
-    if views.iter().all(|v| v.is_contiguous()) {
+    if n == 0 {
+        // Nothing to read (an empty view's offset may lie past its storage).
+    } else if views.iter().all(|v| v.is_contiguous()) {
         // Every operand in order: plain slices, no index bookkeeping per element.
         let runs: [&[T]; N] = std::array::from_fn(|k| &data[k][offsets[k]..offsets[k] + n]);
         // Element i of every operand at once (the index runs across the N slices).
