@@ -64,7 +64,9 @@ impl SharedRegion {
     /// The region another process shared as descriptor `fd` (which stays the caller's).
     pub fn open(fd: RawFd, len: usize) -> std::io::Result<SharedRegion> {
         if fd < 0 {
-            return Err(std::io::Error::other(format!("{fd} is not a file descriptor")));
+            return Err(std::io::Error::other(format!(
+                "{fd} is not a file descriptor"
+            )));
         }
         // SAFETY: non-negative, and the caller holds it open for the duration of the call (a
         // closed one fails to duplicate with EBADF).
