@@ -2,7 +2,8 @@
 # The whole test suite: what the README's test command and .ci/run call.
 # Fetches the default model, builds the oracle venv and llama.cpp (all cached under
 # $TORCHNATIVE_HOME), then runs every Rust test, including the parity tests against upstream
-# (transformers, the gguf package, llama.cpp), and the Python package's tests.
+# (transformers, the gguf package, llama.cpp), the aarch64 build under qemu, the Python
+# package's tests and the torch face's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
@@ -16,6 +17,9 @@ export TORCHNATIVE_REQUIRE_LLAMA_CPP=1
 cargo test --workspace --profile ci "$@"
 # Mutation tests: the parity harness must catch deliberate bugs (needs the fault-injection build).
 cargo test -p torchnative-runtime --features fault-injection --test mutations --profile ci "$@"
+# The aarch64 build under qemu-user: the NEON kernels against their scalar twins, and the
+# runtime's parity with llama.cpp and transformers (installs qemu and the cross toolchain).
+scripts/test-aarch64.sh
 # The Python package: built into its own venv and tested against the same model and oracle.
 scripts/test-python.sh
 # The torch face: upstream torch's .py tree on our torch._C, installed into its own venv.

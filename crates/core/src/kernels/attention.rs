@@ -165,6 +165,8 @@ pub(crate) fn attention_f32_with(
             Isa::Avx512 => unsafe { group_avx512(task, o) },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { group_avx2(task, o) },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => unsafe { group_neon(task, o) },
             _ => unsafe { group_attention::<super::simd::Scalar>(task, o) },
         }
     });
@@ -195,6 +197,12 @@ unsafe fn group_avx512(t: GroupTask<'_>, out: &mut [f32]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn group_avx2(t: GroupTask<'_>, out: &mut [f32]) {
     unsafe { group_attention::<super::simd::Avx2>(t, out) }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn group_neon(t: GroupTask<'_>, out: &mut [f32]) {
+    unsafe { group_attention::<super::simd::Neon>(t, out) }
 }
 
 /// Keys per online-softmax block (scores live on the stack).
@@ -350,6 +358,8 @@ fn blocked_attention(
                 Isa::Avx512 => unsafe { blocked_avx512(&task) },
                 #[cfg(target_arch = "x86_64")]
                 Isa::Avx2 => unsafe { blocked_avx2(&task) },
+                #[cfg(target_arch = "aarch64")]
+                Isa::Neon => unsafe { blocked_neon(&task) },
                 _ => {
                     let _ = &task;
                     unreachable!("the blocked path runs only on SIMD levels")
@@ -381,6 +391,12 @@ unsafe fn blocked_avx512(t: &BlockedTask<'_>) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn blocked_avx2(t: &BlockedTask<'_>) {
     unsafe { blocked_task::<super::simd::Avx2>(t) }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn blocked_neon(t: &BlockedTask<'_>) {
+    unsafe { blocked_task::<super::simd::Neon>(t) }
 }
 
 /// Query vectors of one blocked task, [`Q_BLOCK`] query positions times the group's heads.

@@ -14,7 +14,7 @@ pub fn f32_to_f16(src: &[f32], dst: &mut [f16]) {
 
 pub(crate) fn f32_to_f16_with(isa: Isa, src: &[f32], dst: &mut [f16]) {
     assert!(src.len() >= dst.len(), "f32_to_f16: src shorter than dst");
-    dispatch!(isa, f32_to_f16_scalar, f32_to_f16_avx512, f32_to_f16_avx2; (src, dst))
+    dispatch!(isa, f32_to_f16_scalar, f32_to_f16_avx512, f32_to_f16_avx2, f32_to_f16_neon; (src, dst))
 }
 
 pub(crate) fn f32_to_f16_scalar(src: &[f32], dst: &mut [f16]) {
@@ -38,7 +38,7 @@ unsafe fn f32_to_f16_simd<S: Simd>(src: &[f32], dst: &mut [f16]) {
         f32_to_f16_scalar(&src[i..n], &mut dst[i..n]);
     }
 }
-simd_entries!(f32_to_f16_simd => f32_to_f16_avx512, f32_to_f16_avx2; (src: &[f32], dst: &mut [f16]));
+simd_entries!(f32_to_f16_simd => f32_to_f16_avx512, f32_to_f16_avx2, f32_to_f16_neon; (src: &[f32], dst: &mut [f16]));
 
 /// binary16 -> f32 (exact).
 pub fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
@@ -47,7 +47,7 @@ pub fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
 
 pub(crate) fn f16_to_f32_with(isa: Isa, src: &[f16], dst: &mut [f32]) {
     assert!(src.len() >= dst.len(), "f16_to_f32: src shorter than dst");
-    dispatch!(isa, f16_to_f32_scalar, f16_to_f32_avx512, f16_to_f32_avx2; (src, dst))
+    dispatch!(isa, f16_to_f32_scalar, f16_to_f32_avx512, f16_to_f32_avx2, f16_to_f32_neon; (src, dst))
 }
 
 pub(crate) fn f16_to_f32_scalar(src: &[f16], dst: &mut [f32]) {
@@ -70,7 +70,7 @@ unsafe fn f16_to_f32_simd<S: Simd>(src: &[f16], dst: &mut [f32]) {
         S::store_partial(pd.add(i), n - i, S::load_f16_partial(ps.add(i), n - i));
     }
 }
-simd_entries!(f16_to_f32_simd => f16_to_f32_avx512, f16_to_f32_avx2; (src: &[f16], dst: &mut [f32]));
+simd_entries!(f16_to_f32_simd => f16_to_f32_avx512, f16_to_f32_avx2, f16_to_f32_neon; (src: &[f16], dst: &mut [f32]));
 
 /// One f32 -> bfloat16 with round-to-nearest-even; NaN keeps sign and payload top bits and
 /// is forced quiet (what PyTorch's `c10::BFloat16` conversion does).
@@ -91,7 +91,7 @@ pub fn f32_to_bf16(src: &[f32], dst: &mut [bf16]) {
 
 pub(crate) fn f32_to_bf16_with(isa: Isa, src: &[f32], dst: &mut [bf16]) {
     assert!(src.len() >= dst.len(), "f32_to_bf16: src shorter than dst");
-    dispatch!(isa, f32_to_bf16_scalar, f32_to_bf16_avx512, f32_to_bf16_avx2; (src, dst))
+    dispatch!(isa, f32_to_bf16_scalar, f32_to_bf16_avx512, f32_to_bf16_avx2, f32_to_bf16_neon; (src, dst))
 }
 
 pub(crate) fn f32_to_bf16_scalar(src: &[f32], dst: &mut [bf16]) {
@@ -115,7 +115,7 @@ unsafe fn f32_to_bf16_simd<S: Simd>(src: &[f32], dst: &mut [bf16]) {
         f32_to_bf16_scalar(&src[i..n], &mut dst[i..n]);
     }
 }
-simd_entries!(f32_to_bf16_simd => f32_to_bf16_avx512, f32_to_bf16_avx2; (src: &[f32], dst: &mut [bf16]));
+simd_entries!(f32_to_bf16_simd => f32_to_bf16_avx512, f32_to_bf16_avx2, f32_to_bf16_neon; (src: &[f32], dst: &mut [bf16]));
 
 /// bfloat16 -> f32 (exact: a 16-bit shift).
 pub fn bf16_to_f32(src: &[bf16], dst: &mut [f32]) {
@@ -124,7 +124,7 @@ pub fn bf16_to_f32(src: &[bf16], dst: &mut [f32]) {
 
 pub(crate) fn bf16_to_f32_with(isa: Isa, src: &[bf16], dst: &mut [f32]) {
     assert!(src.len() >= dst.len(), "bf16_to_f32: src shorter than dst");
-    dispatch!(isa, bf16_to_f32_scalar, bf16_to_f32_avx512, bf16_to_f32_avx2; (src, dst))
+    dispatch!(isa, bf16_to_f32_scalar, bf16_to_f32_avx512, bf16_to_f32_avx2, bf16_to_f32_neon; (src, dst))
 }
 
 pub(crate) fn bf16_to_f32_scalar(src: &[bf16], dst: &mut [f32]) {
@@ -147,4 +147,4 @@ unsafe fn bf16_to_f32_simd<S: Simd>(src: &[bf16], dst: &mut [f32]) {
         S::store_partial(pd.add(i), n - i, S::load_bf16_partial(ps.add(i), n - i));
     }
 }
-simd_entries!(bf16_to_f32_simd => bf16_to_f32_avx512, bf16_to_f32_avx2; (src: &[bf16], dst: &mut [f32]));
+simd_entries!(bf16_to_f32_simd => bf16_to_f32_avx512, bf16_to_f32_avx2, bf16_to_f32_neon; (src: &[bf16], dst: &mut [f32]));

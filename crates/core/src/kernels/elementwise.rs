@@ -16,7 +16,7 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
 
 pub(crate) fn dot_f32_with(isa: Isa, a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot_f32: lengths differ");
-    dispatch!(isa, dot_scalar, dot_avx512, dot_avx2; (a, b))
+    dispatch!(isa, dot_scalar, dot_avx512, dot_avx2, dot_neon; (a, b))
 }
 
 pub(crate) fn dot_scalar(a: &[f32], b: &[f32]) -> f32 {
@@ -55,7 +55,7 @@ pub(crate) unsafe fn dot_simd<S: Simd>(a: &[f32], b: &[f32]) -> f32 {
     }
     S::hsum(S::add(S::add(acc[0], acc[1]), S::add(acc[2], acc[3])))
 }
-simd_entries!(dot_simd => dot_avx512, dot_avx2; (a: &[f32], b: &[f32]) -> f32);
+simd_entries!(dot_simd => dot_avx512, dot_avx2, dot_neon; (a: &[f32], b: &[f32]) -> f32);
 
 // ---------------------------------------------------------------- add / scale
 
@@ -65,7 +65,7 @@ pub fn add_f32(a: &[f32], b: &[f32], out: &mut [f32]) {
         a.len() >= out.len() && b.len() >= out.len(),
         "add_f32: input shorter than out"
     );
-    dispatch!(active_isa(), add_scalar, add_avx512, add_avx2; (a, b, out))
+    dispatch!(active_isa(), add_scalar, add_avx512, add_avx2, add_neon; (a, b, out))
 }
 
 #[inline(always)]
@@ -110,12 +110,12 @@ unsafe fn add_simd<S: Simd>(a: &[f32], b: &[f32], out: &mut [f32]) {
         |x, y| S::add(x, y),
     )
 }
-simd_entries!(add_simd => add_avx512, add_avx2; (a: &[f32], b: &[f32], out: &mut [f32]));
+simd_entries!(add_simd => add_avx512, add_avx2, add_neon; (a: &[f32], b: &[f32], out: &mut [f32]));
 
 /// `acc[i] += x[i]` (residual connections); `x` at least `acc.len()` long.
 pub fn add_inplace_f32(acc: &mut [f32], x: &[f32]) {
     assert!(x.len() >= acc.len(), "add_inplace_f32: x shorter than acc");
-    dispatch!(active_isa(), add_inplace_scalar, add_inplace_avx512, add_inplace_avx2; (acc, x))
+    dispatch!(active_isa(), add_inplace_scalar, add_inplace_avx512, add_inplace_avx2, add_inplace_neon; (acc, x))
 }
 
 #[inline(always)]
@@ -130,7 +130,7 @@ unsafe fn add_inplace_simd<S: Simd>(acc: &mut [f32], x: &[f32]) {
     let p = acc.as_mut_ptr();
     map2::<S>(p, x.as_ptr(), p, acc.len(), |a, v| S::add(a, v))
 }
-simd_entries!(add_inplace_simd => add_inplace_avx512, add_inplace_avx2; (acc: &mut [f32], x: &[f32]));
+simd_entries!(add_inplace_simd => add_inplace_avx512, add_inplace_avx2, add_inplace_neon; (acc: &mut [f32], x: &[f32]));
 
 /// `x[i] *= s` in place.
 pub fn scale_f32(x: &mut [f32], s: f32) {
@@ -138,7 +138,7 @@ pub fn scale_f32(x: &mut [f32], s: f32) {
 }
 
 pub(crate) fn scale_f32_with(isa: Isa, x: &mut [f32], s: f32) {
-    dispatch!(isa, scale_scalar, scale_avx512, scale_avx2; (x, s))
+    dispatch!(isa, scale_scalar, scale_avx512, scale_avx2, scale_neon; (x, s))
 }
 
 #[inline(always)]
@@ -154,7 +154,7 @@ unsafe fn scale_simd<S: Simd>(x: &mut [f32], s: f32) {
     let vs = S::splat(s);
     map2::<S>(p, p, p, x.len(), |v, _| S::mul(v, vs))
 }
-simd_entries!(scale_simd => scale_avx512, scale_avx2; (x: &mut [f32], s: f32));
+simd_entries!(scale_simd => scale_avx512, scale_avx2, scale_neon; (x: &mut [f32], s: f32));
 
 // ---------------------------------------------------------------- SwiGLU
 
@@ -169,7 +169,7 @@ pub(crate) fn silu_mul_f32_with(isa: Isa, gate: &[f32], up: &[f32], out: &mut [f
         gate.len() >= out.len() && up.len() >= out.len(),
         "silu_mul_f32: input shorter than out"
     );
-    dispatch!(isa, silu_mul_scalar, silu_mul_avx512, silu_mul_avx2; (gate, up, out))
+    dispatch!(isa, silu_mul_scalar, silu_mul_avx512, silu_mul_avx2, silu_mul_neon; (gate, up, out))
 }
 
 pub(crate) fn silu_mul_scalar(gate: &[f32], up: &[f32], out: &mut [f32]) {
@@ -222,7 +222,7 @@ pub(crate) fn silu_mul_inplace_f32_with(isa: Isa, gate: &[f32], up: &mut [f32]) 
         gate.len() >= up.len(),
         "silu_mul_inplace_f32: gate shorter than up"
     );
-    dispatch!(isa, silu_mul_inplace_scalar, silu_mul_inplace_avx512, silu_mul_inplace_avx2; (gate, up))
+    dispatch!(isa, silu_mul_inplace_scalar, silu_mul_inplace_avx512, silu_mul_inplace_avx2, silu_mul_inplace_neon; (gate, up))
 }
 
 fn silu_mul_inplace_scalar(gate: &[f32], up: &mut [f32]) {
@@ -236,10 +236,10 @@ unsafe fn silu_mul_inplace_simd<S: Simd>(gate: &[f32], up: &mut [f32]) {
     let pu = up.as_mut_ptr();
     silu_mul_ptr::<S>(gate.as_ptr(), pu, pu, up.len())
 }
-simd_entries!(silu_mul_inplace_simd => silu_mul_inplace_avx512, silu_mul_inplace_avx2;
+simd_entries!(silu_mul_inplace_simd => silu_mul_inplace_avx512, silu_mul_inplace_avx2, silu_mul_inplace_neon;
     (gate: &[f32], up: &mut [f32]));
 
-simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2; (gate: &[f32], up: &[f32], out: &mut [f32]));
+simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2, silu_mul_neon; (gate: &[f32], up: &[f32], out: &mut [f32]));
 
 // ---------------------------------------------------------------- argmax
 
@@ -263,7 +263,7 @@ pub(crate) fn argmax_f32_with(isa: Isa, x: &[f32]) -> Option<usize> {
 
 /// Largest value of a non-empty slice (NaN-free input assumed; see `argmax_f32`).
 pub(crate) fn max_f32_with(isa: Isa, x: &[f32]) -> f32 {
-    dispatch!(isa, max_scalar, max_avx512, max_avx2; (x))
+    dispatch!(isa, max_scalar, max_avx512, max_avx2, max_neon; (x))
 }
 
 pub(crate) fn max_scalar(x: &[f32]) -> f32 {
@@ -288,4 +288,4 @@ pub(crate) unsafe fn max_simd<S: Simd>(x: &[f32]) -> f32 {
     }
     m
 }
-simd_entries!(max_simd => max_avx512, max_avx2; (x: &[f32]) -> f32);
+simd_entries!(max_simd => max_avx512, max_avx2, max_neon; (x: &[f32]) -> f32);

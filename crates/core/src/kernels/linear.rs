@@ -195,6 +195,8 @@ pub(crate) fn linear_with<T: WeightElem>(
             Isa::Avx512 => unsafe { tile_task_avx512(task) },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { tile_task_avx2(task) },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => unsafe { tile_task_neon(task) },
             _ => unsafe { tile_task_scalar(task) },
         }
     });
@@ -221,6 +223,13 @@ unsafe fn tile_task_avx512<T: WeightElem>(t: TileTask<'_, T>) {
 unsafe fn tile_task_avx2<T: WeightElem>(t: TileTask<'_, T>) {
     // 16 ymm registers: 2x4 accumulators + 4 weight vectors + x leaves room.
     unsafe { tile_task::<super::simd::Avx2, T, 2, 4>(t) }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn tile_task_neon<T: WeightElem>(t: TileTask<'_, T>) {
+    // 32 q registers: 4x4 accumulators + 4 weight vectors + x leaves room.
+    unsafe { tile_task::<super::simd::Neon, T, 4, 4>(t) }
 }
 
 /// Scalar reference: plain f32 dot per output.

@@ -2,15 +2,18 @@
 //!
 //! Every kernel works on plain slices, allocates nothing (except `matmul_f32` / `linear_f32`
 //! with m > 4, whose `gemm` crate packs into its own buffers) and picks its code path at run
-//! time from [`active_isa`] (AVX-512, AVX2+FMA+F16C, or scalar; override downwards with env
+//! time from [`active_isa`] (AVX-512, AVX2+FMA+F16C, NEON, or scalar; override downwards with env
 //! `TORCHNATIVE_ISA`). Parallel kernels run on one persistent pool ([`set_num_threads`]).
 //!
 //! Contracts: lengths are the caller's responsibility (the runtime validates shapes once at
 //! load); kernels `assert!` them where a short slice would make SIMD code read out of bounds,
 //! and `attention_f32` returns an error naming the bad parameter.
 
-// Off x86_64 the generic SIMD bodies have no instantiation (the scalar paths run).
-#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_imports))]
+// Off x86_64 and aarch64 the generic SIMD bodies have no instantiation (the scalar paths run).
+#![cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code, unused_imports)
+)]
 #![warn(missing_docs)]
 
 mod attention;

@@ -17,7 +17,7 @@ pub(crate) fn rms_norm_f32_with(isa: Isa, x: &[f32], weight: &[f32], eps: f32, o
         x.len() == out.len() && weight.len() == out.len(),
         "rms_norm_f32: lengths differ"
     );
-    dispatch!(isa, rms_norm_scalar, rms_norm_avx512, rms_norm_avx2; (x, weight, eps, out))
+    dispatch!(isa, rms_norm_scalar, rms_norm_avx512, rms_norm_avx2, rms_norm_neon; (x, weight, eps, out))
 }
 
 /// RMSNorm of every row of `x` (`x.len() / weight.len()` rows of `weight.len()`), split over
@@ -95,7 +95,7 @@ pub(crate) fn rms_norm_inplace_f32_with(isa: Isa, x: &mut [f32], weight: &[f32],
         weight.len() == x.len(),
         "rms_norm_inplace_f32: lengths differ"
     );
-    dispatch!(isa, rms_norm_inplace_scalar, rms_norm_inplace_avx512, rms_norm_inplace_avx2; (x, weight, eps))
+    dispatch!(isa, rms_norm_inplace_scalar, rms_norm_inplace_avx512, rms_norm_inplace_avx2, rms_norm_inplace_neon; (x, weight, eps))
 }
 
 fn rms_norm_inplace_scalar(x: &mut [f32], weight: &[f32], eps: f32) {
@@ -111,10 +111,10 @@ unsafe fn rms_norm_inplace_simd<S: Simd>(x: &mut [f32], weight: &[f32], eps: f32
     let p = x.as_mut_ptr();
     rms_norm_ptr::<S>(p, weight.as_ptr(), eps, p, x.len())
 }
-simd_entries!(rms_norm_inplace_simd => rms_norm_inplace_avx512, rms_norm_inplace_avx2;
+simd_entries!(rms_norm_inplace_simd => rms_norm_inplace_avx512, rms_norm_inplace_avx2, rms_norm_inplace_neon;
     (x: &mut [f32], weight: &[f32], eps: f32));
 
-simd_entries!(rms_norm_simd => rms_norm_avx512, rms_norm_avx2;
+simd_entries!(rms_norm_simd => rms_norm_avx512, rms_norm_avx2, rms_norm_neon;
     (x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]));
 
 /// LayerNorm of one row: `(x - mean) / sqrt(var + eps) * weight + bias` with the biased
@@ -151,7 +151,8 @@ pub(crate) fn layer_norm_f32_with(
     for (o, &v) in out.iter_mut().zip(x) {
         *o = v - mean;
     }
-    let var = dispatch!(isa, sum_sq_scalar, sum_sq_avx512, sum_sq_avx2; (&*out)) / n as f32;
+    let var =
+        dispatch!(isa, sum_sq_scalar, sum_sq_avx512, sum_sq_avx2, sum_sq_neon; (&*out)) / n as f32;
     let inv = 1.0 / (var + eps).sqrt();
     match (weight, bias) {
         (Some(w), Some(b)) => out
@@ -168,11 +169,11 @@ pub(crate) fn layer_norm_f32_with(
 fn sum_sq_scalar(x: &[f32]) -> f32 {
     x.iter().map(|v| v * v).sum()
 }
-simd_entries!(sum_sq_simd => sum_sq_avx512, sum_sq_avx2; (x: &[f32]) -> f32);
+simd_entries!(sum_sq_simd => sum_sq_avx512, sum_sq_avx2, sum_sq_neon; (x: &[f32]) -> f32);
 
 /// Sum of a slice with vector accumulators.
 pub(crate) fn sum_with(isa: Isa, x: &[f32]) -> f32 {
-    dispatch!(isa, sum_scalar, sum_avx512, sum_avx2; (x))
+    dispatch!(isa, sum_scalar, sum_avx512, sum_avx2, sum_neon; (x))
 }
 
 fn sum_scalar(x: &[f32]) -> f32 {
@@ -199,4 +200,4 @@ unsafe fn sum_simd<S: Simd>(x: &[f32]) -> f32 {
     }
     S::hsum(S::add(acc[0], acc[1]))
 }
-simd_entries!(sum_simd => sum_avx512, sum_avx2; (x: &[f32]) -> f32);
+simd_entries!(sum_simd => sum_avx512, sum_avx2, sum_neon; (x: &[f32]) -> f32);

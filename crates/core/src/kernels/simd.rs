@@ -7,6 +7,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+#[cfg(target_arch = "aarch64")]
+use std::arch::aarch64::*;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
@@ -354,11 +356,16 @@ impl Simd for Avx2 {
 }
 
 /// Declares `#[target_feature]` entry points for a generic SIMD kernel body:
-/// `simd_entries!(body => avx512_name, avx2_name; (arg: Ty, ...) -> Ret);`
+/// `simd_entries!(body => avx512_name, avx2_name, neon_name; (arg: Ty, ...) -> Ret);`
 /// The generated functions are `unsafe`: call them only when [`super::cpu::detected_isa`]
 /// reports the matching level.
 macro_rules! simd_entries {
-    ($body:ident => $avx512:ident, $avx2:ident; ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+    ($body:ident => $avx512:ident, $avx2:ident, $neon:ident; ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        #[cfg(target_arch = "aarch64")]
+        #[target_feature(enable = "neon")]
+        unsafe fn $neon($($arg: $ty),*) $(-> $ret)? {
+            unsafe { $body::<$crate::kernels::simd::Neon>($($arg),*) }
+        }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
         unsafe fn $avx512($($arg: $ty),*) $(-> $ret)? {
@@ -374,11 +381,14 @@ macro_rules! simd_entries {
 pub(crate) use simd_entries;
 
 /// Dispatches on an [`Isa`](super::Isa) to a scalar function or the entries made by
-/// [`simd_entries!`]: `dispatch!(isa, scalar_fn, avx512_fn, avx2_fn; (args...))`.
+/// [`simd_entries!`]: `dispatch!(isa, scalar_fn, avx512_fn, avx2_fn, neon_fn; (args...))`.
 macro_rules! dispatch {
-    ($isa:expr, $scalar:path, $avx512:ident, $avx2:ident; ($($arg:expr),* $(,)?)) => {{
+    ($isa:expr, $scalar:path, $avx512:ident, $avx2:ident, $neon:ident; ($($arg:expr),* $(,)?)) => {{
         #[allow(unreachable_patterns)]
         match $crate::kernels::cpu::supported_or_lower($isa) {
+            // SAFETY: as below; NEON is the aarch64 baseline.
+            #[cfg(target_arch = "aarch64")]
+            $crate::kernels::Isa::Neon => unsafe { $neon($($arg),*) },
             // SAFETY: supported_or_lower never returns a level this CPU lacks.
             #[cfg(target_arch = "x86_64")]
             $crate::kernels::Isa::Avx512 => unsafe { $avx512($($arg),*) },
@@ -389,6 +399,156 @@ macro_rules! dispatch {
     }};
 }
 pub(crate) use dispatch;
+
+/// aarch64 Advanced SIMD (NEON) with 4 lanes. `f16` conversions are `fcvtl` / `fcvtn` in
+/// inline assembly (their `std::arch` intrinsics need the unstable `f16` type); both are base
+/// ARMv8.0 instructions and round to nearest even (the default FPCR mode).
+#[cfg(target_arch = "aarch64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Neon;
+
+#[cfg(target_arch = "aarch64")]
+impl Simd for Neon {
+    type V = float32x4_t;
+    const W: usize = 4;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> float32x4_t {
+        vdupq_n_f32(x)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> float32x4_t {
+        vld1q_f32(p)
+    }
+    #[inline(always)]
+    unsafe fn load_partial(p: *const f32, n: usize) -> float32x4_t {
+        let mut buf = [0f32; 4];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        vld1q_f32(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: float32x4_t) {
+        vst1q_f32(p, v)
+    }
+    #[inline(always)]
+    unsafe fn store_partial(p: *mut f32, n: usize, v: float32x4_t) {
+        let mut buf = [0f32; 4];
+        vst1q_f32(buf.as_mut_ptr(), v);
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), p, n);
+    }
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u16) -> float32x4_t {
+        let h = vld1_u16(p);
+        let out: float32x4_t;
+        std::arch::asm!(
+            "fcvtl {o:v}.4s, {h:v}.4h",
+            o = lateout(vreg) out,
+            h = in(vreg) h,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+        out
+    }
+    #[inline(always)]
+    unsafe fn load_f16_partial(p: *const u16, n: usize) -> float32x4_t {
+        let mut buf = [0u16; 4];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        Self::load_f16(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u16) -> float32x4_t {
+        vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p)))
+    }
+    #[inline(always)]
+    unsafe fn load_bf16_partial(p: *const u16, n: usize) -> float32x4_t {
+        let mut buf = [0u16; 4];
+        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), n);
+        Self::load_bf16(buf.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn store_f16(p: *mut u16, v: float32x4_t) {
+        let h: uint16x4_t;
+        std::arch::asm!(
+            "fcvtn {h:v}.4h, {v:v}.4s",
+            h = lateout(vreg) h,
+            v = in(vreg) v,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+        vst1_u16(p, h)
+    }
+    #[inline(always)]
+    unsafe fn store_bf16(p: *mut u16, v: float32x4_t) {
+        let bits = vreinterpretq_u32_f32(v);
+        let high = vshrq_n_u32::<16>(bits);
+        let bias = vaddq_u32(vandq_u32(high, vdupq_n_u32(1)), vdupq_n_u32(0x7fff));
+        let rounded = vshrq_n_u32::<16>(vaddq_u32(bits, bias));
+        let quiet_nan = vorrq_u32(high, vdupq_n_u32(0x40));
+        let is_num = vceqq_f32(v, v);
+        vst1_u16(p, vmovn_u32(vbslq_u32(is_num, rounded, quiet_nan)))
+    }
+    #[inline(always)]
+    unsafe fn add(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        vaddq_f32(a, b)
+    }
+    #[inline(always)]
+    unsafe fn sub(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        vsubq_f32(a, b)
+    }
+    #[inline(always)]
+    unsafe fn mul(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        vmulq_f32(a, b)
+    }
+    #[inline(always)]
+    unsafe fn div(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        vdivq_f32(a, b)
+    }
+    #[inline(always)]
+    unsafe fn fma(a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        vfmaq_f32(c, a, b)
+    }
+    #[inline(always)]
+    unsafe fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        // x86 `maxps` semantics (`a > b ? a : b`), not `fmax` (which returns NaN for any NaN).
+        vbslq_f32(vcgtq_f32(a, b), a, b)
+    }
+    #[inline(always)]
+    unsafe fn min(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        vbslq_f32(vcltq_f32(a, b), a, b)
+    }
+    #[inline(always)]
+    unsafe fn round(a: float32x4_t) -> float32x4_t {
+        vrndnq_f32(a)
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(a: float32x4_t, n: float32x4_t) -> float32x4_t {
+        // Build 2^n from the exponent field; n is integral and in the normal range by contract.
+        let e = vshlq_n_s32::<23>(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)));
+        vmulq_f32(a, vreinterpretq_f32_s32(e))
+    }
+    #[inline(always)]
+    unsafe fn zero_unless_not_less(a: float32x4_t, b: float32x4_t, v: float32x4_t) -> float32x4_t {
+        let less = vcltq_f32(a, b);
+        vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), less))
+    }
+    #[inline(always)]
+    unsafe fn select_less(
+        a: float32x4_t,
+        b: float32x4_t,
+        x: float32x4_t,
+        y: float32x4_t,
+    ) -> float32x4_t {
+        vbslq_f32(vcltq_f32(a, b), x, y)
+    }
+    #[inline(always)]
+    unsafe fn hsum(a: float32x4_t) -> f32 {
+        vaddvq_f32(a)
+    }
+    #[inline(always)]
+    unsafe fn hmax(a: float32x4_t) -> f32 {
+        // The x86 reduction's semantics: pairwise `maxps`-style maxima.
+        let m = Self::max(a, vextq_f32::<2>(a, a));
+        let m = Self::max(m, vextq_f32::<1>(m, m));
+        vgetq_lane_f32::<0>(m)
+    }
+}
 
 /// One-lane "vector": the portable path for generic kernel bodies on any target.
 #[derive(Clone, Copy)]

@@ -21,7 +21,7 @@ pub(crate) fn softmax_f32_with(isa: Isa, row: &mut [f32]) {
         return;
     }
     let max = max_f32_with(isa, row);
-    dispatch!(isa, exp_shift_scalar, exp_shift_avx512, exp_shift_avx2; (&mut *row, max));
+    dispatch!(isa, exp_shift_scalar, exp_shift_avx512, exp_shift_avx2, exp_shift_neon; (&mut *row, max));
     let sum = aten_reduce_sum(row, isa);
     // A NaN anywhere makes the sum NaN (exp propagates it), so the whole row becomes NaN
     // like torch without a separate scan.
@@ -38,7 +38,8 @@ fn aten_reduce_sum(x: &[f32], isa: Isa) -> f32 {
     let (w, pairwise) = match super::cpu::supported_or_lower(isa) {
         Isa::Avx512 => (16, true),
         Isa::Avx2 => (8, true),
-        Isa::Scalar => (8, false),
+        // aarch64 keeps the order its scalar path had (the portable build's).
+        Isa::Scalar | Isa::Neon => (8, false),
     };
     if x.len() < w {
         return x[1..].iter().fold(x[0], |acc, &v| acc + v);
@@ -88,7 +89,7 @@ unsafe fn exp_shift_simd<S: Simd>(row: &mut [f32], max: f32) {
         S::store_partial(p.add(i), r, e);
     }
 }
-simd_entries!(exp_shift_simd => exp_shift_avx512, exp_shift_avx2; (row: &mut [f32], max: f32));
+simd_entries!(exp_shift_simd => exp_shift_avx512, exp_shift_avx2, exp_shift_neon; (row: &mut [f32], max: f32));
 
 /// exp(d) as SLEEF's 1-ulp single-precision vector exp computes it (the `Sleef_expf*_u10`
 /// PyTorch's `Vectorized<float>::exp` calls; fused multiply-adds throughout): d = q ln 2 + s
@@ -143,7 +144,8 @@ pub(crate) fn log_softmax_f32_with(isa: Isa, row: &mut [f32]) {
         return;
     }
     let max = max_f32_with(isa, row);
-    let sum = dispatch!(isa, exp_sum_scalar, exp_sum_avx512, exp_sum_avx2; (&*row, max));
+    let sum =
+        dispatch!(isa, exp_sum_scalar, exp_sum_avx512, exp_sum_avx2, exp_sum_neon; (&*row, max));
     let shift = max + sum.ln();
     for v in row.iter_mut() {
         *v -= shift;
@@ -199,4 +201,4 @@ unsafe fn exp_sum_simd<S: Simd>(row: &[f32], max: f32) -> f32 {
     }
     sum
 }
-simd_entries!(exp_sum_simd => exp_sum_avx512, exp_sum_avx2; (row: &[f32], max: f32) -> f32);
+simd_entries!(exp_sum_simd => exp_sum_avx512, exp_sum_avx2, exp_sum_neon; (row: &[f32], max: f32) -> f32);

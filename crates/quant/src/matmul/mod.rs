@@ -10,6 +10,8 @@
 //! ([`matmul_with`]) so tests compare them with the scalar reference.
 
 mod gemm;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -90,15 +92,21 @@ pub enum KernelPath {
     Avx512,
     /// x86-64 AVX-512 F/BW/VL + VNNI (`vpdpbusd` integer dots) on top of AVX2.
     Avx512Vnni,
+    /// aarch64 NEON (`smull` + `sadalp` integer dots), every type; NEON activation quantizer.
+    Neon,
+    /// aarch64 NEON + FEAT_DotProd (`sdot` integer dots), every type.
+    NeonDotprod,
 }
 
 impl KernelPath {
     /// All paths, lowest first.
-    pub const ALL: [KernelPath; 4] = [
+    pub const ALL: [KernelPath; 6] = [
         KernelPath::Scalar,
         KernelPath::Avx2,
         KernelPath::Avx512,
         KernelPath::Avx512Vnni,
+        KernelPath::Neon,
+        KernelPath::NeonDotprod,
     ];
 
     /// Whether this CPU can run the path.
@@ -111,7 +119,12 @@ impl KernelPath {
             KernelPath::Avx512 => x86::has_avx2() && x86::has_avx512(),
             #[cfg(target_arch = "x86_64")]
             KernelPath::Avx512Vnni => x86::has_avx2() && x86::has_avx512_vnni(),
-            #[cfg(not(target_arch = "x86_64"))]
+            // NEON is part of the aarch64 baseline.
+            #[cfg(target_arch = "aarch64")]
+            KernelPath::Neon => true,
+            #[cfg(target_arch = "aarch64")]
+            KernelPath::NeonDotprod => neon::has_dotprod(),
+            #[allow(unreachable_patterns)]
             _ => false,
         }
     }
@@ -196,6 +209,12 @@ fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(k) = x86::kernels(ty, path) {
+            return Some(k);
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if let Some(k) = neon::kernels(ty, path) {
             return Some(k);
         }
     }
@@ -565,8 +584,8 @@ struct RowsPart<'a> {
 }
 
 /// Quantize `rows` activation rows into the row format and, with `tile`, pack them (at most
-/// [`gemm::TILE`] rows) into that GEMM tile. `simd` picks the AVX-512 quantizer, which gives
-/// the same bytes as the scalar one.
+/// [`gemm::TILE`] rows) into that GEMM tile. `simd` picks the AVX-512 (x86-64) or NEON
+/// (aarch64) quantizer, which gives the same bytes as the scalar one.
 fn quantize_rows(
     format: ActFormat,
     simd: bool,
@@ -586,7 +605,14 @@ fn quantize_rows(
             } else {
                 quantize_q8x32_scalar(x, qs, ds);
             }
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            if simd {
+                // SAFETY: `simd` is only set on NEON paths (NEON is the aarch64 baseline).
+                unsafe { neon::quantize_q8x32_neon(x, qs, ds) };
+            } else {
+                quantize_q8x32_scalar(x, qs, ds);
+            }
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
             quantize_q8x32_scalar(x, qs, ds);
         }
         ActFormat::Q8x256 => {
@@ -597,7 +623,14 @@ fn quantize_rows(
             } else {
                 quantize_q8x256_scalar(x, qs, ds, sums16);
             }
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            if simd {
+                // SAFETY: as above.
+                unsafe { neon::quantize_q8x256_neon(x, qs, ds, sums16) };
+            } else {
+                quantize_q8x256_scalar(x, qs, ds, sums16);
+            }
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
             quantize_q8x256_scalar(x, qs, ds, sums16);
         }
     }
@@ -625,7 +658,10 @@ fn prepare_acts(
         return;
     }
     s.reserve(m, cols);
-    let simd = matches!(path, KernelPath::Avx512 | KernelPath::Avx512Vnni);
+    let simd = matches!(
+        path,
+        KernelPath::Avx512 | KernelPath::Avx512Vnni | KernelPath::Neon | KernelPath::NeonDotprod
+    );
     let nb = cols / if format == ActFormat::Q8x32 { 32 } else { 256 };
     let tile_rows = gemm::TILE;
     let n_tiles = m.div_ceil(tile_rows);
@@ -670,7 +706,7 @@ pub(crate) fn f16_at(p: &[u8], off: usize) -> f32 {
     f16_to_f32([p[off], p[off + 1]])
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests {
     use super::*;
 
@@ -704,23 +740,57 @@ mod tests {
             .collect()
     }
 
+    /// The SIMD activation quantizers of this target, if the CPU runs them.
+    #[cfg(target_arch = "x86_64")]
+    fn simd_quantizers() -> Option<(Q8x32Fn, Q8x256Fn)> {
+        KernelPath::Avx512.is_available().then_some((
+            x86::quantize_q8x32_avx512 as Q8x32Fn,
+            x86::quantize_q8x256_avx512 as Q8x256Fn,
+        ))
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    fn simd_quantizers() -> Option<(Q8x32Fn, Q8x256Fn)> {
+        KernelPath::Neon.is_available().then_some((
+            neon::quantize_q8x32_neon as Q8x32Fn,
+            neon::quantize_q8x256_neon as Q8x256Fn,
+        ))
+    }
+
+    type Q8x32Fn = unsafe fn(&[f32], &mut [i8], &mut [[f32; 2]]);
+    type Q8x256Fn = unsafe fn(&[f32], &mut [i8], &mut [[f32; 2]], &mut [i32]);
+
+    /// Guards against silently testing only the scalar path on an aarch64 machine.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn neon_paths_are_available_and_chosen() {
+        assert!(KernelPath::Neon.is_available());
+        let best = if neon::has_dotprod() {
+            KernelPath::NeonDotprod
+        } else {
+            KernelPath::Neon
+        };
+        assert_eq!(best_kernel_path(), best);
+        assert_eq!(*available_kernel_paths().last().unwrap(), best);
+    }
+
     #[test]
     fn simd_quantizers_give_the_scalar_bytes() {
-        if !KernelPath::Avx512.is_available() {
+        let Some((q8x32, q8x256)) = simd_quantizers() else {
             return;
-        }
+        };
         let x = awkward_rows(256 * 12);
         let n = x.len();
         let (mut q1, mut q2) = (vec![0i8; n], vec![0i8; n]);
         let (mut d1, mut d2) = (vec![[0f32; 2]; n / 32], vec![[0f32; 2]; n / 32]);
         quantize_q8x32_scalar(&x, &mut q1, &mut d1);
-        unsafe { x86::quantize_q8x32_avx512(&x, &mut q2, &mut d2) };
+        unsafe { q8x32(&x, &mut q2, &mut d2) };
         assert_eq!(q1, q2);
         let bits = |d: &[[f32; 2]]| d.iter().flatten().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&d1), bits(&d2));
         let (mut s1, mut s2) = (vec![0i32; n / 16], vec![0i32; n / 16]);
         quantize_q8x256_scalar(&x, &mut q1, &mut d1[..n / 256], &mut s1);
-        unsafe { x86::quantize_q8x256_avx512(&x, &mut q2, &mut d2[..n / 256], &mut s2) };
+        unsafe { q8x256(&x, &mut q2, &mut d2[..n / 256], &mut s2) };
         assert_eq!(q1, q2);
         assert_eq!(bits(&d1[..n / 256]), bits(&d2[..n / 256]));
         assert_eq!(s1, s2);

@@ -92,6 +92,19 @@ fn simd_exp_is_accurate_and_handles_extremes() {
             check("avx2", &|x| unsafe { exp256(x) });
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        #[target_feature(enable = "neon")]
+        unsafe fn exp128(x: f32) -> f32 {
+            use crate::kernels::simd::Neon as S;
+            let mut out = [0f32; 4];
+            unsafe { S::store(out.as_mut_ptr(), S::exp(S::splat(x))) };
+            out[2]
+        }
+        if crate::kernels::detected_isa() == crate::kernels::Isa::Neon {
+            check("neon", &|x| unsafe { exp128(x) });
+        }
+    }
     check("scalar", &|x| unsafe {
         crate::kernels::simd::Scalar::exp(x)
     });
