@@ -211,6 +211,45 @@ unsafe fn silu_mul_ptr<S: Simd>(pg: *const f32, pu: *const f32, po: *mut f32, n:
     }
 }
 
+/// SiLU: `out[i] = x[i] / (1 + exp(-x[i]))`, the f32 formula upstream's CPU kernel
+/// vectorizes; `x` at least `out.len()` long.
+pub fn silu_f32(x: &[f32], out: &mut [f32]) {
+    silu_f32_with(active_isa(), x, out)
+}
+
+pub(crate) fn silu_f32_with(isa: Isa, x: &[f32], out: &mut [f32]) {
+    assert!(x.len() >= out.len(), "silu_f32: input shorter than out");
+    dispatch!(isa, silu_scalar, silu_avx512, silu_avx2, silu_neon; (x, out))
+}
+
+fn silu_scalar(x: &[f32], out: &mut [f32]) {
+    for (o, &g) in out.iter_mut().zip(x) {
+        *o = g / (1.0 + exp_scalar(-g));
+    }
+}
+
+#[inline(always)]
+unsafe fn silu_simd<S: Simd>(x: &[f32], out: &mut [f32]) {
+    // An explicit loop for the reason silu_mul_ptr gives.
+    let (px, po, n) = (x.as_ptr(), out.as_mut_ptr(), out.len());
+    let one = S::splat(1.0);
+    let neg = S::splat(-1.0);
+    let mut i = 0;
+    while i + S::W <= n {
+        let g = S::load(px.add(i));
+        let e = S::exp(S::mul(g, neg));
+        S::store(po.add(i), S::div(g, S::add(one, e)));
+        i += S::W;
+    }
+    if i < n {
+        let r = n - i;
+        let g = S::load_partial(px.add(i), r);
+        let e = S::exp(S::mul(g, neg));
+        S::store_partial(po.add(i), r, S::div(g, S::add(one, e)));
+    }
+}
+simd_entries!(silu_simd => silu_avx512, silu_avx2, silu_neon; (x: &[f32], out: &mut [f32]));
+
 /// In-place SwiGLU: `up[i] = silu(gate[i]) * up[i]` (saves the runtime a scratch buffer);
 /// `gate` at least `up.len()` long.
 pub fn silu_mul_inplace_f32(gate: &[f32], up: &mut [f32]) {

@@ -851,6 +851,12 @@ impl Tensor {
     }
     /// `torch.nn.functional.silu` (float dtypes only).
     pub fn silu(&self) -> Result<Tensor> {
+        if self.dtype() == DType::F32 && self.device() == Device::Cpu && self.is_contiguous() {
+            // Upstream computes float32 SiLU in float32 with a vectorized exp; so do we.
+            let mut out = vec![0f32; self.numel()];
+            self.with_data(|x: &[f32]| crate::kernels::silu_f32(x, &mut out))?;
+            return Tensor::from_vec(out, self.shape());
+        }
         float_only_unary("silu", self, &|x| x / (1.0 + (-x).exp()))
     }
     /// `torch.nn.functional.gelu` (float dtypes only).

@@ -134,6 +134,29 @@ fn silu_mul_matches_f64_on_every_isa() {
 }
 
 #[test]
+fn silu_matches_f64_on_every_isa() {
+    let mut rng = Rng::new(12);
+    for &n in AWKWARD_SIZES {
+        let x = rng.vec_scaled(n, 12.0);
+        for isa in supported_isas() {
+            let mut out = vec![f32::NAN; n];
+            silu_f32_with(isa, &x, &mut out);
+            for i in 0..n {
+                let xd = x[i] as f64;
+                let want = xd / (1.0 + (-xd).exp());
+                // exp (4 ulp) + add, div (1 ulp each): 6 ulp relative.
+                assert_close(
+                    out[i],
+                    want,
+                    6.0 * 2.0 * U * want.abs() + 1e-30,
+                    &format!("silu {isa:?} n={n} i={i}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn argmax_and_max_on_every_isa() {
     let mut rng = Rng::new(3);
     for &n in AWKWARD_SIZES {
