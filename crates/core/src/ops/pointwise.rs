@@ -211,7 +211,7 @@ fn map_fused<T: Element, const N: usize>(
 /// Same-shape contiguous f32 tensors in distinct storages: a direct f32 loop. Bit-identical
 /// to the general path for +, -, *, / (IEEE rounds these correctly in f32, and rounding the
 /// exact f64 result to f32 gives the same value). `None` when the fast case does not apply.
-fn f32_same_shape(a: &Tensor, b: &Tensor, f: fn(f32, f32) -> f32) -> Result<Option<Tensor>> {
+fn f32_same_shape(a: &Tensor, b: &Tensor, f: impl Fn(f32, f32) -> f32) -> Result<Option<Tensor>> {
     let applies = a.dtype() == DType::F32
         && b.dtype() == DType::F32
         && a.shape() == b.shape()
@@ -234,6 +234,70 @@ fn f32_same_shape(a: &Tensor, b: &Tensor, f: fn(f32, f32) -> f32) -> Result<Opti
         })
     })??;
     Ok(Some(Tensor::from_vec(out, a.shape())?))
+}
+
+/// float32 `a op b` with broadcasting, or with a Python scalar (a wrapped number, taken as
+/// float32 as upstream's TensorIterator casts it to the common dtype): computed in float32,
+/// which for +, -, *, / equals rounding the exact result once. Reads both operands in place
+/// through their strides. `None` when the case does not apply.
+fn f32_broadcast<F: Fn(f32, f32) -> f32>(a: &Tensor, b: &Tensor, f: F) -> Result<Option<Tensor>> {
+    let cpu = a.device() == Device::Cpu && b.device() == Device::Cpu;
+    let tensor = |t: &Tensor| t.dtype() == DType::F32 && !t.is_wrapped_number();
+    let scalar = |t: &Tensor| t.is_wrapped_number() && t.dtype().is_float();
+    if !cpu || !((tensor(a) && (tensor(b) || scalar(b))) || (scalar(a) && tensor(b))) {
+        return Ok(None);
+    }
+    if let Some(t) = f32_same_shape(a, b, &f)? {
+        return Ok(Some(t));
+    }
+    let shape = broadcast_all_shapes("f32 binary", &[a, b])?;
+    let n: usize = shape.iter().product();
+    let mut out = reserve_vec("f32 binary", n)?;
+    if scalar(a) || scalar(b) {
+        let (t, s, scalar_first) = if scalar(b) {
+            (a, b, false)
+        } else {
+            (b, a, true)
+        };
+        let s = s.item()?.to_f64() as f32;
+        let t = t.broadcast_to(&shape)?;
+        let t = t.contiguous()?;
+        t.with_data(|x: &[f32]| {
+            if scalar_first {
+                out.extend(x.iter().map(|&v| f(s, v)));
+            } else {
+                out.extend(x.iter().map(|&v| f(v, s)));
+            }
+        })?;
+        return Tensor::from_vec(out, &shape).map(Some);
+    }
+    let (va, vb) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
+    let (sa, sb) = match (va.storage_ref(), vb.storage_ref()) {
+        (Some(x), Some(y)) => (x, y),
+        _ => return Ok(None),
+    };
+    let ga = sa.read();
+    let gb = if sa.same(sb) { None } else { Some(sb.read()) };
+    let (Some(da), Some(db)) = (
+        f32::slice(&ga),
+        match &gb {
+            Some(g) => f32::slice(g),
+            None => f32::slice(&ga),
+        },
+    ) else {
+        return Ok(None);
+    };
+    if n > 0 {
+        for_each_offsets(
+            &shape,
+            [va.strides(), vb.strides()],
+            [va.storage_offset(), vb.storage_offset()],
+            |[i, j]| out.push(f(da[i], db[j])),
+        );
+    }
+    drop(gb);
+    drop(ga);
+    Tensor::from_vec(out, &shape).map(Some)
 }
 
 /// float16/bfloat16 `a * b`, `a / b` where `b` is a 0-dim CPU tensor (a Python scalar): upstream reads
@@ -523,7 +587,7 @@ impl Tensor {
     /// `torch.add(self, other)`.
     pub fn add(&self, other: impl Operand) -> Result<Tensor> {
         let other = other.to_operand();
-        if let Some(t) = f32_same_shape(self, &other, |a, b| a + b)? {
+        if let Some(t) = f32_broadcast(self, &other, |a, b| a + b)? {
             return Ok(t);
         }
         let d = promoted(self, &other)?;
@@ -539,7 +603,7 @@ impl Tensor {
     /// `torch.sub(self, other)`; bool operands are refused like PyTorch.
     pub fn sub(&self, other: impl Operand) -> Result<Tensor> {
         let other = other.to_operand();
-        if let Some(t) = f32_same_shape(self, &other, |a, b| a - b)? {
+        if let Some(t) = f32_broadcast(self, &other, |a, b| a - b)? {
             return Ok(t);
         }
         if self.dtype() == DType::Bool || other.dtype() == DType::Bool {
@@ -561,7 +625,7 @@ impl Tensor {
     /// `torch.mul(self, other)` (bool * bool is logical and).
     pub fn mul(&self, other: impl Operand) -> Result<Tensor> {
         let other = other.to_operand();
-        if let Some(t) = f32_same_shape(self, &other, |a, b| a * b)? {
+        if let Some(t) = f32_broadcast(self, &other, |a, b| a * b)? {
             return Ok(t);
         }
         let d = promoted(self, &other)?;
@@ -589,7 +653,7 @@ impl Tensor {
         let d = promoted(self, &other)?;
         match mode {
             RoundingMode::None if d == DType::F32 => {
-                if let Some(t) = f32_same_shape(self, &other, |a, b| a / b)? {
+                if let Some(t) = f32_broadcast(self, &other, |a, b| a / b)? {
                     return Ok(t);
                 }
                 map_n(op, [self, &other], d, d, Kernel::Float(&|[a, b]| a / b))
