@@ -287,7 +287,15 @@ fn f32_broadcast<F: Fn(f32, f32) -> f32>(a: &Tensor, b: &Tensor, f: F) -> Result
     ) else {
         return Ok(None);
     };
-    if n > 0 {
+    if n > 0 && va.is_contiguous() && vb.is_contiguous() {
+        let (oa, ob) = (va.storage_offset(), vb.storage_offset());
+        out.extend(
+            da[oa..oa + n]
+                .iter()
+                .zip(&db[ob..ob + n])
+                .map(|(&x, &y)| f(x, y)),
+        );
+    } else if n > 0 {
         for_each_offsets(
             &shape,
             [va.strides(), vb.strides()],
@@ -714,6 +722,9 @@ impl Tensor {
         if d.is_float() && d == self.dtype() && e.is_wrapped_number() && e.item()?.to_f64() == 2.0 {
             // Upstream's square special case; the product of two values is exact in the wider
             // compute type, so this rounds once like powf would.
+            if let Some(t) = f32_broadcast(self, self, |a, b| a * b)? {
+                return Ok(t);
+            }
             let square = |[a]: [f64; 1]| a * a;
             return map_n("pow", [self], d, d, Kernel::Float(&square));
         }
