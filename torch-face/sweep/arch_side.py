@@ -63,6 +63,86 @@ TINY = {
 # Size fields whose default is None (derived) but that some models read directly.
 TINY_IF_NONE = {"head_dim": 8}
 
+# Per-model-type fixes applied over the shrink, for configs whose fields must stay consistent
+# beyond the size fields (a dict value merges into a sub-config; a callable gets the layer count).
+_MLA = {"num_key_value_heads": 4,  # latent attention: one key/value head per query head
+        "n_group": 1, "topk_group": 1}  # expert groups must divide the 4 experts
+_GEMMA3N = {"num_kv_shared_layers": 0,  # sharing needs more layers than the shrink keeps
+            "vocab_size_per_layer_input": 512, "hidden_size_per_layer_input": 8,  # 134M otherwise
+            "activation_sparsity_pattern": lambda n: [0.95] + [0.0] * (n - 1)}  # one per layer
+_QWEN4_EXP = {  # its indexed attention needs the token indexer's sizes (default None)
+    "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8, "indexer_budget": 8,
+    "indexer_compress_ratio": 4, "hc_lowrank": 8,
+    "layer_types": lambda n: ["linear_attention"] * (n - 1) + ["indexed_attention"]}
+_BLT_PART = {"num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
+             "intermediate_size": 64, "max_position_embeddings": 128}
+# The assistants validate that their text model has none of these, and share every layer's keys
+# and values (0: all); their forward still needs the main model's shared key/value states.
+_GEMMA4_ASSISTANT = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+                     "enable_moe_block": False, "use_double_wide_mlp": False,
+                     "num_kv_shared_layers": 0}
+FIX = {
+    "axk1": _MLA,
+    "bailing_hybrid": dict(_MLA, num_experts_per_tok=2, layer_group_size=2),  # attention every 2nd
+    "bamba": {"attn_layer_indices": lambda n: [n - 1]},  # default None: no attention layer
+    "beam": {"n_group": 1, "topk_group": 1},  # expert groups must divide the 4 experts
+    "blt": {"vocab_size": 260,  # bytes; its parts keep 260
+            "use_cache": False,  # upstream's cache cannot read this config's layer count
+            "encoder_hash_byte_group_vocab": 512, "encoder_hash_byte_group_size": [3, 4],
+            # its parts are sub-configs the shrink does not reach (the defaults need >20 GB);
+            # the global width is the encoder's times cross_attn_k
+            "patcher_config": dict(_BLT_PART, hidden_size=32, head_dim=8),
+            "encoder_config": dict(_BLT_PART, hidden_size=32, head_dim=8, hidden_size_global=64),
+            "decoder_config": dict(_BLT_PART, hidden_size=32, head_dim=8, hidden_size_global=64),
+            "global_config": dict(_BLT_PART, hidden_size=64, head_dim=16)},
+    "cohere_compass_text": {"rope_parameters": {  # default empty; each layer type looks its own up
+        t: {"rope_type": "default", "rope_theta": 10000.0}
+        for t in ("full_attention", "sliding_attention")}},
+    "dbrx": {"attn_config": {"rope_theta": 10000.0,  # the attention reads it from here
+                             "kv_n_heads": 2,
+                             "clip_qkv": 8.0},  # with None, clamp(None, None) raises upstream
+             "ffn_config": {"ffn_hidden_size": 64, "moe_num_experts": 4, "moe_top_k": 2}},
+    "deepseek_v2": dict(_MLA, num_experts_per_tok=2),  # its default is None (no routing)
+    "deepseek_v3": _MLA,
+    "deepseek_v32": _MLA,
+    "dots1": {"n_routed_experts": 4, "num_experts_per_tok": 2,  # defaults are None
+              "n_shared_experts": 1},
+    "dots3_note": {"text_config": dict(_MLA, head_dim=16),  # head_dim == nope + rope head dims
+                   # the adapters project into the (shrunk) text width
+                   "vision_config": {"adapter_out_dim": 32},
+                   "audio_config": {"adapter_out_dim": 32}},
+    "dots3_note_text": dict(_MLA, head_dim=16),  # head_dim == nope + rope head dims
+    "ernie4_5_moe": {"moe_k": 2},  # top-k must not exceed the 4 experts
+    "falcon_h1": {"mamba_d_ssm": 64, "mamba_d_head": 16},  # heads * head == d_ssm (4 * 16)
+    "gemma3n": {"text_config": _GEMMA3N},
+    "gemma3n_text": _GEMMA3N,
+    "gemma4_assistant": {"text_config": _GEMMA4_ASSISTANT},
+    "gemma4_unified_assistant": {"text_config": _GEMMA4_ASSISTANT},
+    "gpt_neo": {"attention_types": lambda n: [[["global", "local"], n // 2]]},  # one per layer
+    "granitemoehybrid": {  # default None: no attention layer
+        "layer_types": lambda n: ["linear_attention"] * (n - 1) + ["full_attention"]},
+    "inkling2_loop_text": {"unpadded_vocab_size": 500},  # must not exceed the shrunk vocabulary
+    "inkling2_text": {"unpadded_vocab_size": 500},  # must not exceed the shrunk vocabulary
+    "kimi_linear": dict(_MLA, num_experts_per_tok=2, linear_head_dim=8, linear_num_heads=4,
+                        # default: attention from the 5th layer on
+                        layer_types=lambda n: ["linear_attention"] * (n - 1) + ["full_attention"]),
+    "lfm2_moe": {"layer_types": lambda n: ["conv"] * (n - 1) + ["full_attention"]},  # default None
+    "mamba2": {"head_dim": 16, "n_groups": 1},  # hidden*expand == heads*head_dim; groups | heads
+    "musicgen": {"decoder": {"num_codebooks": 1}},  # the ids are (batch * codebooks, length)
+    "musicgen_melody": {"decoder": {"num_codebooks": 1}},  # the ids are (batch * codebooks, length)
+    "nemotron": {"num_key_value_heads": 2},  # its default None breaks the attention
+    "qwen4_exp": {"text_config": _QWEN4_EXP},
+    "qwen4_exp_text": _QWEN4_EXP,
+    "reformer": {"is_decoder": True,  # the LM head model requires it
+                 "attn_layers": ["local", "lsh"],  # its layer count is this list's length
+                 "axial_pos_shape": [8, 16],  # multiplies to the 128 positions
+                 "axial_pos_embds_dim": [16, 16],  # sums to the 32 width
+                 "feed_forward_size": 64},
+    "xlstm": {"hidden_size": 64, "qk_dim_factor": 1.0},  # its dims round up to multiples of 64
+    "xmod": {"default_language": "en_XX"},  # the forward needs a language adapter
+    "zaya": {"num_experts_per_tok": 1},  # the only routing it supports
+}
+
 IDS = [[1, 5, 9, 14, 3, 7, 2, 11, 30, 4]]
 
 
@@ -99,7 +179,15 @@ def shrink_layer_list(v, layers):
 
 
 def tiny_config(AutoConfig, model_type, layers=2, kv=True):
-    base = AutoConfig.for_model(model_type)
+    def fixed(v):
+        if isinstance(v, dict):
+            return {k: fixed(x) for k, x in v.items()}
+        return v(layers) if callable(v) else v
+
+    try:
+        base = AutoConfig.for_model(model_type)
+    except Exception:  # noqa: BLE001 - a default config its own validation rejects
+        base = AutoConfig.for_model(model_type, **fixed(FIX.get(model_type, {})))
     have = base.to_dict()
 
     def overrides(d):
@@ -131,6 +219,9 @@ def tiny_config(AutoConfig, model_type, layers=2, kv=True):
     for sub in ("text_config", "decoder", "language_config", "llm_config"):
         if isinstance(have.get(sub), dict):
             over[sub] = dict(have[sub], **overrides(have[sub]))
+    for k, v in fixed(FIX.get(model_type, {})).items():
+        base_v = over.get(k, have.get(k))
+        over[k] = dict(base_v, **v) if isinstance(v, dict) and isinstance(base_v, dict) else v
     try:
         return AutoConfig.for_model(model_type, **over)
     except Exception:
@@ -145,7 +236,7 @@ def build(torch, AutoConfig, cls, mt, attempt):
     want = getattr(cls, "config_class", None)
     if want is not None and not isinstance(cfg, want):
         # a causal-LM class of a composite model takes the text part of the config
-        for sub in ("text_config", "language_config", "llm_config"):
+        for sub in ("text_config", "language_config", "llm_config", "decoder"):
             if isinstance(getattr(cfg, sub, None), want):
                 cfg = getattr(cfg, sub)
                 break
@@ -158,6 +249,37 @@ def build(torch, AutoConfig, cls, mt, attempt):
     with torch.no_grad():
         out = output_tensor(model(input_ids=ids))
     return model, out, ids
+
+
+def ref64(torch, cls, model, ids):
+    """The same model's output in float64 (the tolerance reference)."""
+    def run(m):
+        if hasattr(m, "set_experts_implementation"):
+            # grouped_mm has no float64 kernel; the loop over experts computes the same
+            try:
+                m.set_experts_implementation("eager")
+            except Exception:  # noqa: BLE001 - models without experts
+                pass
+        m.eval()
+        with torch.no_grad():
+            return output_tensor(m(input_ids=ids))
+
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    try:
+        return run(model.double())
+    except Exception:  # noqa: BLE001 - retry the way upstream builds a float64 model
+        pass
+    # Built in float64, a model keeps the parameters it pins to float32 (inkling2's router casts
+    # its input to float32), and with float64 the default dtype its constants are float64 too
+    # (xglm's mask floor, finfo(float64).min, overflows a float32 tensor).
+    m = cls._from_config(model.config, dtype=torch.float64) if hasattr(cls, "_from_config") \
+        else cls(model.config).double()
+    m.load_state_dict(state)
+    torch.set_default_dtype(torch.float64)
+    try:
+        return run(m)
+    finally:
+        torch.set_default_dtype(torch.float32)
 
 
 def enc(values, fmt):
@@ -227,15 +349,7 @@ def main():
                     with open(os.path.join(path, "ids.json"), "w") as f:
                         json.dump(ids.tolist(), f)
                     phase = "ref64"
-                    model = model.double()
-                    if hasattr(model, "set_experts_implementation"):
-                        # grouped_mm has no float64 kernel; the loop over experts computes the same
-                        try:
-                            model.set_experts_implementation("eager")
-                        except Exception:  # noqa: BLE001 - models without experts
-                            pass
-                    with torch.no_grad():
-                        ref = output_tensor(model(input_ids=ids))
+                    ref = ref64(torch, cls, model, ids)
                     rec["ref64"] = enc(ref.detach().reshape(-1).tolist(), "d")
                 else:
                     if not os.path.isdir(path):
