@@ -302,6 +302,14 @@ TensorBase.__hash__ = object.__hash__  # noqa: F821
 TensorBase.__pos__ = lambda self: self  # noqa: F821
 
 
+_PYTHON_TYPE_DTYPES = {
+    _builtins.int: lambda: __import__("torch").int64,
+    _builtins.float: lambda: __import__("torch").float64,
+    _builtins.bool: lambda: __import__("torch").bool,
+    _builtins.complex: lambda: __import__("torch").complex128,
+}
+
+
 def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     # A factory like upstream's C++ one: function modes see it (`with torch.device("meta")`
     # gives it a device), and device= places the result.
@@ -312,6 +320,9 @@ def _tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fa
                                      requires_grad=requires_grad, pin_memory=pin_memory)
     if device is not None:
         _check_device(device)
+    if dtype in _PYTHON_TYPE_DTYPES:
+        # Python's own types name dtypes, as in upstream's argument parser.
+        dtype = _PYTHON_TYPE_DTYPES[dtype]()
     if type(data).__name__ == "ndarray" and type(data).__module__ == "numpy":
         # A copy of the array's values in its own dtype (upstream's tensor(ndarray)).
         # from_numpy's checks (negative strides, byte order) are tensor()'s too

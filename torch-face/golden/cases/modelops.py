@@ -37,6 +37,9 @@ def gen():
             ("dataloader-workers2", "[b for b in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.arange(6)), batch_size=4, num_workers=2)]", [], "ex"),
             ("share-memory", "(lambda t: (t.is_shared(), t.share_memory_() is t, t.is_shared(), t.untyped_storage().is_shared(), t + 1))(x.clone())", [], "ex"),
             ("tensor-new", "(x.new(2, 3).shape, x.new([1, 2]), x.new(x) is x, x.new().shape, x.new(torch.UntypedStorage(16)).shape, x.new(x).data_ptr() == x.data_ptr())", [], "ex"),
+            ("tensor-python-type-dtypes", "(torch.tensor([0], dtype=int), torch.tensor([1], dtype=float), torch.tensor([1], dtype=bool), torch.tensor([2], dtype=complex))", [], "ex"),
+            ("multiply", "(torch.multiply(x, w[0, :6]), torch.multiply(x, 2), x.clone().multiply_(x), torch.multiply(x, x, out=torch.empty(6, 8)), x.to(torch.bfloat16).multiply(x))", ["aten::multiply.Tensor", "aten::multiply.Scalar", "aten::multiply_.Tensor", "aten::multiply.out"], "acc"),
+            ("is-all-any-true", "(torch._is_all_true(x > -5), torch._is_all_true(x > 0), torch._is_any_true(x > 2), torch._is_any_true(x > 100))", ["aten::_is_all_true", "aten::_is_any_true"], "ex"),
             ("storage-from-file", "(lambda f: (f.write(bytes(range(64))), f.flush(), (lambda s: (s.nbytes(), s[3], torch.asarray(s[8:24], dtype=torch.uint8).view(torch.float32)))(torch.UntypedStorage.from_file(f.name, shared=False, nbytes=64)))[2])(__import__('tempfile').NamedTemporaryFile())", [], "ex"),
     ):
         cs.append(case("modelops/%s" % name, x + w + "out = %s\n" % expr, ops, FAM,

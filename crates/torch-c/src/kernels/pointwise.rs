@@ -912,5 +912,8 @@ pub(crate) fn register_alpha_clamp(t: &mut Table) {
     bin!(t, |a, b| a.bitwise_xor(b); []; ["bitwise_xor_.Tensor", "bitwise_xor_.Scalar"]; []);
     bin!(t, |a, b| a.fmod(b); []; ["fmod_.Tensor", "fmod_.Scalar"]; []);
     bin!(t, |a, b| a.remainder(b); []; ["remainder_.Tensor", "remainder_.Scalar"]; []);
-    bin!(t, |a, b| a.mul(b); []; ["mul_.Tensor", "mul_.Scalar"]; []);
+    bin!(t, |a, b| a.mul(b);
+        ["multiply.Tensor", "multiply.Scalar"];
+        ["mul_.Tensor", "mul_.Scalar", "multiply_.Tensor", "multiply_.Scalar"];
+        ["multiply.out"]);
 }

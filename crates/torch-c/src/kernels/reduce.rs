@@ -407,6 +407,17 @@ pub(crate) fn register(t: &mut Table) {
     // ----- any / all / count_nonzero -----
     t.insert("aten::any", |c| ok(c.tensor(0)?.any(&[], false)));
     t.insert("aten::all", |c| ok(c.tensor(0)?.all(&[], false)));
+    // Upstream's internal helpers behind `torch._assert_async`-style checks: bool input only.
+    t.insert("aten::_is_all_true", |c| {
+        let x = c.tensor(0)?;
+        bool_only("_is_all_true", &x)?;
+        ok(x.all(&[], false))
+    });
+    t.insert("aten::_is_any_true", |c| {
+        let x = c.tensor(0)?;
+        bool_only("_is_any_true", &x)?;
+        ok(x.any(&[], false))
+    });
     t.insert("aten::any.all_out", |c| {
         let r = c.tensor(0)?.any(&[], false).map_err(core_err)?;
         c.write_into(1, r)
@@ -686,4 +697,14 @@ pub(crate) fn register(t: &mut Table) {
         };
         ok(x.log_softmax(c.int(1)?))
     });
+}
+
+fn bool_only(op: &'static str, x: &Tensor) -> PyResult<()> {
+    if x.dtype() != DType::Bool {
+        return Err(PyRuntimeError::new_err(format!(
+            "{op}: expected a bool tensor, got {}",
+            x.dtype().name()
+        )));
+    }
+    Ok(())
 }
