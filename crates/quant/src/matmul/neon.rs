@@ -64,24 +64,10 @@ impl IDot for Dot {
     }
 }
 
-/// IEEE binary16 bits widened to f32 (`fcvt`, exact; base ARMv8.0 FP).
+/// Four binary16 values widened to f32 (`fcvtl`, exact; base ARMv8.0 FP). Inline assembly:
+/// the f16 conversion intrinsics are not stable.
 #[inline(always)]
-unsafe fn f16_scalar(p: *const u8) -> f32 {
-    let h = vld1_dup_u16(p.cast::<u16>());
-    let out: float32x4_t;
-    asm!(
-        "fcvtl {o:v}.4s, {h:v}.4h",
-        o = lateout(vreg) out,
-        h = in(vreg) h,
-        options(pure, nomem, nostack, preserves_flags)
-    );
-    vgetq_lane_f32::<0>(out)
-}
-
-/// Four binary16 values (little-endian bits at `p`) widened to f32 (`fcvtl`, exact).
-#[inline(always)]
-unsafe fn f16x4(p: *const u8) -> float32x4_t {
-    let h = vld1_u16(p.cast::<u16>());
+unsafe fn widen_f16x4(h: uint16x4_t) -> float32x4_t {
     let out: float32x4_t;
     asm!(
         "fcvtl {o:v}.4s, {h:v}.4h",
@@ -90,6 +76,18 @@ unsafe fn f16x4(p: *const u8) -> float32x4_t {
         options(pure, nomem, nostack, preserves_flags)
     );
     out
+}
+
+/// One binary16 value (little-endian bits at `p`, 2 bytes read) widened to f32.
+#[inline(always)]
+unsafe fn f16_scalar(p: *const u8) -> f32 {
+    vgetq_lane_f32::<0>(widen_f16x4(vld1_dup_u16(p.cast::<u16>())))
+}
+
+/// Four binary16 values (little-endian bits at `p`) widened to f32.
+#[inline(always)]
+unsafe fn f16x4(p: *const u8) -> float32x4_t {
+    widen_f16x4(vld1_u16(p.cast::<u16>()))
 }
 
 macro_rules! entries {
