@@ -219,7 +219,14 @@ pub fn silu_f32(x: &[f32], out: &mut [f32]) {
 
 pub(crate) fn silu_f32_with(isa: Isa, x: &[f32], out: &mut [f32]) {
     assert!(x.len() >= out.len(), "silu_f32: input shorter than out");
-    dispatch!(isa, silu_scalar, silu_avx512, silu_avx2, silu_neon; (x, out))
+    dispatch!(isa, silu_scalar, silu_avx512, silu_avx2, silu_neon; (x, out));
+    // Below -ln(f32::MAX), exp(-x) overflows in f32 and the formula gives x / inf (-0, and NaN
+    // for -inf), as upstream's; our exp saturates instead, so those lanes are redone.
+    for (o, &v) in out.iter_mut().zip(x) {
+        if v < -88.722_84 {
+            *o = v / f32::INFINITY;
+        }
+    }
 }
 
 fn silu_scalar(x: &[f32], out: &mut [f32]) {
