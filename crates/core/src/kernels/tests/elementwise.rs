@@ -158,17 +158,37 @@ fn silu_matches_f64_on_every_isa() {
 
 #[test]
 fn silu_overflow_follows_the_f32_formula() {
-    let x = [f32::NEG_INFINITY, -1000.0, -89.0, f32::INFINITY, f32::NAN, -80.0];
+    let x = [
+        f32::NEG_INFINITY,
+        -1000.0,
+        -89.0,
+        f32::INFINITY,
+        f32::NAN,
+        -80.0,
+    ];
     for isa in supported_isas() {
         let mut out = [0f32; 6];
         silu_f32_with(isa, &x, &mut out);
         assert!(out[0].is_nan(), "{isa:?}: silu(-inf) = -inf / inf is NaN");
-        assert!(out[1] == 0.0 && out[1].is_sign_negative(), "{isa:?}: {}", out[1]);
-        assert!(out[2] == 0.0 && out[2].is_sign_negative(), "{isa:?}: {}", out[2]);
+        assert!(
+            out[1] == 0.0 && out[1].is_sign_negative(),
+            "{isa:?}: {}",
+            out[1]
+        );
+        assert!(
+            out[2] == 0.0 && out[2].is_sign_negative(),
+            "{isa:?}: {}",
+            out[2]
+        );
         assert_eq!(out[3], f32::INFINITY, "{isa:?}");
         assert!(out[4].is_nan(), "{isa:?}");
         let want = -80.0f64 / (1.0 + 80.0f64.exp());
-        assert_close(out[5], want, 6.0 * 2.0 * U * want.abs(), &format!("{isa:?} silu(-80)"));
+        assert_close(
+            out[5],
+            want,
+            6.0 * 2.0 * U * want.abs(),
+            &format!("{isa:?} silu(-80)"),
+        );
     }
 }
 
