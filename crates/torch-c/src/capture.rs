@@ -115,15 +115,10 @@ impl CapturedDecoder {
     }
 }
 
-/// First index of the largest logit, as `torch.argmax` picks (greedy decoding).
+/// The greedy pick: the first index of the largest logit, a NaN counting as largest, as
+/// `torch.argmax` picks (the runtime's kernel follows upstream's rule).
 fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &v) in logits.iter().enumerate() {
-        if v > logits[best] || (logits[best].is_nan() && !v.is_nan()) {
-            best = i;
-        }
-    }
-    best as u32
+    torchnative_core::kernels::argmax_f32(logits).unwrap_or(0) as u32
 }
 
 #[pymethods]

@@ -125,6 +125,17 @@ impl StorageBase {
         Ok(obj)
     }
 
+    /// A new Python storage object of class `cls` over a shared-memory region.
+    fn over_region<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        region: crate::shared_memory::SharedRegion,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let buf = region
+            .into_buffer(false)
+            .expect("no bool check was asked for");
+        StorageBase::over(cls, Storage::new(buf))
+    }
+
     /// The whole core storage behind this object (bytes read from a file become one first).
     fn core_storage(&self) -> PyResult<Storage> {
         let flat = self.typed(DType::U8)?;
@@ -276,10 +287,7 @@ impl StorageBase {
                 "_new_using_fd_cpu: cannot create shared memory of {size} bytes: {e}"
             ))
         })?;
-        let buf = region
-            .into_buffer(false)
-            .expect("no bool check was asked for");
-        StorageBase::over(cls, Storage::new(buf))
+        StorageBase::over_region(cls, region)
     }
     /// The storage another process shared as file descriptor `fd` (`size` bytes).
     #[classmethod]
@@ -293,10 +301,7 @@ impl StorageBase {
                 "_new_shared_fd_cpu: cannot map descriptor {fd}: {e}"
             ))
         })?;
-        let buf = region
-            .into_buffer(false)
-            .expect("no bool check was asked for");
-        StorageBase::over(cls, Storage::new(buf))
+        StorageBase::over_region(cls, region)
     }
     /// Upstream's `file_system` strategy needs its `torch_shm_manager` process; refused by name.
     fn _share_filename_cpu_(&self) -> PyResult<()> {

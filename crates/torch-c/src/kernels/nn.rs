@@ -5,6 +5,7 @@
 
 use super::*;
 use torchnative_core::ops::conv::{self, ConvOptions, PadMode, PoolKind, PoolOptions};
+use torchnative_core::ops::linalg;
 use torchnative_core::ops::nn as cnn;
 
 type R = torchnative_core::Result<Tensor>;
@@ -156,7 +157,7 @@ fn native_multi_head_attention(c: &Ctx<'_, '_>) -> PyResult<Out> {
     let run = || -> torchnative_core::Result<(Tensor, Option<Tensor>)> {
         let w = qkv_w.chunk(3, 0)?;
         let bias = qkv_b.chunk(3, 0)?;
-        let project = |x: &Tensor, i: usize| cnn_linear(x, &w[i], Some(&bias[i]));
+        let project = |x: &Tensor, i: usize| linalg::linear(x, &w[i], Some(&bias[i]));
         let q = heads(&project(&query, 0)?)?.mul(1.0 / (dh as f64).sqrt())?;
         let k = heads(&project(&key, 1)?)?;
         let v = heads(&project(&value, 2)?)?;
@@ -181,7 +182,7 @@ fn native_multi_head_attention(c: &Ctx<'_, '_>) -> PyResult<Out> {
             .matmul(&v)?
             .transpose(1, 2)?
             .reshape(&[b as i64, t as i64, d as i64])?;
-        let out = cnn_linear(&ctx, &proj_w, Some(&proj_b))?;
+        let out = linalg::linear(&ctx, &proj_w, Some(&proj_b))?;
         let weights = match (need_weights, average) {
             (false, _) => None,
             (true, true) => Some(scores.sum(&[1], false)?.div(h as f64)?),
@@ -197,10 +198,6 @@ fn native_multi_head_attention(c: &Ctx<'_, '_>) -> PyResult<Out> {
     };
     let pair = pyo3::types::PyTuple::new(py, [crate::tensor::wrap(py, out)?, weights])?;
     Ok(Out::Object(pair.into_any().unbind()))
-}
-
-fn cnn_linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> R {
-    torchnative_core::ops::linalg::linear(x, w, b)
 }
 
 // ----- convolution -----
