@@ -4,13 +4,35 @@
 # everything lives under $TORCHNATIVE_HOME/llama.cpp-0.3.36/. A second run does nothing.
 # Prints the bin dir (llama-bench, llama-quantize, llama-simple, llama-tokenize, llama-perplexity,
 # and libllama.so / libggml*.so next to them) on stdout.
+#   scripts/build-llama-cpp.sh [--avx2]
+# --avx2 builds a second copy (llama-bench only, in build-avx2/) for CPUs without AVX-512:
+# AVX2 + FMA + F16C, AVX-512 off, the peer of our TORCHNATIVE_ISA=avx2 kernels.
 set -euo pipefail
 version=0.3.36
 home="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 root="$home/llama.cpp-$version"
-bin="$root/build/bin"
-stamp="$root/.torchnative-built-v1"
 jobs="${LLAMA_CPP_JOBS:-2}"
+variant=native
+if [ "${1:-}" = "--avx2" ]; then
+  variant=avx2
+elif [ -n "${1:-}" ]; then
+  echo "build-llama-cpp: unknown argument '$1' (expected --avx2 or nothing)" >&2
+  exit 2
+fi
+if [ "$variant" = native ]; then
+  build="$root/build"
+  stamp="$root/.torchnative-built-v1"
+  features=(-DGGML_NATIVE=ON)
+  tools=(llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity)
+else
+  build="$root/build-avx2"
+  stamp="$root/.torchnative-built-avx2-v1"
+  features=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+    -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
+    -DGGML_AVX_VNNI=OFF)
+  tools=(llama-bench)
+fi
+bin="$build/bin"
 
 if [ -f "$stamp" ]; then
   echo "$bin"
@@ -44,19 +66,18 @@ fi
 
 # Shared libs so a ctypes program (the logit oracle) can load libllama; llama-bench etc. use
 # them through the build tree's rpath.
-nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$root/build" -G Ninja \
+nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
   -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" \
   -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=ON \
+  "${features[@]}" \
   -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_SERVER=OFF \
   -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON >&2
-nice -n 19 "$venv/bin/cmake" --build "$root/build" -j "$jobs" \
-  --target llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity >&2
+nice -n 19 "$venv/bin/cmake" --build "$build" -j "$jobs" --target "${tools[@]}" >&2
 
-for tool in llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity; do
+for tool in "${tools[@]}"; do
   [ -x "$bin/$tool" ] || { echo "build-llama-cpp: $bin/$tool missing after build" >&2; exit 1; }
 done
 touch "$stamp"

@@ -160,8 +160,34 @@ fn check_random(ty: GgmlType, data: &[u8], rows: usize, cols: usize, rng: &mut R
     for m in [1, 2, 5, 19] {
         let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
         let want = reference_dot(&wf, &x, m, rows, cols);
+        // The GEMM (m >= 16 on x86): every path's GEMM gives the same bits (AVX2 tiles =
+        // VNNI tiles), and a row's result does not depend on m, its tile or its lane.
+        let mut gemm_bits: Option<(KernelPath, Vec<f32>)> = None;
         for path in available_kernel_paths() {
             let got = run(path, &w, &x, m);
+            if m >= 16 && cfg!(target_arch = "x86_64") && path != KernelPath::Scalar {
+                match &gemm_bits {
+                    Some((first, bits)) => assert_bits_eq(
+                        &format!("{what} {ty} GEMM m {m}: {path:?} vs {first:?}"),
+                        &got,
+                        bits,
+                    ),
+                    None => gemm_bits = Some((path, got.clone())),
+                }
+                // 16 rows (one full tile, not m) from row 3 on, wrapping.
+                let moved: Vec<f32> = (0..16)
+                    .flat_map(|j| x[(j + 3) % m * cols..][..cols].iter().copied())
+                    .collect();
+                let got16 = run(path, &w, &moved, 16);
+                for j in 0..16 {
+                    let i = (j + 3) % m;
+                    assert_bits_eq(
+                        &format!("{what} {ty} {path:?} row {i} in a GEMM of 16 (lane {j}) vs {m}"),
+                        &got16[j * rows..(j + 1) * rows],
+                        &got[i * rows..(i + 1) * rows],
+                    );
+                }
+            }
             // The same rows in another order (other tiles and lanes of the GEMM).
             let shift = 5 % m;
             let rotated: Vec<f32> = (0..m)

@@ -1,4 +1,4 @@
-//! Prefill GEMM: many activation rows against packed weights, with AVX-512 VNNI.
+//! Prefill GEMM: many activation rows against packed weights, with AVX-512 VNNI or AVX2.
 //!
 //! Lanes are activation rows. The activations (quantized here anyway) are stored interleaved
 //! in tiles of [`TILE`] rows: for each group of 4 consecutive elements, one 64-byte [`Line`]
@@ -10,6 +10,12 @@
 //!
 //! Integer sums are exact; scales are applied per block in f32, so results equal the row
 //! kernels up to f32 summation order (not bit for bit).
+//!
+//! The AVX2 tiles (no `vpdpbusd`) compute the same integers with `vpmaddubsw` (i16 pair sums,
+//! added in i16 only as many 4-byte groups as cannot saturate for the weight's code width)
+//! then `vpmaddwd`, and apply the scales with the same f32 operations in the same order, so an
+//! AVX2 GEMM result equals the VNNI GEMM's bit for bit. In both, an output element's value
+//! depends on its activation row and weight row only: not on `m`, the tile or the lane.
 
 use super::Line;
 #[cfg(target_arch = "x86_64")]
@@ -157,6 +163,13 @@ impl Unpacked {
         self.unpack(ty, row, cols, j)
     }
 
+    /// [`Unpacked::unpack`] compiled for AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn unpack_avx2(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
+        self.unpack(ty, row, cols, j)
+    }
+
     /// Unpack one weight row (`row`, `ty.row_bytes(cols)` bytes) into slot `j`.
     #[inline(always)]
     fn unpack(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
@@ -294,12 +307,15 @@ thread_local! {
     static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();
 }
 
-/// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`.
+/// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`. `vnni`
+/// picks the AVX-512 VNNI tiles, otherwise the AVX2 ones (same results, bit for bit).
 ///
 /// Safety: the caller validated `w` (data length), `tiles` (packed for `m x w.cols` in the
 /// type's format), that `out` points at `m * w.rows` floats of which this task alone writes
-/// rows `lo..hi` of each output row, and that the CPU has AVX-512 VNNI.
+/// rows `lo..hi` of each output row, and that the CPU has AVX-512 VNNI (`vnni`) or AVX2 + FMA
+/// + F16C.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_rows(
     w: &PackedMatrix,
     row_bytes: usize,
@@ -308,6 +324,7 @@ pub(crate) unsafe fn gemm_rows(
     out: *mut f32,
     lo: usize,
     hi: usize,
+    vnni: bool,
 ) {
     use GgmlType::*;
     let cols = w.cols;
@@ -319,17 +336,36 @@ pub(crate) unsafe fn gemm_rows(
             let n = (hi - r0).min(RC);
             for j in 0..n {
                 let r = r0 + j;
-                u.unpack_avx512(w.ty, &w.data[r * row_bytes..(r + 1) * row_bytes], cols, j);
+                let row = &w.data[r * row_bytes..(r + 1) * row_bytes];
+                if vnni {
+                    u.unpack_avx512(w.ty, row, cols, j);
+                } else {
+                    u.unpack_avx2(w.ty, row, cols, j);
+                }
             }
             for t in 0..m.div_ceil(TILE) {
-                let acc = match w.ty {
-                    Q4_0 => x86::tile_32::<3, false>(&u, cols, tiles, t),
-                    Q5_0 => x86::tile_32::<4, false>(&u, cols, tiles, t),
-                    Q8_0 => x86::tile_32::<7, false>(&u, cols, tiles, t),
-                    Q4_1 | Q5_1 => x86::tile_32::<0, true>(&u, cols, tiles, t),
-                    Q4_K | Q5_K => x86::tile_256::<false>(&u, cols, tiles, t),
-                    Q6_K => x86::tile_256::<true>(&u, cols, tiles, t),
-                    _ => unreachable!("gemm_block admits only the types above"),
+                let acc = if vnni {
+                    match w.ty {
+                        Q4_0 => x86::tile_32::<3, false>(&u, cols, tiles, t),
+                        Q5_0 => x86::tile_32::<4, false>(&u, cols, tiles, t),
+                        Q8_0 => x86::tile_32::<7, false>(&u, cols, tiles, t),
+                        Q4_1 | Q5_1 => x86::tile_32::<0, true>(&u, cols, tiles, t),
+                        Q4_K | Q5_K => x86::tile_256::<false>(&u, cols, tiles, t),
+                        Q6_K => x86::tile_256::<true>(&u, cols, tiles, t),
+                        _ => unreachable!("gemm_block admits only the types above"),
+                    }
+                } else {
+                    match w.ty {
+                        Q4_0 => x86::tile_32_avx2::<3, false, 4>(&u, cols, tiles, t),
+                        Q5_0 => x86::tile_32_avx2::<4, false, 5>(&u, cols, tiles, t),
+                        Q8_0 => x86::tile_32_avx2::<0, false, 8>(&u, cols, tiles, t),
+                        Q4_1 => x86::tile_32_avx2::<0, true, 4>(&u, cols, tiles, t),
+                        Q5_1 => x86::tile_32_avx2::<0, true, 5>(&u, cols, tiles, t),
+                        Q4_K => x86::tile_256_avx2::<false, 4>(&u, cols, tiles, t),
+                        Q5_K => x86::tile_256_avx2::<false, 5>(&u, cols, tiles, t),
+                        Q6_K => x86::tile_256_avx2::<true, 6>(&u, cols, tiles, t),
+                        _ => unreachable!("gemm_block admits only the types above"),
+                    }
                 };
                 // `acc[l]` holds activation row l's outputs for weight rows r0.. r0 + RC.
                 for (l, a) in acc.iter().enumerate().take(TILE.min(m - t * TILE)) {
@@ -352,6 +388,48 @@ mod x86 {
 
     use super::{Line, Unpacked, LINES_256, LINES_32, RC, TILE};
 
+    /// An 8x8 transpose of f32 registers: `out[l][i] = r[i][l]`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xee>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xee>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xee>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xee>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ]
+    }
+
+    /// Lanes `8 * half ..` of the tile: `[weight row][lane]` registers to `out[lane][row]`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn store_half(acc: [__m256; RC], half: usize, out: &mut [[f32; RC]; TILE]) {
+        for (l, v) in transpose8(acc).into_iter().enumerate() {
+            // SAFETY: `out[..]` rows are RC = 8 floats.
+            unsafe { _mm256_storeu_ps(out[8 * half + l].as_mut_ptr(), v) };
+        }
+    }
+
     /// `[weight row][lane]` accumulators to `[lane][weight row]`: two 8x8 transposes of the
     /// registers' halves.
     #[inline]
@@ -359,43 +437,14 @@ mod x86 {
     fn transpose(acc: [__m512; RC]) -> [[f32; RC]; TILE] {
         let mut out = [[0f32; RC]; TILE];
         for half in 0..2 {
-            let r: [__m256; 8] = std::array::from_fn(|i| {
+            let r: [__m256; RC] = std::array::from_fn(|i| {
                 if half == 0 {
                     _mm512_castps512_ps256(acc[i])
                 } else {
                     _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc[i])))
                 }
             });
-            let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-            let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-            let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-            let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-            let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-            let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-            let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-            let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-            let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-            let u1 = _mm256_shuffle_ps::<0xee>(t0, t2);
-            let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-            let u3 = _mm256_shuffle_ps::<0xee>(t1, t3);
-            let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-            let u5 = _mm256_shuffle_ps::<0xee>(t4, t6);
-            let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-            let u7 = _mm256_shuffle_ps::<0xee>(t5, t7);
-            let rows = [
-                _mm256_permute2f128_ps::<0x20>(u0, u4),
-                _mm256_permute2f128_ps::<0x20>(u1, u5),
-                _mm256_permute2f128_ps::<0x20>(u2, u6),
-                _mm256_permute2f128_ps::<0x20>(u3, u7),
-                _mm256_permute2f128_ps::<0x31>(u0, u4),
-                _mm256_permute2f128_ps::<0x31>(u1, u5),
-                _mm256_permute2f128_ps::<0x31>(u2, u6),
-                _mm256_permute2f128_ps::<0x31>(u3, u7),
-            ];
-            for (l, v) in rows.into_iter().enumerate() {
-                // SAFETY: `out[..]` rows are RC = 8 floats.
-                unsafe { _mm256_storeu_ps(out[8 * half + l].as_mut_ptr(), v) };
-            }
+            store_half(r, half, &mut out);
         }
         out
     }
@@ -503,5 +552,180 @@ mod x86 {
             }
         }
         transpose(acc)
+    }
+
+    /// 4-byte groups whose `vpmaddubsw` pair sums can be added in i16 without saturating, for
+    /// unsigned weight codes of `bits` bits against activations within +-127: each pair is at
+    /// most `2 * (2^bits - 1) * 127`.
+    const fn i16_run(bits: u32) -> usize {
+        let pair = 2 * ((1 << bits) - 1) * 127;
+        let run = 32767 / pair;
+        if run >= 8 {
+            8
+        } else if run >= 4 {
+            4
+        } else if run >= 2 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Lanes `8 * half .. 8 * half + 8` of tile line `i` (tiles are 64-byte aligned).
+    #[inline(always)]
+    unsafe fn half_line(a: *const Line, i: usize, half: usize) -> *const __m256i {
+        a.add(i).cast::<u8>().add(32 * half).cast()
+    }
+
+    /// Weight rows an AVX2 tile pass keeps in registers (16 ymm: 4 accumulators, 4 i16 and
+    /// 4 i32 partial sums, the activation line, the weight broadcast).
+    const RQ: usize = 4;
+
+    /// Integer dots of weight rows `wq[j]` (RQ of them) with tile lines `groups` (4 bytes per
+    /// group and lane): `sum_k wdword(k) . line(k)` per lane, each group's i16 pair sums
+    /// collected `i16_run(BITS)` groups at a time, then widened by `vpmaddwd` with `mul` (ones,
+    /// or a K-type sub-block scale). `BITS` = 8 means signed weight bytes stored `+ 128`
+    /// (Q8_0), multiplied as `|w| * sign(x, w)`.
+    #[inline(always)]
+    unsafe fn group_dots<const BITS: u32>(
+        wq: [*const u8; RQ],
+        a: *const Line,
+        half: usize,
+        groups: std::ops::Range<usize>,
+        mul: [__m256i; RQ],
+        s: &mut [__m256i; RQ],
+    ) {
+        let run = i16_run(BITS);
+        let mut g = groups.start;
+        while g < groups.end {
+            let mut s16 = [_mm256_setzero_si256(); RQ];
+            for k in g..(g + run).min(groups.end) {
+                let x = _mm256_load_si256(half_line(a, k, half));
+                for j in 0..RQ {
+                    let wg = _mm256_set1_epi32(wq[j].add(4 * k).cast::<i32>().read_unaligned());
+                    let p = if BITS == 8 {
+                        let ws = _mm256_xor_si256(wg, _mm256_set1_epi8(-128));
+                        _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(x, ws))
+                    } else {
+                        _mm256_maddubs_epi16(wg, x)
+                    };
+                    s16[j] = _mm256_add_epi16(s16[j], p);
+                }
+            }
+            for j in 0..RQ {
+                s[j] = _mm256_add_epi32(s[j], _mm256_madd_epi16(s16[j], mul[j]));
+            }
+            g += run;
+        }
+    }
+
+    /// [`tile_32`] with AVX2: the same integers and the same f32 operations, one half of the
+    /// tile (8 lanes) and [`RQ`] weight rows at a time. `BITS` is the weight code width (4, 5;
+    /// 8 for Q8_0, whose integer dot is taken signed, so it has no offset: `SHIFT` = 0).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn tile_32_avx2<const SHIFT: u32, const MIN: bool, const BITS: u32>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        let nb = cols / 32;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_32].as_ptr();
+        let ones = [_mm256_set1_epi16(1); RQ];
+        let mut out = [[0f32; RC]; TILE];
+        for half in 0..2 {
+            let mut all = [_mm256_setzero_ps(); RC];
+            for r0 in (0..RC).step_by(RQ) {
+                let mut acc = [_mm256_setzero_ps(); RQ];
+                for b in 0..nb {
+                    let a = lines.add(b * LINES_32);
+                    let wq = std::array::from_fn(|j| u.q.as_ptr().add((r0 + j) * cols + b * 32));
+                    let mut s = [_mm256_setzero_si256(); RQ];
+                    if !MIN && SHIFT > 0 {
+                        let neg_sum = _mm256_load_si256(half_line(a, 8, half));
+                        let init = _mm256_sllv_epi32(neg_sum, _mm256_set1_epi32(SHIFT as i32));
+                        s = [init; RQ];
+                    }
+                    group_dots::<BITS>(wq, a, half, 0..8, ones, &mut s);
+                    let dx = _mm256_load_ps(half_line(a, 9, half).cast());
+                    for j in 0..RQ {
+                        let k = (r0 + j) * nb + b;
+                        let scale = _mm256_mul_ps(dx, _mm256_set1_ps(*u.d.get_unchecked(k)));
+                        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[j]), scale, acc[j]);
+                        if MIN {
+                            let dsum = _mm256_load_ps(half_line(a, 10, half).cast());
+                            let m = _mm256_set1_ps(*u.m.get_unchecked(k));
+                            acc[j] = _mm256_fmadd_ps(dsum, m, acc[j]);
+                        }
+                    }
+                }
+                all[r0..r0 + RQ].copy_from_slice(&acc);
+            }
+            store_half(all, half, &mut out);
+        }
+        out
+    }
+
+    /// [`tile_256`] with AVX2, [`RQ`] weight rows at a time (the integer sums, taken in any
+    /// order, are the same numbers; each accumulator sees the same f32 operations). The
+    /// sub-block scales multiply the i16 pair sums inside `vpmaddwd`. `BITS` is the weight
+    /// code width (Q4_K 4, Q5_K 5, Q6_K 6).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn tile_256_avx2<const Q6: bool, const BITS: u32>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        let nb = cols / 256;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_256].as_ptr();
+        let (subs, per) = if Q6 { (16, 4) } else { (8, 8) };
+        let mut out = [[0f32; RC]; TILE];
+        for half in 0..2 {
+            let mut all = [_mm256_setzero_ps(); RC];
+            for r0 in (0..RC).step_by(RQ) {
+                let mut acc = [_mm256_setzero_ps(); RQ];
+                for b in 0..nb {
+                    let a = lines.add(b * LINES_256);
+                    let wq = std::array::from_fn(|j| u.q.as_ptr().add((r0 + j) * cols + b * 256));
+                    let mut iacc = [_mm256_setzero_si256(); RQ];
+                    for s in 0..subs {
+                        // Sub-block scales are 6-bit (Q4_K, Q5_K) or i8 (Q6_K): i16 is exact.
+                        let sc = std::array::from_fn(|j| {
+                            let k = ((r0 + j) * nb + b) * 16 + s;
+                            _mm256_set1_epi16(*u.sc.get_unchecked(k) as i16)
+                        });
+                        group_dots::<BITS>(wq, a, half, s * per..(s + 1) * per, sc, &mut iacc);
+                    }
+                    let mut corr = [_mm256_setzero_si256(); RQ];
+                    for p in 0..8 {
+                        let sp = _mm256_load_si256(half_line(a, 65 + p, half));
+                        for (j, corr) in corr.iter_mut().enumerate() {
+                            let k = ((r0 + j) * nb + b) * 8 + p;
+                            let pair = _mm256_set1_epi32(*u.pairs.get_unchecked(k));
+                            *corr = _mm256_add_epi32(*corr, _mm256_madd_epi16(sp, pair));
+                        }
+                    }
+                    let dx = _mm256_load_ps(half_line(a, 64, half).cast());
+                    for j in 0..RQ {
+                        let k = (r0 + j) * nb + b;
+                        let d = _mm256_mul_ps(dx, _mm256_set1_ps(*u.d.get_unchecked(k)));
+                        if Q6 {
+                            let i = _mm256_sub_epi32(iacc[j], _mm256_slli_epi32::<5>(corr[j]));
+                            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), d, acc[j]);
+                        } else {
+                            let dmin = _mm256_mul_ps(dx, _mm256_set1_ps(*u.m.get_unchecked(k)));
+                            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[j]), d, acc[j]);
+                            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(corr[j]), dmin, acc[j]);
+                        }
+                    }
+                }
+                all[r0..r0 + RQ].copy_from_slice(&acc);
+            }
+            store_half(all, half, &mut out);
+        }
+        out
     }
 }

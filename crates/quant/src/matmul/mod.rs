@@ -109,6 +109,15 @@ impl KernelPath {
         KernelPath::NeonDotprod,
     ];
 
+    /// The `TORCHNATIVE_ISA` level the path belongs to: 0 scalar, 1 AVX2 or NEON, 2 AVX-512.
+    fn level(self) -> u8 {
+        match self {
+            KernelPath::Scalar => 0,
+            KernelPath::Avx2 | KernelPath::Neon | KernelPath::NeonDotprod => 1,
+            KernelPath::Avx512 | KernelPath::Avx512Vnni => 2,
+        }
+    }
+
     /// Whether this CPU can run the path.
     pub fn is_available(self) -> bool {
         match self {
@@ -130,16 +139,37 @@ impl KernelPath {
     }
 }
 
-/// The fastest path this CPU supports (detected once, then cached).
+/// The fastest path this CPU supports (detected once, then cached), lowered (never raised)
+/// by env `TORCHNATIVE_ISA=scalar|avx2|avx512|neon` as the core kernels are, so a whole run
+/// can be measured on a smaller machine's kernels (see [`isa_cap`]).
 pub fn best_kernel_path() -> KernelPath {
     static BEST: OnceLock<KernelPath> = OnceLock::new();
     *BEST.get_or_init(|| {
+        let cap = std::env::var("TORCHNATIVE_ISA")
+            .ok()
+            .and_then(|v| isa_cap(&v));
         KernelPath::ALL
             .into_iter()
             .rev()
+            .filter(|p| cap.is_none_or(|c| p.level() <= c))
             .find(|p| p.is_available())
             .unwrap_or(KernelPath::Scalar)
     })
+}
+
+/// The highest [`KernelPath::level`] a `TORCHNATIVE_ISA` value allows: `None` (no cap) for an
+/// unknown name, as the core ignores those; 0 (scalar) for the other architecture's levels,
+/// as the core lowers them.
+fn isa_cap(name: &str) -> Option<u8> {
+    let x86 = cfg!(target_arch = "x86_64");
+    let arm = cfg!(target_arch = "aarch64");
+    match name.trim().to_ascii_lowercase().as_str() {
+        "scalar" => Some(0),
+        "avx2" => Some(if x86 { 1 } else { 0 }),
+        "avx512" => Some(if x86 { 2 } else { 0 }),
+        "neon" => Some(if arm { 1 } else { 0 }),
+        _ => None,
+    }
 }
 
 /// The paths this CPU supports, lowest first.
@@ -196,8 +226,27 @@ pub(crate) type DotFn<const N: usize> = unsafe fn(&[u8], &QActs, usize) -> [f32;
 /// Activation rows handled together in prefill (each weight block is unpacked once for them).
 const PREFILL_ROWS: usize = 4;
 
-/// Activation rows from which the AVX-512 VNNI path switches from row kernels to the GEMM.
+/// Activation rows from which the x86 paths switch from row kernels to the GEMM.
 pub(crate) const GEMM_MIN_ROWS: usize = 16;
+
+/// Which prefill GEMM tiles a path runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GemmTiles {
+    /// `vpdpbusd` on 512 bits.
+    Vnni,
+    /// `vpmaddubsw` + `vpmaddwd` on 256 bits (AVX-512 without VNNI runs these too); results
+    /// equal the VNNI tiles' bit for bit.
+    Avx2,
+}
+
+fn gemm_tiles(path: KernelPath) -> Option<GemmTiles> {
+    match path {
+        _ if !cfg!(target_arch = "x86_64") => None,
+        KernelPath::Avx512Vnni => Some(GemmTiles::Vnni),
+        KernelPath::Avx2 | KernelPath::Avx512 => Some(GemmTiles::Avx2),
+        _ => None,
+    }
+}
 
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
@@ -360,8 +409,7 @@ pub fn matmul_multi_with(
         return Ok(());
     }
     // The GEMM serves every matrix of the call or none (they share one activation layout).
-    let gemm = cfg!(target_arch = "x86_64")
-        && path == KernelPath::Avx512Vnni
+    let gemm = gemm_tiles(path).is_some()
         && m >= GEMM_MIN_ROWS
         && ws.iter().all(|w| gemm::gemm_block(w.ty).is_some());
     prepare_acts(format, path, gemm, x, m, cols, scratch);
@@ -378,7 +426,7 @@ pub fn matmul_multi_with(
         xf: x,
         cols,
     };
-    run_jobs(&mut jobs[..ws.len()], m, &acts);
+    run_jobs(path, &mut jobs[..ws.len()], m, &acts);
     Ok(())
 }
 
@@ -452,7 +500,7 @@ struct Job<'a> {
 
 /// Split every job's rows into tasks (by weight bytes) and run all tasks in one parallel
 /// section (inline when there is only one).
-fn run_jobs(jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
+fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
     let threads = rayon::current_num_threads().max(1);
     for job in jobs.iter_mut().flatten() {
         let by_size = (job.w.rows * job.row_bytes * m.min(8)) / MIN_TASK_BYTES;
@@ -470,16 +518,17 @@ fn run_jobs(jobs: &mut [Option<Job>], m: usize, acts: &QActs) {
             if t < job.tasks {
                 let rows = job.w.rows;
                 // SAFETY: `check_matrix` validated the data; `matmul_multi_with` validated x,
-                // y and scratch sizes and the path's CPU features (the GEMM only on AVX-512
-                // VNNI, with tiles packed for m x cols); task row ranges are disjoint.
+                // y and scratch sizes and the path's CPU features (VNNI tiles only on AVX-512
+                // VNNI, AVX2 tiles on AVX2 or AVX-512; tiles packed for m x cols); task row
+                // ranges are disjoint.
                 #[cfg(target_arch = "x86_64")]
                 if job.gemm {
                     let units = rows.div_ceil(gemm::RC);
                     let lo = (units * t / job.tasks * gemm::RC).min(rows);
                     let hi = (units * (t + 1) / job.tasks * gemm::RC).min(rows);
-                    unsafe {
-                        gemm::gemm_rows(job.w, job.row_bytes, acts.tiles, m, job.out.0, lo, hi)
-                    };
+                    let vnni = gemm_tiles(path) == Some(GemmTiles::Vnni);
+                    let (w, out) = (job.w, job.out.0);
+                    unsafe { gemm::gemm_rows(w, job.row_bytes, acts.tiles, m, out, lo, hi, vnni) };
                     return;
                 }
                 let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
@@ -583,58 +632,66 @@ struct RowsPart<'a> {
     sums16: &'a mut [i32],
 }
 
+/// Which activation quantizer a path runs; every one gives the scalar quantizer's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quantizer {
+    Scalar,
+    /// x86-64 AVX2 + FMA (the CPU was checked by the path).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx2,
+    /// x86-64 AVX-512 F/BW/VL.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx512,
+    /// aarch64 NEON (the baseline).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    Neon,
+}
+
+fn quantizer(path: KernelPath) -> Quantizer {
+    match path {
+        KernelPath::Scalar => Quantizer::Scalar,
+        KernelPath::Avx2 => Quantizer::Avx2,
+        KernelPath::Avx512 | KernelPath::Avx512Vnni => Quantizer::Avx512,
+        KernelPath::Neon | KernelPath::NeonDotprod => Quantizer::Neon,
+    }
+}
+
 /// Quantize `rows` activation rows into the row format and, with `tile`, pack them (at most
-/// [`gemm::TILE`] rows) into that GEMM tile. `simd` picks the AVX-512 (x86-64) or NEON
-/// (aarch64) quantizer, which gives the same bytes as the scalar one.
+/// [`gemm::TILE`] rows) into that GEMM tile.
 fn quantize_rows(
     format: ActFormat,
-    simd: bool,
+    quantizer: Quantizer,
     part: RowsPart,
     rows: usize,
     cols: usize,
     tile: Option<&mut [Line]>,
 ) {
     let RowsPart { x, qs, ds, sums16 } = part;
-    match format {
-        ActFormat::Float => return,
-        ActFormat::Q8x32 => {
-            #[cfg(target_arch = "x86_64")]
-            if simd {
-                // SAFETY: `simd` is only set on AVX-512 paths, which checked the CPU.
-                unsafe { x86::quantize_q8x32_avx512(x, qs, ds) };
-            } else {
-                quantize_q8x32_scalar(x, qs, ds);
-            }
-            #[cfg(target_arch = "aarch64")]
-            if simd {
-                // SAFETY: `simd` is only set on NEON paths (NEON is the aarch64 baseline).
-                unsafe { neon::quantize_q8x32_neon(x, qs, ds) };
-            } else {
-                quantize_q8x32_scalar(x, qs, ds);
-            }
-            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-            quantize_q8x32_scalar(x, qs, ds);
-        }
-        ActFormat::Q8x256 => {
-            #[cfg(target_arch = "x86_64")]
-            if simd {
-                // SAFETY: as above.
-                unsafe { x86::quantize_q8x256_avx512(x, qs, ds, sums16) };
-            } else {
-                quantize_q8x256_scalar(x, qs, ds, sums16);
-            }
-            #[cfg(target_arch = "aarch64")]
-            if simd {
-                // SAFETY: as above.
-                unsafe { neon::quantize_q8x256_neon(x, qs, ds, sums16) };
-            } else {
-                quantize_q8x256_scalar(x, qs, ds, sums16);
-            }
-            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-            quantize_q8x256_scalar(x, qs, ds, sums16);
-        }
+    // SAFETY (all SIMD calls): the quantizer comes from a kernel path whose CPU features
+    // `matmul_multi_with` checked (NEON is the aarch64 baseline).
+    match (format, quantizer) {
+        (ActFormat::Float, _) => return,
+        #[cfg(target_arch = "x86_64")]
+        (ActFormat::Q8x32, Quantizer::Avx512) => unsafe { x86::quantize_q8x32_avx512(x, qs, ds) },
+        #[cfg(target_arch = "x86_64")]
+        (ActFormat::Q8x32, Quantizer::Avx2) => unsafe { x86::quantize_q8x32_avx2(x, qs, ds) },
+        #[cfg(target_arch = "aarch64")]
+        (ActFormat::Q8x32, Quantizer::Neon) => unsafe { neon::quantize_q8x32_neon(x, qs, ds) },
+        (ActFormat::Q8x32, _) => quantize_q8x32_scalar(x, qs, ds),
+        #[cfg(target_arch = "x86_64")]
+        (ActFormat::Q8x256, Quantizer::Avx512) => unsafe {
+            x86::quantize_q8x256_avx512(x, qs, ds, sums16)
+        },
+        #[cfg(target_arch = "x86_64")]
+        (ActFormat::Q8x256, Quantizer::Avx2) => unsafe {
+            x86::quantize_q8x256_avx2(x, qs, ds, sums16)
+        },
+        #[cfg(target_arch = "aarch64")]
+        (ActFormat::Q8x256, Quantizer::Neon) => unsafe {
+            neon::quantize_q8x256_neon(x, qs, ds, sums16)
+        },
+        (ActFormat::Q8x256, _) => quantize_q8x256_scalar(x, qs, ds, sums16),
     }
-    let _ = simd;
     if let Some(tile) = tile {
         match format {
             ActFormat::Q8x32 => gemm::pack_tile_32(qs, ds, rows, cols, tile),
@@ -658,10 +715,7 @@ fn prepare_acts(
         return;
     }
     s.reserve(m, cols);
-    let simd = matches!(
-        path,
-        KernelPath::Avx512 | KernelPath::Avx512Vnni | KernelPath::Neon | KernelPath::NeonDotprod
-    );
+    let quantizer = quantizer(path);
     let nb = cols / if format == ActFormat::Q8x32 { 32 } else { 256 };
     let tile_rows = gemm::TILE;
     let n_tiles = m.div_ceil(tile_rows);
@@ -677,7 +731,7 @@ fn prepare_acts(
     let rows_of = |t: usize| (m - t * tile_rows).min(tile_rows);
     if n_tiles == 1 {
         let part = RowsPart { x, qs, ds, sums16 };
-        quantize_rows(format, simd, part, m, cols, gemm.then_some(tiles));
+        quantize_rows(format, quantizer, part, m, cols, gemm.then_some(tiles));
         return;
     }
     let parts = x
@@ -691,12 +745,12 @@ fn prepare_acts(
             .zip(tiles.par_chunks_mut(tile_lines))
             .enumerate()
             .for_each(|(t, (part, tile))| {
-                quantize_rows(format, simd, part, rows_of(t), cols, Some(tile))
+                quantize_rows(format, quantizer, part, rows_of(t), cols, Some(tile))
             });
     } else {
         parts
             .enumerate()
-            .for_each(|(t, part)| quantize_rows(format, simd, part, rows_of(t), cols, None));
+            .for_each(|(t, part)| quantize_rows(format, quantizer, part, rows_of(t), cols, None));
     }
 }
 
@@ -740,21 +794,35 @@ mod tests {
             .collect()
     }
 
-    /// The SIMD activation quantizers of this target, if the CPU runs them.
+    /// The SIMD activation quantizers of this target that the CPU runs.
     #[cfg(target_arch = "x86_64")]
-    fn simd_quantizers() -> Option<(Q8x32Fn, Q8x256Fn)> {
-        KernelPath::Avx512.is_available().then_some((
-            x86::quantize_q8x32_avx512 as Q8x32Fn,
-            x86::quantize_q8x256_avx512 as Q8x256Fn,
-        ))
+    fn simd_quantizers() -> Vec<(&'static str, Q8x32Fn, Q8x256Fn)> {
+        let mut all = Vec::new();
+        if KernelPath::Avx2.is_available() {
+            all.push((
+                "avx2",
+                x86::quantize_q8x32_avx2 as Q8x32Fn,
+                x86::quantize_q8x256_avx2 as Q8x256Fn,
+            ));
+        }
+        if KernelPath::Avx512.is_available() {
+            all.push((
+                "avx512",
+                x86::quantize_q8x32_avx512 as Q8x32Fn,
+                x86::quantize_q8x256_avx512 as Q8x256Fn,
+            ));
+        }
+        all
     }
 
     #[cfg(target_arch = "aarch64")]
-    fn simd_quantizers() -> Option<(Q8x32Fn, Q8x256Fn)> {
-        KernelPath::Neon.is_available().then_some((
+    fn simd_quantizers() -> Vec<(&'static str, Q8x32Fn, Q8x256Fn)> {
+        assert!(KernelPath::Neon.is_available());
+        vec![(
+            "neon",
             neon::quantize_q8x32_neon as Q8x32Fn,
             neon::quantize_q8x256_neon as Q8x256Fn,
-        ))
+        )]
     }
 
     type Q8x32Fn = unsafe fn(&[f32], &mut [i8], &mut [[f32; 2]]);
@@ -776,23 +844,26 @@ mod tests {
 
     #[test]
     fn simd_quantizers_give_the_scalar_bytes() {
-        let Some((q8x32, q8x256)) = simd_quantizers() else {
-            return;
-        };
         let x = awkward_rows(256 * 12);
         let n = x.len();
-        let (mut q1, mut q2) = (vec![0i8; n], vec![0i8; n]);
-        let (mut d1, mut d2) = (vec![[0f32; 2]; n / 32], vec![[0f32; 2]; n / 32]);
-        quantize_q8x32_scalar(&x, &mut q1, &mut d1);
-        unsafe { q8x32(&x, &mut q2, &mut d2) };
-        assert_eq!(q1, q2);
         let bits = |d: &[[f32; 2]]| d.iter().flatten().map(|v| v.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&d1), bits(&d2));
-        let (mut s1, mut s2) = (vec![0i32; n / 16], vec![0i32; n / 16]);
-        quantize_q8x256_scalar(&x, &mut q1, &mut d1[..n / 256], &mut s1);
-        unsafe { q8x256(&x, &mut q2, &mut d2[..n / 256], &mut s2) };
-        assert_eq!(q1, q2);
-        assert_eq!(bits(&d1[..n / 256]), bits(&d2[..n / 256]));
-        assert_eq!(s1, s2);
+        for (name, q8x32, q8x256) in simd_quantizers() {
+            let (mut q1, mut q2) = (vec![0i8; n], vec![0i8; n]);
+            let (mut d1, mut d2) = (vec![[0f32; 2]; n / 32], vec![[0f32; 2]; n / 32]);
+            quantize_q8x32_scalar(&x, &mut q1, &mut d1);
+            unsafe { q8x32(&x, &mut q2, &mut d2) };
+            assert_eq!(q1, q2, "{name} 32-blocks");
+            assert_eq!(bits(&d1), bits(&d2), "{name} 32-block scales");
+            let (mut s1, mut s2) = (vec![0i32; n / 16], vec![0i32; n / 16]);
+            quantize_q8x256_scalar(&x, &mut q1, &mut d1[..n / 256], &mut s1);
+            unsafe { q8x256(&x, &mut q2, &mut d2[..n / 256], &mut s2) };
+            assert_eq!(q1, q2, "{name} 256-blocks");
+            assert_eq!(
+                bits(&d1[..n / 256]),
+                bits(&d2[..n / 256]),
+                "{name} 256 scales"
+            );
+            assert_eq!(s1, s2, "{name} sums of 16");
+        }
     }
 }

@@ -1034,3 +1034,120 @@ pub(crate) unsafe fn quantize_q8x256_avx512(
         }
     }
 }
+
+/// [`round_away_512`] on 256 bits.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn round_away_256(p: __m256) -> __m256 {
+    let t = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(p);
+    let frac = _mm256_sub_ps(p, t);
+    let one = _mm256_set1_ps(1.0);
+    let up = _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(frac, _mm256_set1_ps(0.5)), one);
+    let down = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(frac, _mm256_set1_ps(-0.5)), one);
+    _mm256_sub_ps(_mm256_add_ps(t, up), down)
+}
+
+/// [`quantize_block_512`] on 256 bits: `N` vectors of 8 floats as one block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quantize_block_256<const N: usize>(x: *const f32) -> Option<(f32, [__m256i; N])> {
+    let v: [__m256; N] = std::array::from_fn(|i| _mm256_loadu_ps(x.add(8 * i)));
+    let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+    let mut amax = _mm256_setzero_ps();
+    let mut nan = _mm256_setzero_ps();
+    for &vi in &v {
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps::<_CMP_UNORD_Q>(vi, vi));
+        amax = _mm256_max_ps(amax, _mm256_and_ps(vi, abs_mask));
+    }
+    if _mm256_movemask_ps(nan) != 0 {
+        return None;
+    }
+    let m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    let m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    let d = _mm_cvtss_f32(m) / 127.0;
+    let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+    if !d.is_finite() || !id.is_finite() {
+        return None;
+    }
+    let id = _mm256_set1_ps(id);
+    Some((
+        d,
+        std::array::from_fn(|i| _mm256_cvttps_epi32(round_away_256(_mm256_mul_ps(v[i], id)))),
+    ))
+}
+
+/// 32 i32 lanes (each within +-127) as 32 bytes in order.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn store_i8x32(out: *mut i8, q: &[__m256i]) {
+    // The packs work within 128-bit halves: bytes come out as dword groups 0 2 4 6 1 3 5 7.
+    let w01 = _mm256_packs_epi32(q[0], q[1]);
+    let w23 = _mm256_packs_epi32(q[2], q[3]);
+    let b = _mm256_packs_epi16(w01, w23);
+    let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(out.cast(), b);
+}
+
+/// The sum of 8 i32 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn hsum_i32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+    _mm_cvtsi128_si32(s)
+}
+
+/// AVX2 twin of `quantize_q8x32_scalar` (same bytes and scales).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quantize_q8x32_avx2(x: &[f32], qs: &mut [i8], ds: &mut [[f32; 2]]) {
+    let blocks = x.len() / 32;
+    assert!(qs.len() >= blocks * 32 && ds.len() >= blocks);
+    for b in 0..blocks {
+        match quantize_block_256::<4>(x.as_ptr().add(32 * b)) {
+            Some((d, q)) => {
+                store_i8x32(qs.as_mut_ptr().add(32 * b), &q);
+                let sum =
+                    _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+                ds[b] = [d, d * hsum_i32(sum) as f32];
+            }
+            None => super::quantize_q8x32_scalar(
+                &x[32 * b..32 * b + 32],
+                &mut qs[32 * b..32 * b + 32],
+                &mut ds[b..b + 1],
+            ),
+        }
+    }
+}
+
+/// AVX2 twin of `quantize_q8x256_scalar`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quantize_q8x256_avx2(
+    x: &[f32],
+    qs: &mut [i8],
+    ds: &mut [[f32; 2]],
+    sums16: &mut [i32],
+) {
+    let blocks = x.len() / 256;
+    assert!(qs.len() >= blocks * 256 && ds.len() >= blocks && sums16.len() >= blocks * 16);
+    for b in 0..blocks {
+        match quantize_block_256::<32>(x.as_ptr().add(256 * b)) {
+            Some((d, q)) => {
+                let out = qs.as_mut_ptr().add(256 * b);
+                for (i, q4) in q.chunks_exact(4).enumerate() {
+                    store_i8x32(out.add(32 * i), q4);
+                    sums16[16 * b + 2 * i] = hsum_i32(_mm256_add_epi32(q4[0], q4[1]));
+                    sums16[16 * b + 2 * i + 1] = hsum_i32(_mm256_add_epi32(q4[2], q4[3]));
+                }
+                ds[b] = [d, 0.0];
+            }
+            None => super::quantize_q8x256_scalar(
+                &x[256 * b..256 * b + 256],
+                &mut qs[256 * b..256 * b + 256],
+                &mut ds[b..b + 1],
+                &mut sums16[16 * b..16 * b + 16],
+            ),
+        }
+    }
+}
