@@ -127,7 +127,16 @@ def main():
                     help="add ours with f32 and bf16 weights (Q4_1 dequantized at load) at 1 and --threads "
                          "threads beside transformers f32 at the same thread counts (needs the oracle)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--llama-bench-bin", type=Path,
+                    help="llama-bench's dir when it is another build than --llama-bin's (whose "
+                         "llama-quantize makes the derived files)")
+    ap.add_argument("--isa", help="TORCHNATIVE_ISA for ours (e.g. avx2, beside a llama.cpp built "
+                                  "without AVX-512)")
     a = ap.parse_args()
+    if a.isa:
+        # Inherited by every `torchnative` subprocess: the core and the packed kernels both obey it.
+        os.environ["TORCHNATIVE_ISA"] = a.isa
+    bench_bin = a.llama_bench_bin or a.llama_bin
 
     source = Path(os.environ.get("TORCHNATIVE_MODEL", a.home / "models" / ("%s.Q4_1.gguf" % MODEL_NAME)))
     files = derive_models(a.llama_bin, source, a.home / "models" / "derived")
@@ -135,7 +144,7 @@ def main():
     results = {}
     for qtype, path in files.items():
         # Interleaved per file so background load on a shared machine hits both engines alike.
-        peer, peer_err = llama_bench(a.llama_bin, path, a.threads, a.reps)
+        peer, peer_err = llama_bench(bench_bin, path, a.threads, a.reps)
         ours, ours_err = ours_bench(a.torchnative, path, a.threads, a.reps)
         results[qtype] = {
             "file": str(path),
@@ -201,8 +210,9 @@ def main():
             for k, v in row.items():
                 if "error" in v:
                     print("  %s at %d threads failed: %s" % (k, threads, v["error"]))
-    print("threads %d, reps %d, load average before %.1f after %.1f (%d CPUs)" % (
-        a.threads, a.reps, load_before[0], load_after[0], os.cpu_count()))
+    print("threads %d, reps %d, load average before %.1f after %.1f (%d CPUs)%s" % (
+        a.threads, a.reps, load_before[0], load_after[0], os.cpu_count(),
+        ", ours with TORCHNATIVE_ISA=%s, llama-bench from %s" % (a.isa, bench_bin) if a.isa else ""))
     if max(load_before[0], load_after[0]) > os.cpu_count():
         # Seen here: at load 6 on 2 CPUs llama.cpp's tg128 fell from ~135 to ~6 tokens/s while
         # ours (rayon workers that sleep) lost far less; such ratios say nothing about kernels.
@@ -214,6 +224,8 @@ def main():
     out.write_text(json.dumps({
         "threads": a.threads,
         "reps": a.reps,
+        "torchnative_isa": a.isa,
+        "llama_bench_bin": str(bench_bin),
         "host": platform.node(),
         "load_average": [load_before, load_after],
         "results": results,

@@ -125,7 +125,6 @@ pub(crate) const RC: usize = 8;
 /// [`RC`] weight rows unpacked to one byte per element (element order), with per-block
 /// scales: `d`, `m` (Q4_1/Q5_1 min, K-types `dmin`), K-type sub-block scales (`sc`, as i32)
 /// and i16 pairs for the K-type correction (`pairs`).
-#[cfg(target_arch = "x86_64")]
 #[derive(Default)]
 pub(crate) struct Unpacked {
     q: Vec<u8>,
@@ -135,7 +134,6 @@ pub(crate) struct Unpacked {
     pairs: Vec<i32>,
 }
 
-#[cfg(target_arch = "x86_64")]
 impl Unpacked {
     fn reserve(&mut self, cols: usize) {
         let grow_u8 = |v: &mut Vec<u8>, n| {
@@ -728,4 +726,72 @@ mod x86 {
         }
         out
     }
+}
+
+/// The GEMM's arithmetic, written plainly: one output element from one packed weight row and
+/// one activation row in the row format (`qs`, `ds`, `sums16` of that row). Every GEMM tile
+/// kernel must give exactly these bits: exact integer dots per block (or sub-block), then per
+/// block, in block order, `acc = fma(isum, dx * dw, acc)` and, for types with a min,
+/// `acc = fma(dx * sum(qx), m, acc)` (32-blocks) or `acc = fma(-corr, dx * dmin, acc)`
+/// (K types).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn reference_dot(
+    ty: GgmlType,
+    row: &[u8],
+    cols: usize,
+    qs: &[i8],
+    ds: &[[f32; 2]],
+    sums16: &[i32],
+) -> f32 {
+    use GgmlType::*;
+    let mut u = Unpacked::default();
+    u.reserve(cols);
+    u.unpack(ty, row, cols, 0);
+    let dot =
+        |lo: usize, hi: usize| -> i32 { (lo..hi).map(|k| u.q[k] as i32 * qs[k] as i32).sum() };
+    let mut acc = 0f32;
+    match ty {
+        Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 => {
+            let offset = match ty {
+                Q4_0 => 8,
+                Q5_0 => 16,
+                Q8_0 => 128,
+                _ => 0,
+            };
+            for b in 0..cols / 32 {
+                let sum: i32 = qs[b * 32..b * 32 + 32].iter().map(|&v| v as i32).sum();
+                let isum = dot(b * 32, b * 32 + 32) - offset * sum;
+                let [dx, dsum] = ds[b];
+                acc = (isum as f32).mul_add(dx * u.d[b], acc);
+                if matches!(ty, Q4_1 | Q5_1) {
+                    acc = dsum.mul_add(u.m[b], acc);
+                }
+            }
+        }
+        Q4_K | Q5_K | Q6_K => {
+            let (subs, per) = if ty == Q6_K { (16, 16) } else { (8, 32) };
+            for b in 0..cols / 256 {
+                let base = b * 256;
+                let iacc: i32 = (0..subs)
+                    .map(|s| u.sc[b * 16 + s] * dot(base + s * per, base + (s + 1) * per))
+                    .sum();
+                let corr: i32 = (0..8)
+                    .map(|p| {
+                        let pair = u.pairs[b * 8 + p];
+                        let (lo, hi) = (pair as i16 as i32, pair >> 16);
+                        lo * sums16[b * 16 + 2 * p] + hi * sums16[b * 16 + 2 * p + 1]
+                    })
+                    .sum();
+                let dx = ds[b][0];
+                if ty == Q6_K {
+                    acc = ((iacc - 32 * corr) as f32).mul_add(dx * u.d[b], acc);
+                } else {
+                    acc = (iacc as f32).mul_add(dx * u.d[b], acc);
+                    acc = (-(corr as f32)).mul_add(dx * u.m[b], acc);
+                }
+            }
+        }
+        _ => unreachable!("gemm_block admits only the types above"),
+    }
+    acc
 }

@@ -842,6 +842,95 @@ mod tests {
         assert_eq!(*available_kernel_paths().last().unwrap(), best);
     }
 
+    /// Offsets of the f16 scale fields in a block of each GEMM type.
+    fn f16_fields(ty: GgmlType) -> &'static [usize] {
+        use GgmlType::*;
+        match ty {
+            Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+            Q6_K => &[208],
+            _ => &[0],
+        }
+    }
+
+    #[test]
+    fn every_gemm_path_gives_the_reference_bits() {
+        use GgmlType::*;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut ran = 0;
+        for ty in [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K] {
+            // Ragged on purpose: 11 weight rows (not a multiple of the tasks' 8), 37 activation
+            // rows (two full tiles and a partial one).
+            let (rows, m) = (11, 37);
+            let cols = if ty.block_size() == 256 { 512 } else { 96 };
+            let mut data: Vec<u8> = (0..rows * ty.row_bytes(cols).unwrap())
+                .map(|_| next() as u8)
+                .collect();
+            for block in data.chunks_exact_mut(ty.type_size()) {
+                for &off in f16_fields(ty) {
+                    let v = ((next() % 2001) as f32 - 1000.0) * 2e-5;
+                    block[off..off + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+                }
+            }
+            let w = PackedMatrix {
+                ty,
+                data: &data,
+                rows,
+                cols,
+            };
+            let x: Vec<f32> = (0..m * cols)
+                .map(|_| ((next() % 20001) as f32 - 10000.0) * 1e-4)
+                .collect();
+            let (mut qs, mut ds) = (vec![0i8; m * cols], vec![[0f32; 2]; m * cols / 32]);
+            let mut sums16 = vec![0i32; m * cols / 16];
+            let nb = cols / ty.block_size();
+            if ty.block_size() == 32 {
+                quantize_q8x32_scalar(&x, &mut qs, &mut ds);
+            } else {
+                quantize_q8x256_scalar(&x, &mut qs, &mut ds, &mut sums16);
+            }
+            let row_bytes = ty.row_bytes(cols).unwrap();
+            let want: Vec<f32> = (0..m * rows)
+                .map(|k| {
+                    let (i, r) = (k / rows, k % rows);
+                    gemm::reference_dot(
+                        ty,
+                        &data[r * row_bytes..(r + 1) * row_bytes],
+                        cols,
+                        &qs[i * cols..(i + 1) * cols],
+                        &ds[i * nb..(i + 1) * nb],
+                        &sums16[i * cols / 16..(i + 1) * cols / 16],
+                    )
+                })
+                .collect();
+            for path in available_kernel_paths() {
+                if gemm_tiles(path).is_none() {
+                    continue;
+                }
+                let mut y = vec![f32::NAN; m * rows];
+                matmul_with(path, &w, &x, m, &mut y, &mut ActivationScratch::new()).unwrap();
+                for (k, (g, e)) in y.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        e.to_bits(),
+                        "{ty} {path:?} y[{}, {}] = {g}, reference {e}",
+                        k / rows,
+                        k % rows
+                    );
+                }
+                ran += 1;
+            }
+        }
+        if cfg!(target_arch = "x86_64") && KernelPath::Avx2.is_available() {
+            assert!(ran >= 8, "no GEMM path ran");
+        }
+    }
+
     #[test]
     fn simd_quantizers_give_the_scalar_bytes() {
         let x = awkward_rows(256 * 12);
