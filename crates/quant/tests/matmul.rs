@@ -160,12 +160,20 @@ fn check_random(ty: GgmlType, data: &[u8], rows: usize, cols: usize, rng: &mut R
     for m in [1, 2, 5, 19] {
         let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
         let want = reference_dot(&wf, &x, m, rows, cols);
-        // The GEMM (m >= 16 on x86): every path's GEMM gives the same bits (AVX2 tiles =
-        // VNNI tiles), and a row's result does not depend on m, its tile or its lane.
+        // The GEMM (m >= 16 on x86, and with I8MM on aarch64): every path's GEMM gives the
+        // same bits (AVX2 tiles = VNNI tiles), and a row's result does not depend on m, its
+        // tile or its lane.
         let mut gemm_bits: Option<(KernelPath, Vec<f32>)> = None;
         for path in available_kernel_paths() {
             let got = run(path, &w, &x, m);
-            if m >= 16 && cfg!(target_arch = "x86_64") && path != KernelPath::Scalar {
+            let gemm_path = matches!(
+                path,
+                KernelPath::Avx2
+                    | KernelPath::Avx512
+                    | KernelPath::Avx512Vnni
+                    | KernelPath::NeonI8mm
+            );
+            if m >= 16 && gemm_path {
                 match &gemm_bits {
                     Some((first, bits)) => assert_bits_eq(
                         &format!("{what} {ty} GEMM m {m}: {path:?} vs {first:?}"),

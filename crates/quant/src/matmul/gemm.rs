@@ -18,7 +18,6 @@
 //! depends on its activation row and weight row only: not on `m`, the tile or the lane.
 
 use super::Line;
-#[cfg(target_arch = "x86_64")]
 use super::PackedMatrix;
 use crate::GgmlType;
 
@@ -48,8 +47,53 @@ pub(crate) fn tile_lines(m: usize, cols: usize) -> usize {
     tiles.saturating_mul((cols / 32 * LINES_32).max(cols / 256 * LINES_256))
 }
 
-fn dword(q: &[i8]) -> i32 {
-    i32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8])
+/// Where a tile keeps its activation bytes (the per-row lines, `d` and sums, are the same in
+/// both: lane `l` is row `l`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TileLayout {
+    /// x86: one line per group of 4 elements, holding those 4 bytes of every row (lane = row),
+    /// for a broadcast weight dword against all rows.
+    Lanes,
+    /// aarch64 `usmmla`: rows in pairs; per pair, per 8 elements, 16 bytes (8 of the even row,
+    /// 8 of the odd one), pairs one after another: a 2x8 operand per load.
+    RowPairs,
+}
+
+impl TileLayout {
+    /// Byte offset, within a block's byte lines, of element `e` of tile row `l` in a block of
+    /// `bs` elements.
+    fn offset(self, l: usize, e: usize, bs: usize) -> usize {
+        match self {
+            TileLayout::Lanes => (e / 4) * 64 + l * 4 + e % 4,
+            TileLayout::RowPairs => (l / 2) * 2 * bs + (e / 8) * 16 + (l % 2) * 8 + e % 8,
+        }
+    }
+}
+
+/// Write row `l`'s block `q` (`bs` bytes) into the block's byte lines.
+fn put_bytes(lines: &mut [Line], layout: TileLayout, l: usize, q: &[i8]) {
+    let bs = q.len();
+    match layout {
+        TileLayout::Lanes => {
+            for (g, line) in lines[..bs / 4].iter_mut().enumerate() {
+                let d = &q[4 * g..4 * g + 4];
+                line.0[l] = i32::from_le_bytes([d[0] as u8, d[1] as u8, d[2] as u8, d[3] as u8]);
+            }
+        }
+        TileLayout::RowPairs => {
+            // SAFETY: a `Line` is 64 plain bytes (`[i32; 16]`, no padding); the byte view
+            // covers exactly `lines` and the borrow is exclusive.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<u8>(), lines.len() * 64)
+            };
+            for (k, chunk) in q.chunks_exact(8).enumerate() {
+                let o = layout.offset(l, 8 * k, bs);
+                for (dst, &v) in bytes[o..o + 8].iter_mut().zip(chunk) {
+                    *dst = v as u8;
+                }
+            }
+        }
+    }
 }
 
 /// Interleave `rows` (at most [`TILE`]) row-quantized activations (32-blocks) into one tile;
@@ -60,20 +104,20 @@ pub(crate) fn pack_tile_32(
     rows: usize,
     cols: usize,
     tile: &mut [Line],
+    layout: TileLayout,
 ) {
     let nb = cols / 32;
     for l in 0..TILE {
         for (b, lines) in tile[..nb * LINES_32].chunks_exact_mut(LINES_32).enumerate() {
             if l >= rows {
-                for line in lines.iter_mut() {
+                put_bytes(&mut lines[..8], layout, l, &[0; 32]);
+                for line in lines[8..].iter_mut() {
                     line.0[l] = 0;
                 }
                 continue;
             }
             let q = &qs[l * cols + b * 32..l * cols + b * 32 + 32];
-            for (g, line) in lines[..8].iter_mut().enumerate() {
-                line.0[l] = dword(&q[4 * g..]);
-            }
+            put_bytes(&mut lines[..8], layout, l, q);
             let sum: i32 = q.iter().map(|&v| v as i32).sum();
             let [d, dsum] = ds[l * nb + b];
             lines[8].0[l] = -sum;
@@ -91,6 +135,7 @@ pub(crate) fn pack_tile_256(
     rows: usize,
     cols: usize,
     tile: &mut [Line],
+    layout: TileLayout,
 ) {
     let nb = cols / 256;
     for l in 0..TILE {
@@ -99,15 +144,14 @@ pub(crate) fn pack_tile_256(
             .enumerate()
         {
             if l >= rows {
-                for line in lines.iter_mut() {
+                put_bytes(&mut lines[..64], layout, l, &[0; 256]);
+                for line in lines[64..].iter_mut() {
                     line.0[l] = 0;
                 }
                 continue;
             }
             let q = &qs[l * cols + b * 256..l * cols + b * 256 + 256];
-            for (g, line) in lines[..64].iter_mut().enumerate() {
-                line.0[l] = dword(&q[4 * g..]);
-            }
+            put_bytes(&mut lines[..64], layout, l, q);
             lines[64].0[l] = ds[l * nb + b][0].to_bits() as i32;
             let s = &sums16[(l * nb + b) * 16..(l * nb + b) * 16 + 16];
             for (p, line) in lines[65..].iter_mut().enumerate() {
@@ -119,7 +163,6 @@ pub(crate) fn pack_tile_256(
 }
 
 /// Weight rows a task unpacks and runs together.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const RC: usize = 8;
 
 /// [`RC`] weight rows unpacked to one byte per element (element order), with per-block
@@ -128,6 +171,10 @@ pub(crate) const RC: usize = 8;
 #[derive(Default)]
 pub(crate) struct Unpacked {
     q: Vec<u8>,
+    /// aarch64: `q` in row pairs, as `usmmla` reads them: per pair of rows, per 8 elements,
+    /// 8 bytes of the even row then 8 of the odd one.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    qp: Vec<u8>,
     d: Vec<f32>,
     m: Vec<f32>,
     sc: Vec<i32>,
@@ -142,6 +189,8 @@ impl Unpacked {
             }
         };
         grow_u8(&mut self.q, RC * cols);
+        #[cfg(target_arch = "aarch64")]
+        grow_u8(&mut self.qp, RC * cols);
         let blocks = RC * cols.div_ceil(32);
         if self.d.len() < blocks {
             self.d.resize(blocks, 0.0);
@@ -159,6 +208,40 @@ impl Unpacked {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
     fn unpack_avx512(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
         self.unpack(ty, row, cols, j)
+    }
+
+    /// [`Unpacked::unpack`] compiled for the CPU that runs `kind`'s kernels.
+    ///
+    /// Safety: the CPU runs them.
+    unsafe fn unpack_for(
+        &mut self,
+        kind: super::GemmTiles,
+        ty: GgmlType,
+        row: &[u8],
+        cols: usize,
+        j: usize,
+    ) {
+        match kind {
+            #[cfg(target_arch = "x86_64")]
+            super::GemmTiles::Vnni => self.unpack_avx512(ty, row, cols, j),
+            #[cfg(target_arch = "x86_64")]
+            super::GemmTiles::Avx2 => self.unpack_avx2(ty, row, cols, j),
+            _ => self.unpack(ty, row, cols, j),
+        }
+    }
+
+    /// Copy the [`RC`] unpacked rows into `qp`'s row-pair layout.
+    #[cfg(target_arch = "aarch64")]
+    fn pair_rows(&mut self, cols: usize) {
+        let (q, qp) = (&self.q, &mut self.qp);
+        for p in 0..RC / 2 {
+            let (even, odd) = (&q[2 * p * cols..], &q[(2 * p + 1) * cols..]);
+            let dst = &mut qp[2 * p * cols..(2 * p + 2) * cols];
+            for (k, d) in dst.chunks_exact_mut(16).enumerate() {
+                d[..8].copy_from_slice(&even[8 * k..8 * k + 8]);
+                d[8..].copy_from_slice(&odd[8 * k..8 * k + 8]);
+            }
+        }
     }
 
     /// [`Unpacked::unpack`] compiled for AVX2.
@@ -299,20 +382,17 @@ impl Unpacked {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
 thread_local! {
     /// Per-thread unpack buffers: they grow once to the widest row this thread has seen.
     static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();
 }
 
-/// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`. `vnni`
-/// picks the AVX-512 VNNI tiles, otherwise the AVX2 ones (same results, bit for bit).
+/// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`, with the
+/// tile kernels `kind` (all give the same bits: [`reference_dot`]).
 ///
 /// Safety: the caller validated `w` (data length), `tiles` (packed for `m x w.cols` in the
-/// type's format), that `out` points at `m * w.rows` floats of which this task alone writes
-/// rows `lo..hi` of each output row, and that the CPU has AVX-512 VNNI (`vnni`) or AVX2 + FMA
-/// + F16C.
-#[cfg(target_arch = "x86_64")]
+/// type's format and `kind`'s layout), that `out` points at `m * w.rows` floats of which this
+/// task alone writes rows `lo..hi` of each output row, and that the CPU runs `kind`'s kernels.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm_rows(
     w: &PackedMatrix,
@@ -322,9 +402,8 @@ pub(crate) unsafe fn gemm_rows(
     out: *mut f32,
     lo: usize,
     hi: usize,
-    vnni: bool,
+    kind: super::GemmTiles,
 ) {
-    use GgmlType::*;
     let cols = w.cols;
     UNPACKED.with(|u| {
         let mut u = u.borrow_mut();
@@ -335,36 +414,14 @@ pub(crate) unsafe fn gemm_rows(
             for j in 0..n {
                 let r = r0 + j;
                 let row = &w.data[r * row_bytes..(r + 1) * row_bytes];
-                if vnni {
-                    u.unpack_avx512(w.ty, row, cols, j);
-                } else {
-                    u.unpack_avx2(w.ty, row, cols, j);
-                }
+                u.unpack_for(kind, w.ty, row, cols, j);
+            }
+            #[cfg(target_arch = "aarch64")]
+            if kind == super::GemmTiles::I8mm {
+                u.pair_rows(cols);
             }
             for t in 0..m.div_ceil(TILE) {
-                let acc = if vnni {
-                    match w.ty {
-                        Q4_0 => x86::tile_32::<3, false>(&u, cols, tiles, t),
-                        Q5_0 => x86::tile_32::<4, false>(&u, cols, tiles, t),
-                        Q8_0 => x86::tile_32::<7, false>(&u, cols, tiles, t),
-                        Q4_1 | Q5_1 => x86::tile_32::<0, true>(&u, cols, tiles, t),
-                        Q4_K | Q5_K => x86::tile_256::<false>(&u, cols, tiles, t),
-                        Q6_K => x86::tile_256::<true>(&u, cols, tiles, t),
-                        _ => unreachable!("gemm_block admits only the types above"),
-                    }
-                } else {
-                    match w.ty {
-                        Q4_0 => x86::tile_32_avx2::<3, false, 4>(&u, cols, tiles, t),
-                        Q5_0 => x86::tile_32_avx2::<4, false, 5>(&u, cols, tiles, t),
-                        Q8_0 => x86::tile_32_avx2::<0, false, 8>(&u, cols, tiles, t),
-                        Q4_1 => x86::tile_32_avx2::<0, true, 4>(&u, cols, tiles, t),
-                        Q5_1 => x86::tile_32_avx2::<0, true, 5>(&u, cols, tiles, t),
-                        Q4_K => x86::tile_256_avx2::<false, 4>(&u, cols, tiles, t),
-                        Q5_K => x86::tile_256_avx2::<false, 5>(&u, cols, tiles, t),
-                        Q6_K => x86::tile_256_avx2::<true, 6>(&u, cols, tiles, t),
-                        _ => unreachable!("gemm_block admits only the types above"),
-                    }
-                };
+                let acc = tile(kind, w.ty, &u, cols, tiles, t);
                 // `acc[l]` holds activation row l's outputs for weight rows r0.. r0 + RC.
                 for (l, a) in acc.iter().enumerate().take(TILE.min(m - t * TILE)) {
                     let y = out.add((t * TILE + l) * w.rows + r0);
@@ -378,6 +435,58 @@ pub(crate) unsafe fn gemm_rows(
             r0 += n;
         }
     })
+}
+
+/// One tile against the unpacked rows with `kind`'s kernel for `ty`.
+///
+/// Safety: as [`gemm_rows`].
+#[inline]
+unsafe fn tile(
+    kind: super::GemmTiles,
+    ty: GgmlType,
+    u: &Unpacked,
+    cols: usize,
+    tiles: &[Line],
+    t: usize,
+) -> [[f32; RC]; TILE] {
+    use super::GemmTiles;
+    use GgmlType::*;
+    match kind {
+        #[cfg(target_arch = "x86_64")]
+        GemmTiles::Vnni => match ty {
+            Q4_0 => x86::tile_32::<3, false>(u, cols, tiles, t),
+            Q5_0 => x86::tile_32::<4, false>(u, cols, tiles, t),
+            Q8_0 => x86::tile_32::<7, false>(u, cols, tiles, t),
+            Q4_1 | Q5_1 => x86::tile_32::<0, true>(u, cols, tiles, t),
+            Q4_K | Q5_K => x86::tile_256::<false>(u, cols, tiles, t),
+            Q6_K => x86::tile_256::<true>(u, cols, tiles, t),
+            _ => unreachable!("gemm_block admits only the types above"),
+        },
+        #[cfg(target_arch = "x86_64")]
+        GemmTiles::Avx2 => match ty {
+            Q4_0 => x86::tile_32_avx2::<3, false, 4>(u, cols, tiles, t),
+            Q5_0 => x86::tile_32_avx2::<4, false, 5>(u, cols, tiles, t),
+            Q8_0 => x86::tile_32_avx2::<0, false, 8>(u, cols, tiles, t),
+            Q4_1 => x86::tile_32_avx2::<0, true, 4>(u, cols, tiles, t),
+            Q5_1 => x86::tile_32_avx2::<0, true, 5>(u, cols, tiles, t),
+            Q4_K => x86::tile_256_avx2::<false, 4>(u, cols, tiles, t),
+            Q5_K => x86::tile_256_avx2::<false, 5>(u, cols, tiles, t),
+            Q6_K => x86::tile_256_avx2::<true, 6>(u, cols, tiles, t),
+            _ => unreachable!("gemm_block admits only the types above"),
+        },
+        #[cfg(target_arch = "aarch64")]
+        GemmTiles::I8mm => match ty {
+            Q4_0 => arm::tile_32::<8, false>(u, cols, tiles, t),
+            Q5_0 => arm::tile_32::<16, false>(u, cols, tiles, t),
+            Q8_0 => arm::tile_32::<128, false>(u, cols, tiles, t),
+            Q4_1 | Q5_1 => arm::tile_32::<0, true>(u, cols, tiles, t),
+            Q4_K | Q5_K => arm::tile_256::<false>(u, cols, tiles, t),
+            Q6_K => arm::tile_256::<true>(u, cols, tiles, t),
+            _ => unreachable!("gemm_block admits only the types above"),
+        },
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("gemm_tiles admits only this architecture's kernels"),
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -794,4 +903,203 @@ pub(crate) fn reference_dot(
         _ => unreachable!("gemm_block admits only the types above"),
     }
     acc
+}
+
+/// The GEMM tiles on aarch64 with FEAT_I8MM. `usmmla` multiplies a 2x8 block of unsigned
+/// weight codes (two weight rows) by a 2x8 block of signed activations (two activation rows)
+/// into a 2x2 block of i32 sums: lanes `[(r, i), (r, i+1), (r+1, i), (r+1, i+1)]`. Scales are
+/// laid out in the same lane order, so each lane sees exactly the f32 operations of
+/// [`reference_dot`].
+#[cfg(target_arch = "aarch64")]
+// The tile loops index [activation pair][weight pair] arrays together; ranges read plainer.
+#[allow(clippy::needless_range_loop)]
+mod arm {
+    use std::arch::aarch64::*;
+    use std::arch::asm;
+
+    use super::{Line, Unpacked, LINES_256, LINES_32, RC, TILE};
+
+    /// Weight pairs per tile pass (all [`RC`] rows).
+    const WP: usize = RC / 2;
+
+    /// `acc + A * B^T` for A = 2x8 unsigned bytes, B = 2x8 signed bytes. Inline assembly:
+    /// the I8MM intrinsics are not stable; callers run after `has_i8mm()`.
+    #[inline(always)]
+    unsafe fn usmmla(acc: int32x4_t, a: uint8x16_t, b: int8x16_t) -> int32x4_t {
+        let mut acc = acc;
+        asm!(
+            "usmmla {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+            acc = inout(vreg) acc,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+        acc
+    }
+
+    /// Activation pair `p`'s two lanes of a per-row line, as `[l0, l1, l0, l1]`.
+    #[inline(always)]
+    unsafe fn act_f32(a: *const Line, line: usize, p: usize) -> float32x4_t {
+        let v = vld1_f32(a.add(line).cast::<f32>().add(2 * p));
+        vcombine_f32(v, v)
+    }
+
+    #[inline(always)]
+    unsafe fn act_i32(a: *const Line, line: usize, p: usize) -> int32x4_t {
+        let v = vld1_s32(a.add(line).cast::<i32>().add(2 * p));
+        vcombine_s32(v, v)
+    }
+
+    /// Weight pair `wp`'s two values as `[w0, w0, w1, w1]`.
+    #[inline(always)]
+    fn w_f32(v: &[f32], k0: usize, k1: usize) -> float32x4_t {
+        // SAFETY: plain NEON arithmetic (the baseline).
+        unsafe { vcombine_f32(vdup_n_f32(v[k0]), vdup_n_f32(v[k1])) }
+    }
+
+    #[inline(always)]
+    fn w_i32(a: i32, b: i32) -> int32x4_t {
+        // SAFETY: as above.
+        unsafe { vcombine_s32(vdup_n_s32(a), vdup_n_s32(b)) }
+    }
+
+    /// Scatter one pass's `[act pair][weight pair]` lanes into `out[row][weight row]`.
+    #[inline(always)]
+    unsafe fn store(acc: &[[float32x4_t; WP]], p0: usize, out: &mut [[f32; RC]; TILE]) {
+        for (dp, row) in acc.iter().enumerate() {
+            let i = 2 * (p0 + dp);
+            for (wp, &v) in row.iter().enumerate() {
+                out[i][2 * wp] = vgetq_lane_f32::<0>(v);
+                out[i + 1][2 * wp] = vgetq_lane_f32::<1>(v);
+                out[i][2 * wp + 1] = vgetq_lane_f32::<2>(v);
+                out[i + 1][2 * wp + 1] = vgetq_lane_f32::<3>(v);
+            }
+        }
+    }
+
+    /// One tile (16 activation rows) against [`RC`] unpacked rows of a 32-block type.
+    /// `OFFSET` is the weight codes' unsigned offset (Q4_0 8, Q5_0 16, Q8_0 128); `MIN` adds
+    /// `m * d_x * sum(q_x)` (Q4_1 / Q5_1).
+    #[target_feature(enable = "neon,i8mm")]
+    pub(super) unsafe fn tile_32<const OFFSET: i32, const MIN: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        const AP: usize = 2;
+        let nb = cols / 32;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_32].as_ptr();
+        let qp = u.qp.as_ptr();
+        let mut out = [[0f32; RC]; TILE];
+        for p0 in (0..TILE / 2).step_by(AP) {
+            let mut acc = [[vdupq_n_f32(0.0); WP]; AP];
+            for b in 0..nb {
+                let a = lines.add(b * LINES_32);
+                let bytes = a.cast::<i8>();
+                let mut isum = [[vdupq_n_s32(0); WP]; AP];
+                if OFFSET != 0 {
+                    for (dp, s) in isum.iter_mut().enumerate() {
+                        *s = [vmulq_n_s32(act_i32(a, 8, p0 + dp), OFFSET); WP];
+                    }
+                }
+                for j in 0..4 {
+                    let x: [int8x16_t; AP] =
+                        std::array::from_fn(|dp| vld1q_s8(bytes.add((p0 + dp) * 64 + j * 16)));
+                    for wp in 0..WP {
+                        let w = vld1q_u8(qp.add(wp * 2 * cols + (b * 4 + j) * 16));
+                        for dp in 0..AP {
+                            isum[dp][wp] = usmmla(isum[dp][wp], w, x[dp]);
+                        }
+                    }
+                }
+                for dp in 0..AP {
+                    let dx = act_f32(a, 9, p0 + dp);
+                    for wp in 0..WP {
+                        let (k0, k1) = ((2 * wp) * nb + b, (2 * wp + 1) * nb + b);
+                        let scale = vmulq_f32(dx, w_f32(&u.d, k0, k1));
+                        let v = &mut acc[dp][wp];
+                        *v = vfmaq_f32(*v, vcvtq_f32_s32(isum[dp][wp]), scale);
+                        if MIN {
+                            let dsum = act_f32(a, 10, p0 + dp);
+                            *v = vfmaq_f32(*v, dsum, w_f32(&u.m, k0, k1));
+                        }
+                    }
+                }
+            }
+            store(&acc, p0, &mut out);
+        }
+        out
+    }
+
+    /// One tile against [`RC`] unpacked rows of a K type: Q4_K / Q5_K (`Q6 = false`: 8
+    /// sub-blocks of 32 with scales and mins) or Q6_K (16 sub-blocks of 16 with signed
+    /// scales, offset 32).
+    #[target_feature(enable = "neon,i8mm")]
+    pub(super) unsafe fn tile_256<const Q6: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        let nb = cols / 256;
+        let stride = super::tile_lines(TILE, cols);
+        let lines = tiles[t * stride..t * stride + nb * LINES_256].as_ptr();
+        let qp = u.qp.as_ptr();
+        // Sub-blocks and their 8-element steps.
+        let (subs, steps) = if Q6 { (16, 2) } else { (8, 4) };
+        let mut out = [[0f32; RC]; TILE];
+        for p in 0..TILE / 2 {
+            let mut acc = [[vdupq_n_f32(0.0); WP]; 1];
+            for b in 0..nb {
+                let a = lines.add(b * LINES_256);
+                let bytes = a.cast::<i8>().add(p * 512);
+                let mut iacc = [vdupq_n_s32(0); WP];
+                for s in 0..subs {
+                    let mut isub = [vdupq_n_s32(0); WP];
+                    for j in s * steps..(s + 1) * steps {
+                        let x = vld1q_s8(bytes.add(j * 16));
+                        for (wp, v) in isub.iter_mut().enumerate() {
+                            let w = vld1q_u8(qp.add(wp * 2 * cols + (b * 32 + j) * 16));
+                            *v = usmmla(*v, w, x);
+                        }
+                    }
+                    for (wp, v) in iacc.iter_mut().enumerate() {
+                        let k = |r: usize| (r * nb + b) * 16 + s;
+                        let sc = w_i32(u.sc[k(2 * wp)], u.sc[k(2 * wp + 1)]);
+                        *v = vmlaq_s32(*v, isub[wp], sc);
+                    }
+                }
+                let dx = act_f32(a, 64, p);
+                for (wp, v) in acc[0].iter_mut().enumerate() {
+                    let mut corr = vdupq_n_s32(0);
+                    for q in 0..8 {
+                        let sums = act_i32(a, 65 + q, p);
+                        let (lo, hi) = (
+                            vshrq_n_s32::<16>(vshlq_n_s32::<16>(sums)),
+                            vshrq_n_s32::<16>(sums),
+                        );
+                        let pr = |r: usize| u.pairs[(r * nb + b) * 8 + q];
+                        let (p0, p1) = (pr(2 * wp), pr(2 * wp + 1));
+                        let wlo = w_i32(p0 as i16 as i32, p1 as i16 as i32);
+                        let whi = w_i32(p0 >> 16, p1 >> 16);
+                        corr = vmlaq_s32(vmlaq_s32(corr, lo, wlo), hi, whi);
+                    }
+                    let (k0, k1) = ((2 * wp) * nb + b, (2 * wp + 1) * nb + b);
+                    let d = vmulq_f32(dx, w_f32(&u.d, k0, k1));
+                    if Q6 {
+                        let i = vsubq_s32(iacc[wp], vshlq_n_s32::<5>(corr));
+                        *v = vfmaq_f32(*v, vcvtq_f32_s32(i), d);
+                    } else {
+                        let dmin = vmulq_f32(dx, w_f32(&u.m, k0, k1));
+                        *v = vfmaq_f32(*v, vcvtq_f32_s32(iacc[wp]), d);
+                        *v = vfmsq_f32(*v, vcvtq_f32_s32(corr), dmin);
+                    }
+                }
+            }
+            store(&acc, p, &mut out);
+        }
+        out
+    }
 }

@@ -96,17 +96,21 @@ pub enum KernelPath {
     Neon,
     /// aarch64 NEON + FEAT_DotProd (`sdot` integer dots), every type.
     NeonDotprod,
+    /// aarch64 NeonDotprod's row kernels, and the prefill GEMM with FEAT_I8MM (`usmmla`
+    /// 2x2x8 integer matrix products).
+    NeonI8mm,
 }
 
 impl KernelPath {
     /// All paths, lowest first.
-    pub const ALL: [KernelPath; 6] = [
+    pub const ALL: [KernelPath; 7] = [
         KernelPath::Scalar,
         KernelPath::Avx2,
         KernelPath::Avx512,
         KernelPath::Avx512Vnni,
         KernelPath::Neon,
         KernelPath::NeonDotprod,
+        KernelPath::NeonI8mm,
     ];
 
     /// The `TORCHNATIVE_ISA` level the path belongs to: 0 scalar, 1 AVX2 or NEON, 2 AVX-512.
@@ -114,6 +118,7 @@ impl KernelPath {
         match self {
             KernelPath::Scalar => 0,
             KernelPath::Avx2 | KernelPath::Neon | KernelPath::NeonDotprod => 1,
+            KernelPath::NeonI8mm => 1,
             KernelPath::Avx512 | KernelPath::Avx512Vnni => 2,
         }
     }
@@ -133,6 +138,8 @@ impl KernelPath {
             KernelPath::Neon => true,
             #[cfg(target_arch = "aarch64")]
             KernelPath::NeonDotprod => neon::has_dotprod(),
+            #[cfg(target_arch = "aarch64")]
+            KernelPath::NeonI8mm => neon::has_dotprod() && neon::has_i8mm(),
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -237,13 +244,28 @@ enum GemmTiles {
     /// `vpmaddubsw` + `vpmaddwd` on 256 bits (AVX-512 without VNNI runs these too); results
     /// equal the VNNI tiles' bit for bit.
     Avx2,
+    /// aarch64 `usmmla` (FEAT_I8MM) on activation tiles laid out in row pairs; results equal
+    /// the x86 tiles' bit for bit.
+    I8mm,
+}
+
+impl GemmTiles {
+    /// How the tiles' activation bytes are laid out.
+    fn layout(self) -> gemm::TileLayout {
+        match self {
+            GemmTiles::Vnni | GemmTiles::Avx2 => gemm::TileLayout::Lanes,
+            GemmTiles::I8mm => gemm::TileLayout::RowPairs,
+        }
+    }
 }
 
 fn gemm_tiles(path: KernelPath) -> Option<GemmTiles> {
     match path {
-        _ if !cfg!(target_arch = "x86_64") => None,
-        KernelPath::Avx512Vnni => Some(GemmTiles::Vnni),
-        KernelPath::Avx2 | KernelPath::Avx512 => Some(GemmTiles::Avx2),
+        KernelPath::Avx512Vnni if cfg!(target_arch = "x86_64") => Some(GemmTiles::Vnni),
+        KernelPath::Avx2 | KernelPath::Avx512 if cfg!(target_arch = "x86_64") => {
+            Some(GemmTiles::Avx2)
+        }
+        KernelPath::NeonI8mm if cfg!(target_arch = "aarch64") => Some(GemmTiles::I8mm),
         _ => None,
     }
 }
@@ -519,16 +541,14 @@ fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) 
                 let rows = job.w.rows;
                 // SAFETY: `check_matrix` validated the data; `matmul_multi_with` validated x,
                 // y and scratch sizes and the path's CPU features (VNNI tiles only on AVX-512
-                // VNNI, AVX2 tiles on AVX2 or AVX-512; tiles packed for m x cols); task row
-                // ranges are disjoint.
-                #[cfg(target_arch = "x86_64")]
-                if job.gemm {
+                // VNNI, AVX2 tiles on AVX2 or AVX-512, I8MM tiles with FEAT_I8MM; tiles packed
+                // for m x cols in the tiles' layout); task row ranges are disjoint.
+                if let (true, Some(tiles)) = (job.gemm, gemm_tiles(path)) {
                     let units = rows.div_ceil(gemm::RC);
                     let lo = (units * t / job.tasks * gemm::RC).min(rows);
                     let hi = (units * (t + 1) / job.tasks * gemm::RC).min(rows);
-                    let vnni = gemm_tiles(path) == Some(GemmTiles::Vnni);
                     let (w, out) = (job.w, job.out.0);
-                    unsafe { gemm::gemm_rows(w, job.row_bytes, acts.tiles, m, out, lo, hi, vnni) };
+                    unsafe { gemm::gemm_rows(w, job.row_bytes, acts.tiles, m, out, lo, hi, tiles) };
                     return;
                 }
                 let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
@@ -652,7 +672,7 @@ fn quantizer(path: KernelPath) -> Quantizer {
         KernelPath::Scalar => Quantizer::Scalar,
         KernelPath::Avx2 => Quantizer::Avx2,
         KernelPath::Avx512 | KernelPath::Avx512Vnni => Quantizer::Avx512,
-        KernelPath::Neon | KernelPath::NeonDotprod => Quantizer::Neon,
+        KernelPath::Neon | KernelPath::NeonDotprod | KernelPath::NeonI8mm => Quantizer::Neon,
     }
 }
 
@@ -664,7 +684,7 @@ fn quantize_rows(
     part: RowsPart,
     rows: usize,
     cols: usize,
-    tile: Option<&mut [Line]>,
+    tile: Option<(&mut [Line], gemm::TileLayout)>,
 ) {
     let RowsPart { x, qs, ds, sums16 } = part;
     // SAFETY (all SIMD calls): the quantizer comes from a kernel path whose CPU features
@@ -692,10 +712,10 @@ fn quantize_rows(
         },
         (ActFormat::Q8x256, _) => quantize_q8x256_scalar(x, qs, ds, sums16),
     }
-    if let Some(tile) = tile {
+    if let Some((tile, layout)) = tile {
         match format {
-            ActFormat::Q8x32 => gemm::pack_tile_32(qs, ds, rows, cols, tile),
-            _ => gemm::pack_tile_256(qs, ds, sums16, rows, cols, tile),
+            ActFormat::Q8x32 => gemm::pack_tile_32(qs, ds, rows, cols, tile, layout),
+            _ => gemm::pack_tile_256(qs, ds, sums16, rows, cols, tile, layout),
         }
     }
 }
@@ -716,6 +736,7 @@ fn prepare_acts(
     }
     s.reserve(m, cols);
     let quantizer = quantizer(path);
+    let layout = gemm_tiles(path).map_or(gemm::TileLayout::Lanes, GemmTiles::layout);
     let nb = cols / if format == ActFormat::Q8x32 { 32 } else { 256 };
     let tile_rows = gemm::TILE;
     let n_tiles = m.div_ceil(tile_rows);
@@ -731,7 +752,8 @@ fn prepare_acts(
     let rows_of = |t: usize| (m - t * tile_rows).min(tile_rows);
     if n_tiles == 1 {
         let part = RowsPart { x, qs, ds, sums16 };
-        quantize_rows(format, quantizer, part, m, cols, gemm.then_some(tiles));
+        let tile = gemm.then_some((tiles, layout));
+        quantize_rows(format, quantizer, part, m, cols, tile);
         return;
     }
     let parts = x
@@ -745,7 +767,14 @@ fn prepare_acts(
             .zip(tiles.par_chunks_mut(tile_lines))
             .enumerate()
             .for_each(|(t, (part, tile))| {
-                quantize_rows(format, quantizer, part, rows_of(t), cols, Some(tile))
+                quantize_rows(
+                    format,
+                    quantizer,
+                    part,
+                    rows_of(t),
+                    cols,
+                    Some((tile, layout)),
+                )
             });
     } else {
         parts
@@ -833,7 +862,9 @@ mod tests {
     #[test]
     fn neon_paths_are_available_and_chosen() {
         assert!(KernelPath::Neon.is_available());
-        let best = if neon::has_dotprod() {
+        let best = if neon::has_dotprod() && neon::has_i8mm() {
+            KernelPath::NeonI8mm
+        } else if neon::has_dotprod() {
             KernelPath::NeonDotprod
         } else {
             KernelPath::Neon
@@ -926,8 +957,8 @@ mod tests {
                 ran += 1;
             }
         }
-        if cfg!(target_arch = "x86_64") && KernelPath::Avx2.is_available() {
-            assert!(ran >= 8, "no GEMM path ran");
+        if KernelPath::Avx2.is_available() || KernelPath::NeonI8mm.is_available() {
+            assert!(ran >= 8, "a GEMM path did not run for every type");
         }
     }
 

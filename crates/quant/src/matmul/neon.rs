@@ -26,6 +26,11 @@ pub(crate) fn has_dotprod() -> bool {
     std::arch::is_aarch64_feature_detected!("dotprod")
 }
 
+/// FEAT_I8MM (`smmla` / `usmmla`: the prefill GEMM's tiles).
+pub(crate) fn has_i8mm() -> bool {
+    std::arch::is_aarch64_feature_detected!("i8mm")
+}
+
 /// `acc + dot(a, b)` over 16 signed bytes, into 4 i32 lanes (which products land in which
 /// lane differs between implementations: callers only use lane sums or lane-uniform scales).
 trait IDot {
@@ -124,7 +129,8 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
                     one: $base::<1 $(, $c)*>,
                     many: $base::<PREFILL_ROWS $(, $c)*>,
                 }),
-                KernelPath::NeonDotprod => Some(Kernels {
+                // I8MM adds the prefill GEMM; its row kernels are dotprod's.
+                KernelPath::NeonDotprod | KernelPath::NeonI8mm => Some(Kernels {
                     one: $dot::<1 $(, $c)*>,
                     many: $dot::<PREFILL_ROWS $(, $c)*>,
                 }),
