@@ -20,6 +20,9 @@ cargo test -p torchnative-runtime --features fault-injection --test mutations --
 # The aarch64 build under qemu-user: the NEON kernels against their scalar twins, and the
 # runtime's parity with llama.cpp and transformers (installs qemu and the cross toolchain).
 scripts/test-aarch64.sh
+# What we ship for aarch64, smoke-run under qemu: the cross-built CLI and the manylinux_2_17
+# wheel on Debian's arm64 CPython, each agreeing token for token with the x86 CLI.
+scripts/smoke-aarch64.sh
 # The Python package: built into its own venv and tested against the same model and oracle.
 scripts/test-python.sh
 # The torch face: upstream torch's .py tree on our torch._C, installed into its own venv.
