@@ -225,7 +225,9 @@ impl Unpacked {
             #[cfg(target_arch = "x86_64")]
             super::GemmTiles::Vnni => self.unpack_avx512(ty, row, cols, j),
             #[cfg(target_arch = "x86_64")]
-            super::GemmTiles::Avx2 => self.unpack_avx2(ty, row, cols, j),
+            super::GemmTiles::Avx2 | super::GemmTiles::AvxVnni => {
+                self.unpack_avx2(ty, row, cols, j)
+            }
             _ => self.unpack(ty, row, cols, j),
         }
     }
@@ -474,6 +476,16 @@ unsafe fn tile(
             Q6_K => x86::tile_256_avx2::<true, 6>(u, cols, tiles, t),
             _ => unreachable!("gemm_block admits only the types above"),
         },
+        #[cfg(target_arch = "x86_64")]
+        GemmTiles::AvxVnni => match ty {
+            Q4_0 => x86::tile_32_avxvnni::<3, false>(u, cols, tiles, t),
+            Q5_0 => x86::tile_32_avxvnni::<4, false>(u, cols, tiles, t),
+            Q8_0 => x86::tile_32_avxvnni::<7, false>(u, cols, tiles, t),
+            Q4_1 | Q5_1 => x86::tile_32_avxvnni::<0, true>(u, cols, tiles, t),
+            Q4_K | Q5_K => x86::tile_256_avxvnni::<false>(u, cols, tiles, t),
+            Q6_K => x86::tile_256_avxvnni::<true>(u, cols, tiles, t),
+            _ => unreachable!("gemm_block admits only the types above"),
+        },
         #[cfg(target_arch = "aarch64")]
         GemmTiles::I8mm => match ty {
             Q4_0 => arm::tile_32::<8, false>(u, cols, tiles, t),
@@ -692,9 +704,11 @@ mod x86 {
     /// group and lane): `sum_k wdword(k) . line(k)` per lane, each group's i16 pair sums
     /// collected `i16_run(BITS)` groups at a time, then widened by `vpmaddwd` with `mul` (ones,
     /// or a K-type sub-block scale). `BITS` = 8 means signed weight bytes stored `+ 128`
-    /// (Q8_0), multiplied as `|w| * sign(x, w)`.
+    /// (Q8_0), multiplied as `|w| * sign(x, w)`. With `VNNI` (AVX-VNNI `vpdpbusd` on 256 bits,
+    /// exact in i32) the codes go in unsigned whatever their width, and `mul` (i16 halves)
+    /// scales the i32 sums unless `SCALED` is false (ones).
     #[inline(always)]
-    unsafe fn group_dots<const BITS: u32>(
+    unsafe fn group_dots<const BITS: u32, const VNNI: bool, const SCALED: bool>(
         wq: [*const u8; RQ],
         a: *const Line,
         half: usize,
@@ -702,6 +716,29 @@ mod x86 {
         mul: [__m256i; RQ],
         s: &mut [__m256i; RQ],
     ) {
+        if VNNI {
+            let mut t = if SCALED {
+                [_mm256_setzero_si256(); RQ]
+            } else {
+                *s
+            };
+            for k in groups {
+                let x = _mm256_load_si256(half_line(a, k, half));
+                for j in 0..RQ {
+                    let wg = _mm256_set1_epi32(wq[j].add(4 * k).cast::<i32>().read_unaligned());
+                    t[j] = _mm256_dpbusd_avx_epi32(t[j], wg, x);
+                }
+            }
+            for j in 0..RQ {
+                s[j] = if SCALED {
+                    let scale = _mm256_srai_epi32::<16>(mul[j]);
+                    _mm256_add_epi32(s[j], _mm256_mullo_epi32(t[j], scale))
+                } else {
+                    t[j]
+                };
+            }
+            return;
+        }
         let run = i16_run(BITS);
         let mut g = groups.start;
         while g < groups.end {
@@ -736,6 +773,28 @@ mod x86 {
         tiles: &[Line],
         t: usize,
     ) -> [[f32; RC]; TILE] {
+        tile_32_body::<SHIFT, MIN, BITS, false>(u, cols, tiles, t)
+    }
+
+    /// [`tile_32_avx2`] with AVX-VNNI: unsigned codes of any width (Q8_0 as `w + 128`,
+    /// `SHIFT` = 7, like [`tile_32`]).
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub(super) unsafe fn tile_32_avxvnni<const SHIFT: u32, const MIN: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        tile_32_body::<SHIFT, MIN, 8, true>(u, cols, tiles, t)
+    }
+
+    #[inline(always)]
+    unsafe fn tile_32_body<const SHIFT: u32, const MIN: bool, const BITS: u32, const VNNI: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
         let nb = cols / 32;
         let stride = super::tile_lines(TILE, cols);
         let lines = tiles[t * stride..t * stride + nb * LINES_32].as_ptr();
@@ -754,7 +813,7 @@ mod x86 {
                         let init = _mm256_sllv_epi32(neg_sum, _mm256_set1_epi32(SHIFT as i32));
                         s = [init; RQ];
                     }
-                    group_dots::<BITS>(wq, a, half, 0..8, ones, &mut s);
+                    group_dots::<BITS, VNNI, false>(wq, a, half, 0..8, ones, &mut s);
                     let dx = _mm256_load_ps(half_line(a, 9, half).cast());
                     for j in 0..RQ {
                         let k = (r0 + j) * nb + b;
@@ -785,6 +844,27 @@ mod x86 {
         tiles: &[Line],
         t: usize,
     ) -> [[f32; RC]; TILE] {
+        tile_256_body::<Q6, BITS, false>(u, cols, tiles, t)
+    }
+
+    /// [`tile_256_avx2`] with AVX-VNNI.
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub(super) unsafe fn tile_256_avxvnni<const Q6: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
+        tile_256_body::<Q6, 8, true>(u, cols, tiles, t)
+    }
+
+    #[inline(always)]
+    unsafe fn tile_256_body<const Q6: bool, const BITS: u32, const VNNI: bool>(
+        u: &Unpacked,
+        cols: usize,
+        tiles: &[Line],
+        t: usize,
+    ) -> [[f32; RC]; TILE] {
         let nb = cols / 256;
         let stride = super::tile_lines(TILE, cols);
         let lines = tiles[t * stride..t * stride + nb * LINES_256].as_ptr();
@@ -804,7 +884,8 @@ mod x86 {
                             let k = ((r0 + j) * nb + b) * 16 + s;
                             _mm256_set1_epi16(*u.sc.get_unchecked(k) as i16)
                         });
-                        group_dots::<BITS>(wq, a, half, s * per..(s + 1) * per, sc, &mut iacc);
+                        let groups = s * per..(s + 1) * per;
+                        group_dots::<BITS, VNNI, true>(wq, a, half, groups, sc, &mut iacc);
                     }
                     let mut corr = [_mm256_setzero_si256(); RQ];
                     for p in 0..8 {

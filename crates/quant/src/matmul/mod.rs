@@ -88,6 +88,9 @@ pub enum KernelPath {
     Scalar,
     /// x86-64 AVX2 + FMA + F16C (`vpmaddubsw` integer dots).
     Avx2,
+    /// x86-64 AVX2 with AVX-VNNI (256-bit `vpdpbusd`, VEX-encoded: CPUs without AVX-512 such
+    /// as Alder Lake have it): AVX2's row kernels, the prefill GEMM on `vpdpbusd`.
+    Avx2Vnni,
     /// x86-64 AVX-512 F/BW/VL (`vpmaddubsw` on 512 bits for Q4_0 / Q4_1 / Q8_0) on top of AVX2.
     Avx512,
     /// x86-64 AVX-512 F/BW/VL + VNNI (`vpdpbusd` integer dots) on top of AVX2.
@@ -103,9 +106,10 @@ pub enum KernelPath {
 
 impl KernelPath {
     /// All paths, lowest first.
-    pub const ALL: [KernelPath; 7] = [
+    pub const ALL: [KernelPath; 8] = [
         KernelPath::Scalar,
         KernelPath::Avx2,
+        KernelPath::Avx2Vnni,
         KernelPath::Avx512,
         KernelPath::Avx512Vnni,
         KernelPath::Neon,
@@ -113,13 +117,14 @@ impl KernelPath {
         KernelPath::NeonI8mm,
     ];
 
-    /// The `TORCHNATIVE_ISA` level the path belongs to: 0 scalar, 1 AVX2 or NEON, 2 AVX-512.
+    /// The `TORCHNATIVE_ISA` level the path belongs to: 0 scalar, 1 plain AVX2 or NEON, 2
+    /// AVX-512 or AVX-VNNI (so `avx2` means plain AVX2, the widest common x86 level).
     fn level(self) -> u8 {
         match self {
             KernelPath::Scalar => 0,
             KernelPath::Avx2 | KernelPath::Neon | KernelPath::NeonDotprod => 1,
             KernelPath::NeonI8mm => 1,
-            KernelPath::Avx512 | KernelPath::Avx512Vnni => 2,
+            KernelPath::Avx2Vnni | KernelPath::Avx512 | KernelPath::Avx512Vnni => 2,
         }
     }
 
@@ -129,6 +134,8 @@ impl KernelPath {
             KernelPath::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             KernelPath::Avx2 => x86::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            KernelPath::Avx2Vnni => x86::has_avx2() && x86::has_avx_vnni(),
             #[cfg(target_arch = "x86_64")]
             KernelPath::Avx512 => x86::has_avx2() && x86::has_avx512(),
             #[cfg(target_arch = "x86_64")]
@@ -244,6 +251,8 @@ enum GemmTiles {
     /// `vpmaddubsw` + `vpmaddwd` on 256 bits (AVX-512 without VNNI runs these too); results
     /// equal the VNNI tiles' bit for bit.
     Avx2,
+    /// AVX-VNNI `vpdpbusd` on 256 bits; the same bits again.
+    AvxVnni,
     /// aarch64 `usmmla` (FEAT_I8MM) on activation tiles laid out in row pairs; results equal
     /// the x86 tiles' bit for bit.
     I8mm,
@@ -253,7 +262,7 @@ impl GemmTiles {
     /// How the tiles' activation bytes are laid out.
     fn layout(self) -> gemm::TileLayout {
         match self {
-            GemmTiles::Vnni | GemmTiles::Avx2 => gemm::TileLayout::Lanes,
+            GemmTiles::Vnni | GemmTiles::Avx2 | GemmTiles::AvxVnni => gemm::TileLayout::Lanes,
             GemmTiles::I8mm => gemm::TileLayout::RowPairs,
         }
     }
@@ -265,6 +274,7 @@ fn gemm_tiles(path: KernelPath) -> Option<GemmTiles> {
         KernelPath::Avx2 | KernelPath::Avx512 if cfg!(target_arch = "x86_64") => {
             Some(GemmTiles::Avx2)
         }
+        KernelPath::Avx2Vnni if cfg!(target_arch = "x86_64") => Some(GemmTiles::AvxVnni),
         KernelPath::NeonI8mm if cfg!(target_arch = "aarch64") => Some(GemmTiles::I8mm),
         _ => None,
     }
@@ -670,7 +680,7 @@ enum Quantizer {
 fn quantizer(path: KernelPath) -> Quantizer {
     match path {
         KernelPath::Scalar => Quantizer::Scalar,
-        KernelPath::Avx2 => Quantizer::Avx2,
+        KernelPath::Avx2 | KernelPath::Avx2Vnni => Quantizer::Avx2,
         KernelPath::Avx512 | KernelPath::Avx512Vnni => Quantizer::Avx512,
         KernelPath::Neon | KernelPath::NeonDotprod | KernelPath::NeonI8mm => Quantizer::Neon,
     }

@@ -26,6 +26,11 @@ pub(crate) fn has_avx512() -> bool {
         && is_x86_feature_detected!("avx512vl")
 }
 
+/// AVX-VNNI (the VEX-encoded 256-bit `vpdpbusd`).
+pub(crate) fn has_avx_vnni() -> bool {
+    is_x86_feature_detected!("avxvnni")
+}
+
 /// AVX-512 F/BW/VL + VNNI.
 pub(crate) fn has_avx512_vnni() -> bool {
     has_avx512() && is_x86_feature_detected!("avx512vnni")
@@ -58,15 +63,15 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: signed_avx512::<1, true>,
             many: signed_avx512::<PREFILL_ROWS, true>,
         }),
-        (KernelPath::Avx2, Q4_0) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni, Q4_0) => Some(Kernels {
             one: q4_0_avx2::<1>,
             many: q4_0_avx2::<PREFILL_ROWS>,
         }),
-        (KernelPath::Avx2, Q4_1) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni, Q4_1) => Some(Kernels {
             one: q4_1_avx2::<1>,
             many: q4_1_avx2::<PREFILL_ROWS>,
         }),
-        (KernelPath::Avx2, Q8_0) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni, Q8_0) => Some(Kernels {
             one: q8_0_avx2::<1>,
             many: q8_0_avx2::<PREFILL_ROWS>,
         }),
@@ -75,7 +80,7 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: qk45_vnni::<1, false>,
             many: qk45_vnni::<PREFILL_ROWS, false>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512, Q4_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512, Q4_K) => Some(Kernels {
             one: qk45_avx2::<1, false>,
             many: qk45_avx2::<PREFILL_ROWS, false>,
         }),
@@ -83,7 +88,7 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: qk45_vnni::<1, true>,
             many: qk45_vnni::<PREFILL_ROWS, true>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512, Q5_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512, Q5_K) => Some(Kernels {
             one: qk45_avx2::<1, true>,
             many: qk45_avx2::<PREFILL_ROWS, true>,
         }),
@@ -91,7 +96,7 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: q6_k_vnni::<1>,
             many: q6_k_vnni::<PREFILL_ROWS>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512, Q6_K) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512, Q6_K) => Some(Kernels {
             one: q6_k_avx2::<1>,
             many: q6_k_avx2::<PREFILL_ROWS>,
         }),
@@ -112,23 +117,32 @@ pub(crate) fn kernels(ty: GgmlType, path: KernelPath) -> Option<Kernels> {
             one: q4_1_avx512::<1, 4>,
             many: q4_1_avx512::<PREFILL_ROWS, 4>,
         }),
-        (KernelPath::Avx2, Q5_0) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni, Q5_0) => Some(Kernels {
             one: q5_avx2::<1, false>,
             many: q5_avx2::<PREFILL_ROWS, false>,
         }),
-        (KernelPath::Avx2, Q5_1) => Some(Kernels {
+        (KernelPath::Avx2 | KernelPath::Avx2Vnni, Q5_1) => Some(Kernels {
             one: q5_avx2::<1, true>,
             many: q5_avx2::<PREFILL_ROWS, true>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F32) => Some(Kernels {
+        (
+            KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512 | KernelPath::Avx512Vnni,
+            F32,
+        ) => Some(Kernels {
             one: float_avx2::<1, 0>,
             many: float_avx2::<PREFILL_ROWS, 0>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, F16) => Some(Kernels {
+        (
+            KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512 | KernelPath::Avx512Vnni,
+            F16,
+        ) => Some(Kernels {
             one: float_avx2::<1, 1>,
             many: float_avx2::<PREFILL_ROWS, 1>,
         }),
-        (KernelPath::Avx2 | KernelPath::Avx512 | KernelPath::Avx512Vnni, BF16) => Some(Kernels {
+        (
+            KernelPath::Avx2 | KernelPath::Avx2Vnni | KernelPath::Avx512 | KernelPath::Avx512Vnni,
+            BF16,
+        ) => Some(Kernels {
             one: float_avx2::<1, 2>,
             many: float_avx2::<PREFILL_ROWS, 2>,
         }),
