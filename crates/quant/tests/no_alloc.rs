@@ -36,11 +36,14 @@ fn reserved_matmul_does_not_allocate() {
 }
 
 fn check_no_allocation() {
-    // m = 24 reaches the prefill GEMM (AVX-512 VNNI), whose per-thread unpack buffers grow
-    // once, in the warm-up call.
+    // m = 24 reaches the prefill GEMM (every path with GEMM tiles), whose per-thread unpack
+    // buffers are grown below.
     let (rows, cols, m) = (1000, 512, 24);
     let mut scratch = ActivationScratch::new();
     scratch.reserve(m, cols);
+    // Which threads run GEMM tasks in a warm-up call is the scheduler's choice: grow every
+    // pool thread's buffers explicitly.
+    rayon::broadcast(|_| reserve_gemm_thread_buffers(cols));
     let x: Vec<f32> = (0..m * cols).map(|i| (i % 17) as f32 - 8.0).collect();
     let mut y = vec![0f32; m * rows];
     for ty in [

@@ -384,6 +384,12 @@ impl Unpacked {
     }
 }
 
+/// Grow this thread's unpack buffers for rows of `cols` elements now, so that its first
+/// prefill GEMM task does not allocate.
+pub(crate) fn reserve_thread_buffers(cols: usize) {
+    UNPACKED.with(|u| u.borrow_mut().reserve(cols));
+}
+
 thread_local! {
     /// Per-thread unpack buffers: they grow once to the widest row this thread has seen.
     static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();

@@ -194,6 +194,14 @@ pub fn available_kernel_paths() -> Vec<KernelPath> {
         .collect()
 }
 
+/// Grow the calling thread's prefill-GEMM buffers (each thread that runs GEMM tasks keeps its
+/// own, grown on first use) for weights of `cols` columns. A caller that must not allocate
+/// after warm-up runs it on every pool thread (`rayon::broadcast`): which threads take GEMM
+/// tasks in a warm-up call is up to the scheduler.
+pub fn reserve_gemm_thread_buffers(cols: usize) {
+    gemm::reserve_thread_buffers(cols);
+}
+
 /// Whether [`matmul`] handles weights of type `ty`.
 pub fn supports_matmul(ty: GgmlType) -> bool {
     activation_format(ty).is_some()
