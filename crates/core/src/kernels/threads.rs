@@ -318,9 +318,14 @@ pub(crate) mod spin {
         /// are done. A panic in any of them is raised here after every task has finished.
         pub(crate) fn run(&self, n: usize, f: &(dyn Fn(usize) + Sync)) {
             let s = &*self.shared;
-            let Ok(_one_at_a_time) = s.submit.try_lock() else {
-                (0..n).for_each(f);
-                return;
+            let one_at_a_time = match s.submit.try_lock() {
+                Ok(g) => g,
+                // A task panicked under an earlier job: the pool itself is consistent.
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    (0..n).for_each(f);
+                    return;
+                }
             };
             let job = Job {
                 f,
@@ -345,6 +350,7 @@ pub(crate) mod spin {
             while s.in_job.load(SeqCst) != 0 {
                 backoff(&mut spins);
             }
+            drop(one_at_a_time);
             if job.panicked.load(Relaxed) {
                 panic!("a kernel task panicked (see the message above)");
             }

@@ -106,6 +106,20 @@ fn a_panicking_task_panics_the_caller_and_the_pool_goes_on() {
     });
     assert!(r.is_err(), "the panic reached the caller");
     ranges_cover_every_item_once_and_respect_alignment();
+    // A private pool: after a panicking job it still hands tasks to its worker.
+    let pool = crate::kernels::threads::spin::SpinPool::new(1).unwrap();
+    let r = std::panic::catch_unwind(|| pool.run(4, &|i| assert_ne!(i, 2, "task 2 fails")));
+    assert!(r.is_err());
+    let ids = std::sync::Mutex::new(std::collections::HashSet::new());
+    pool.run(16, &|_| {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        ids.lock().unwrap().insert(std::thread::current().id());
+    });
+    assert_eq!(
+        ids.into_inner().unwrap().len(),
+        2,
+        "caller and worker after a panic"
+    );
 }
 
 #[test]
