@@ -59,15 +59,10 @@ pub(crate) enum TileLayout {
     RowPairs,
 }
 
-impl TileLayout {
-    /// Byte offset, within a block's byte lines, of element `e` of tile row `l` in a block of
-    /// `bs` elements.
-    fn offset(self, l: usize, e: usize, bs: usize) -> usize {
-        match self {
-            TileLayout::Lanes => (e / 4) * 64 + l * 4 + e % 4,
-            TileLayout::RowPairs => (l / 2) * 2 * bs + (e / 8) * 16 + (l % 2) * 8 + e % 8,
-        }
-    }
+/// `RowPairs`: byte offset, within a block's byte lines, of element `e` of tile row `l` in a
+/// block of `bs` elements.
+fn row_pairs_offset(l: usize, e: usize, bs: usize) -> usize {
+    (l / 2) * 2 * bs + (e / 8) * 16 + (l % 2) * 8 + e % 8
 }
 
 /// Write row `l`'s block `q` (`bs` bytes) into the block's byte lines.
@@ -87,7 +82,7 @@ fn put_bytes(lines: &mut [Line], layout: TileLayout, l: usize, q: &[i8]) {
                 std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<u8>(), lines.len() * 64)
             };
             for (k, chunk) in q.chunks_exact(8).enumerate() {
-                let o = layout.offset(l, 8 * k, bs);
+                let o = row_pairs_offset(l, 8 * k, bs);
                 for (dst, &v) in bytes[o..o + 8].iter_mut().zip(chunk) {
                     *dst = v as u8;
                 }
