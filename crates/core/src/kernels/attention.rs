@@ -1,7 +1,9 @@
 //! Scaled dot-product attention against a KV cache, causal, with grouped-query heads,
 //! optional sliding window and logit soft-capping. One pass per (query, head) with an online
-//! (streaming) softmax over key blocks, so no score buffer of kv_len is needed; the query heads
-//! of one GQA group run in one task so each K/V block is fetched once for all of them.
+//! (streaming) softmax over key blocks aligned to absolute positions, so no score buffer of
+//! kv_len is needed; the query heads of one GQA group run in one task so each K/V block is
+//! fetched once for all of them. Every path computes one canonical order per (query, head)
+//! (see [`attention_f32`]), so a row's bits do not depend on the batch it rides in.
 
 use super::cpu::{active_isa, Isa};
 use super::simd::Simd;
@@ -109,6 +111,28 @@ fn validate(
 /// Attention for decode (`n_q == 1`) and prefill (`n_q > 1`); see [`AttentionParams`] for
 /// layouts and masking. `scratch` may be empty ([`attention_scratch_len`]). Parallel over
 /// (query, kv-head group) pairs on the kernel pool. Errors name the inconsistent parameter.
+///
+/// **Batch invariance.** On a given ISA level, the output row of (query at position `pos`,
+/// head `h`) is bit-identical whatever `n_q`, `q_pos0` (how a prompt was chunked), `kv_len`
+/// beyond `pos`, `kv_capacity` and thread count, because every path computes this order
+/// (visible keys `ks..=pos`, `ks = pos + 1 - window` or 0; `B` = `KEY_BLOCK` = 64):
+/// 1. Keys go in blocks aligned to absolute positions, `[b*B, (b+1)*B) ∩ [ks, pos]`, in
+///    increasing order (with a window the first block is partial). A paged KV cache with
+///    pages of 16/32/64 positions can follow the same blocks.
+/// 2. Score `s_j`: `acc = 0; for d in 0..head_dim { acc = fma(q[d], k_j[d], acc) }`, then
+///    `acc * scale` (then softcap `cap * tanh(s / cap)` if set).
+/// 3. Per block: `M' = max(M, max_j s_j)` (M starts at -inf); `shift = M'` (0 while M' is
+///    -inf); `f = exp(M - shift)`; `p_j = exp(s_j - shift)`; `sum = ((0 + p_0) + p_1) + ...`
+///    in key order; `L = fma(L, f, sum)` (L starts at 0); per head dim d,
+///    `a[d] = a[d] * f`, then `a[d] = fma(p_j, v_j[d], a[d])` in key order.
+/// 4. `out[d] = a[d] * (1 / L)`.
+///
+/// `exp` is the level's `Simd::exp` (libm `expf` on the scalar level, whose `fma` is
+/// unfused). The blocked path runs queries as lanes and masks the keys a lane must not see to
+/// -inf, which adds exact zeros (the one difference: a running sum of exactly -0.0 in `a`, from
+/// an underflowed rescale, can become +0.0). That path also reads the values of keys up to the
+/// last query of its call, so a non-finite value there would reach earlier queries as NaN
+/// (0 * inf); a cache the model wrote holds finite values.
 pub fn attention_f32(
     q: &[f32],
     k_cache: &[f32],
@@ -152,8 +176,9 @@ pub(crate) fn attention_f32_with(
         let kv_base = (h / group) * p.kv_capacity * hd;
         let task = GroupTask {
             q: &q[first * hd..(first + heads_per_task) * hd],
-            k: &k_cache[kv_base + keys_start * hd..kv_base + keys_end * hd],
-            v: &v_cache[kv_base + keys_start * hd..kv_base + keys_end * hd],
+            k: &k_cache[kv_base..kv_base + keys_end * hd],
+            v: &v_cache[kv_base..kv_base + keys_end * hd],
+            keys_start,
             head_dim: hd,
             scale: p.scale,
             softcap: p.softcap,
@@ -177,11 +202,13 @@ pub(crate) fn attention_f32_with(
 const MAX_GROUP: usize = 16;
 
 /// One query token and `q.len() / head_dim` adjacent heads sharing one kv head; `k`/`v`
-/// hold exactly the visible keys.
+/// are that kv head's cache rows up to the query's position (the last key), of which keys
+/// `keys_start..` are visible.
 struct GroupTask<'a> {
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
+    keys_start: usize,
     head_dim: usize,
     scale: f32,
     softcap: Option<f32>,
@@ -205,89 +232,145 @@ unsafe fn group_neon(t: GroupTask<'_>, out: &mut [f32]) {
     unsafe { group_attention::<super::simd::Neon>(t, out) }
 }
 
-/// Keys per online-softmax block (scores live on the stack).
+/// Keys per online-softmax block, aligned to absolute positions (block `b` holds keys
+/// `b * KEY_BLOCK..(b + 1) * KEY_BLOCK`); see [`attention_f32`] for the reduction order.
 const KEY_BLOCK: usize = 64;
 
+/// Head dims transposed at a time by [`group_attention`] (its key buffer lives on the stack).
+const DIM_CHUNK: usize = 64;
+
+/// Lane 0 of a vector.
+#[inline(always)]
+unsafe fn lane0<S: Simd>(v: S::V) -> f32 {
+    let mut buf = [0f32; 16];
+    S::store(buf.as_mut_ptr(), v);
+    buf[0]
+}
+
+/// x86 `maxps` semantics (`a > b ? a : b`), as `S::max` computes per lane.
+#[inline(always)]
+fn max_ps(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The canonical order (see [`attention_f32`]) for one query and its group of heads, with
+/// vector lanes over keys for the scores (keys are transposed `W` at a time on the stack) and
+/// over head dims for the value sums.
 #[inline(always)]
 unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
+    const ROW: usize = KEY_BLOCK + 16; // a head's score row, with room for a vector overread
     let hd = t.head_dim;
     let heads = out.len() / hd;
-    let n_keys = t.k.len() / hd;
+    let keys_end = t.k.len() / hd;
     out.fill(0.0);
-    let mut running_max = [f32::NEG_INFINITY; MAX_GROUP];
-    let mut denom = [0.0f32; MAX_GROUP];
-    let mut scores = [0.0f32; KEY_BLOCK];
-    let mut start = 0;
-    while start < n_keys {
-        let len = KEY_BLOCK.min(n_keys - start);
-        let keys = &t.k[start * hd..(start + len) * hd];
-        let values = &t.v[start * hd..(start + len) * hd];
-        for h in 0..heads {
-            let q = &t.q[h * hd..(h + 1) * hd];
-            let acc = &mut out[h * hd..(h + 1) * hd];
-            let block = &mut scores[..len];
-            let mut block_max = f32::NEG_INFINITY;
-            for (s, key) in block.iter_mut().zip(keys.chunks_exact(hd)) {
-                let mut v = super::elementwise::dot_simd::<S>(q, key) * t.scale;
-                if let Some(cap) = t.softcap {
-                    v = cap * (v / cap).tanh();
+    let mut run_max = [f32::NEG_INFINITY; MAX_GROUP];
+    let mut run_sum = [0.0f32; MAX_GROUP];
+    let mut scores = [0.0f32; MAX_GROUP * ROW];
+    let mut kt = [0.0f32; DIM_CHUNK * 16];
+    let (kp, vp, qp, sp) = (
+        t.k.as_ptr(),
+        t.v.as_ptr(),
+        t.q.as_ptr(),
+        scores.as_mut_ptr(),
+    );
+    let mut b0 = t.keys_start;
+    while b0 < keys_end {
+        let b1 = ((b0 / KEY_BLOCK + 1) * KEY_BLOCK).min(keys_end);
+        let len = b1 - b0;
+        // Scores of keys b0 + j.., W at a time: one FMA chain over the head dims per lane.
+        let mut j = 0;
+        while j < len {
+            let n = S::W.min(len - j);
+            let mut acc = [S::splat(0.0); MAX_GROUP];
+            let mut d0 = 0;
+            while d0 < hd {
+                let dn = DIM_CHUNK.min(hd - d0);
+                for l in 0..S::W {
+                    let key = kp.add((b0 + j + l.min(n - 1)) * hd + d0);
+                    for d in 0..dn {
+                        kt[d * S::W + l] = *key.add(d);
+                    }
                 }
-                *s = v;
-                block_max = block_max.max(v);
+                for d in 0..dn {
+                    let kv = S::load(kt.as_ptr().add(d * S::W));
+                    for (h, a) in acc.iter_mut().enumerate().take(heads) {
+                        *a = S::fma(S::splat(*qp.add(h * hd + d0 + d)), kv, *a);
+                    }
+                }
+                d0 += dn;
             }
-            if block_max > running_max[h] {
-                // Rescale what was accumulated under the old max (exp(-inf) = 0 at first).
-                let factor = (running_max[h] - block_max).exp();
-                denom[h] *= factor;
-                scale_simd::<S>(acc, factor);
-                running_max[h] = block_max;
+            let scale = S::splat(t.scale);
+            for (h, a) in acc.iter().enumerate().take(heads) {
+                S::store(sp.add(h * ROW + j), S::mul(*a, scale));
             }
-            denom[h] += super::softmax::exp_shift_sum_simd::<S>(block, running_max[h]);
-            for (&w, value) in block.iter().zip(values.chunks_exact(hd)) {
-                axpy_simd::<S>(acc, w, value);
+            j += n;
+        }
+        for h in 0..heads {
+            let row = sp.add(h * ROW);
+            let mut block_max = f32::NEG_INFINITY;
+            for j in 0..len {
+                let s = &mut *row.add(j);
+                if let Some(cap) = t.softcap {
+                    *s = cap * (*s / cap).tanh();
+                }
+                block_max = max_ps(block_max, *s);
+            }
+            let new_max = max_ps(run_max[h], block_max);
+            // Nothing visible yet (max -inf): shift by 0 so exp(-inf - 0) = 0, not NaN.
+            let shift = if new_max < f32::MIN { 0.0 } else { new_max };
+            let factor = lane0::<S>(S::exp(S::splat(run_max[h] - shift)));
+            run_max[h] = new_max;
+            let vshift = S::splat(shift);
+            let mut j = 0;
+            while j < len {
+                S::store(row.add(j), S::exp(S::sub(S::load(row.add(j)), vshift)));
+                j += S::W;
+            }
+            let mut sum = 0.0f32;
+            for j in 0..len {
+                sum += *row.add(j);
+            }
+            run_sum[h] = lane0::<S>(S::fma(
+                S::splat(run_sum[h]),
+                S::splat(factor),
+                S::splat(sum),
+            ));
+            let acc = out.as_mut_ptr().add(h * hd);
+            let vf = S::splat(factor);
+            let values = vp.add(b0 * hd);
+            let mut e = 0;
+            while e + S::W <= hd {
+                let mut r = S::mul(S::load(acc.add(e)), vf);
+                for j in 0..len {
+                    r = S::fma(S::splat(*row.add(j)), S::load(values.add(j * hd + e)), r);
+                }
+                S::store(acc.add(e), r);
+                e += S::W;
+            }
+            if e < hd {
+                let rem = hd - e;
+                let mut r = S::mul(S::load_partial(acc.add(e), rem), vf);
+                for j in 0..len {
+                    r = S::fma(
+                        S::splat(*row.add(j)),
+                        S::load_partial(values.add(j * hd + e), rem),
+                        r,
+                    );
+                }
+                S::store_partial(acc.add(e), rem, r);
             }
         }
-        start += len;
+        b0 = b1;
     }
-    for h in 0..heads {
-        scale_simd::<S>(&mut out[h * hd..(h + 1) * hd], 1.0 / denom[h]);
-    }
-}
-
-/// `y *= a`.
-#[inline(always)]
-unsafe fn scale_simd<S: Simd>(y: &mut [f32], a: f32) {
-    let n = y.len();
-    let p = y.as_mut_ptr();
-    let va = S::splat(a);
-    let mut i = 0;
-    while i + S::W <= n {
-        S::store(p.add(i), S::mul(S::load(p.add(i)), va));
-        i += S::W;
-    }
-    while i < n {
-        *p.add(i) *= a;
-        i += 1;
-    }
-}
-
-/// `y += a * x` (x at least y's length).
-#[inline(always)]
-unsafe fn axpy_simd<S: Simd>(y: &mut [f32], a: f32, x: &[f32]) {
-    let n = y.len();
-    let (py, px) = (y.as_mut_ptr(), x.as_ptr());
-    let va = S::splat(a);
-    let mut i = 0;
-    while i + S::W <= n {
-        S::store(
-            py.add(i),
-            S::fma(va, S::load(px.add(i)), S::load(py.add(i))),
-        );
-        i += S::W;
-    }
-    while i < n {
-        *py.add(i) += a * *px.add(i);
-        i += 1;
+    for (h, o) in out.chunks_exact_mut(hd).enumerate() {
+        let inv = 1.0 / run_sum[h];
+        for x in o {
+            *x *= inv;
+        }
     }
 }
 
@@ -300,12 +383,12 @@ const BLOCKED_ACC: usize = 16 * BLOCKED_MAX_HD;
 /// Largest head_dim of the blocked path (its transposed key block lives on the stack).
 const BLOCKED_MAX_HD: usize = 256;
 
-/// Whether the blocked prefill path handles `p`: several queries, head_dim a multiple of 16
-/// (whole vectors on every ISA), no softcap.
+/// Whether the blocked path handles `p` (whatever `n_q`: decode too, so a query's path never
+/// depends on its batch): head_dim a multiple of 16 (whole vectors on every ISA), no softcap.
+/// Both paths compute the same canonical order, so the choice changes speed, not bits.
 fn blocked_applies(p: &AttentionParams) -> bool {
     let group = p.n_heads / p.n_kv_heads;
-    p.n_q >= 4
-        && p.softcap.is_none()
+    p.softcap.is_none()
         && p.head_dim.is_multiple_of(16)
         && p.head_dim <= BLOCKED_MAX_HD
         && group <= MAX_GROUP
@@ -457,7 +540,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
 
         let mut kb = keys_start;
         while kb < keys_end {
-            let len = KB.min(keys_end - kb);
+            let len = ((kb / KB + 1) * KB).min(keys_end) - kb;
             // Scores, four keys at a time (independent FMA chains).
             let mut j = 0;
             while j < len {

@@ -152,33 +152,6 @@ pub(crate) fn log_softmax_f32_with(isa: Isa, row: &mut [f32]) {
     }
 }
 
-/// `row[i] = exp(row[i] - max)` with [`Simd::exp`], returns the sum (attention's running
-/// softmax).
-#[inline(always)]
-pub(crate) unsafe fn exp_shift_sum_simd<S: Simd>(row: &mut [f32], max: f32) -> f32 {
-    let n = row.len();
-    let p = row.as_mut_ptr();
-    let vmax = S::splat(max);
-    let mut acc = S::splat(0.0);
-    let mut i = 0;
-    while i + S::W <= n {
-        let e = S::exp(S::sub(S::load(p.add(i)), vmax));
-        S::store(p.add(i), e);
-        acc = S::add(acc, e);
-        i += S::W;
-    }
-    if i < n {
-        let r = n - i;
-        // Padding lanes would give exp(0 - max); use -inf there, which exp maps to 0.
-        let mut buf = [f32::NEG_INFINITY; 16];
-        std::ptr::copy_nonoverlapping(p.add(i), buf.as_mut_ptr(), r);
-        let e = S::exp(S::sub(S::load(buf.as_ptr()), vmax));
-        S::store_partial(p.add(i), r, e);
-        acc = S::add(acc, e);
-    }
-    S::hsum(acc)
-}
-
 fn exp_sum_scalar(row: &[f32], max: f32) -> f32 {
     row.iter().map(|&v| exp_scalar(v - max)).sum()
 }
