@@ -2,9 +2,17 @@
 //!
 //! Decode (m == 1) is a gemv bound by weight bandwidth: rows of W are split over the pool and
 //! each task computes 4 rows at a time against one x vector (half weights widened in
-//! registers). Small-m prefill with half weights uses the same kernel with 4x4 register tiles
-//! of (x rows, W rows), as does f32 up to m = 128; f32 with larger m goes to the `gemm` crate
-//! (packed, blocked, AVX-512).
+//! registers). Prefill (any m, every weight type) uses the same kernel with MRxNR register
+//! tiles of (x rows, W rows).
+//!
+//! **Batch invariance.** On a given ISA level (`W` lanes), output `y[i][j]` is bit-identical
+//! for every m, every position of row i in the batch and every thread count: each output is
+//! one vector accumulator `acc = 0; for each W-wide chunk c of k in order: acc = fma(x[c],
+//! w[c], acc)` (the last chunk zero-padded), then `S::hsum(acc)` (the level's fixed tree),
+//! then `+ bias[j]` (`+ 0.0` without bias). The gemv and every tile shape compute exactly
+//! this; a tile only runs several such chains side by side. (The scalar level: one f32 chain
+//! `acc += x[p] * w[p]` in p order, then the bias.) That is why f32 with large m no longer
+//! goes to the `gemm` crate, whose packed order differs with m: `matmul_f32` still does.
 
 use super::cpu::{active_isa, Isa};
 use super::simd::Simd;
@@ -114,11 +122,6 @@ pub(crate) struct Dims {
     pub n: usize,
 }
 
-/// Largest m handled by the register-tile kernel for f32 weights; above it the gemm crate's
-/// packing pays off. Measured on the runtime's f32 prefill (`torchnative bench --dtype f32`,
-/// 2 threads): tiles 631 / 713 t/s vs gemm 393 / 671 at 64 / 128 tokens, 771 vs 939 at 256.
-const F32_TILE_MAX_M: usize = 128;
-
 pub(crate) fn linear_with<T: WeightElem>(
     isa: Isa,
     x: &[f32],
@@ -160,22 +163,6 @@ pub(crate) fn linear_with<T: WeightElem>(
                 None => row.fill(0.0),
             }
         }
-        return;
-    }
-    if m > F32_TILE_MAX_M && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked just above), so the slice reinterpretation is the identity.
-        let w32 = unsafe { std::slice::from_raw_parts(w.as_ptr() as *const f32, w.len()) };
-        let beta = match bias {
-            Some(b) => {
-                for row in y[..m * n].chunks_mut(n) {
-                    row.copy_from_slice(&b[..n]);
-                }
-                1.0
-            }
-            None => 0.0,
-        };
-        // x: rows stride k; wᵀ[kk][j] = w[j*k + kk]: row stride 1, column stride k.
-        matmul_f32_with(isa, m, k, n, x, k, 1, w32, 1, k, y, n, beta);
         return;
     }
     let out = SharedMut(y.as_mut_ptr());
@@ -250,8 +237,10 @@ unsafe fn tile_task_scalar<T: WeightElem>(t: TileTask<'_, T>) {
     }
 }
 
-/// W rows per cache block: the block stays in L2 while every x row-block passes over it.
-const W_BLOCK_ROWS: usize = 32;
+/// W rows per cache block: the block (18 KiB of f32 rows at k = 576) stays in L1 while every
+/// x row-block passes over it (8 beat 16 and 32 at m = 64 and 512: 941 / 978 / 1033 µs and
+/// 7850 / 7906 / 8338 µs at k = 576, n = 1536, one thread).
+const W_BLOCK_ROWS: usize = 8;
 
 #[inline(always)]
 unsafe fn tile_task<S: Simd, T: WeightElem, const MR: usize, const NR: usize>(t: TileTask<'_, T>) {
@@ -276,55 +265,27 @@ unsafe fn tile_task<S: Simd, T: WeightElem, const MR: usize, const NR: usize>(t:
     }
 }
 
-/// Decode (m == 1): one W row at a time, so W is read strictly sequentially. (Interleaving
-/// several rows makes several short streams — a 576-wide f16 row is only 18 cache lines —
-/// which the hardware prefetchers barely learn before each ends; x stays in L1 anyway.)
+/// Decode (m == 1): [`GEMV_ROWS`] W rows at a time, each its own accumulator chain (the
+/// canonical order of [`dot_tile`], so a row of x gives the same bits here as in a tile).
+/// W rows are split over the pool in ranges; a range is read sequentially.
 #[inline(always)]
 unsafe fn gemv_columns<S: Simd, T: WeightElem>(t: &TileTask<'_, T>) {
     let k = t.d.k;
-    for j in t.cols.clone() {
-        let dot = gemv_row::<S, T>(t.x, t.w.add(j * k), k);
-        *t.y.0.add(j) = dot + t.bias.map_or(0.0, |b| b[j]);
+    let mut j = t.cols.start;
+    while j + GEMV_ROWS <= t.cols.end {
+        let acc = dot_tile::<S, T, 1, GEMV_ROWS>(t.x, t.w.add(j * k), k);
+        store_tile::<1, GEMV_ROWS>(t, &acc, 0, j, t.d.n);
+        j += GEMV_ROWS;
+    }
+    while j < t.cols.end {
+        let acc = dot_tile::<S, T, 1, 1>(t.x, t.w.add(j * k), k);
+        store_tile::<1, 1>(t, &acc, 0, j, t.d.n);
+        j += 1;
     }
 }
 
-/// `x · w_row` over k elements with four independent accumulators (named locals, so they
-/// stay in registers even in the lightly optimised dev profile).
-#[inline(always)]
-unsafe fn gemv_row<S: Simd, T: WeightElem>(x: *const f32, w: *const T, k: usize) -> f32 {
-    let w_ = S::W;
-    let zero = S::splat(0.0);
-    let (mut a0, mut a1, mut a2, mut a3) = (zero, zero, zero, zero);
-    let mut kk = 0;
-    while kk + 4 * w_ <= k {
-        a0 = S::fma(S::load(x.add(kk)), T::load::<S>(w.add(kk)), a0);
-        a1 = S::fma(S::load(x.add(kk + w_)), T::load::<S>(w.add(kk + w_)), a1);
-        a2 = S::fma(
-            S::load(x.add(kk + 2 * w_)),
-            T::load::<S>(w.add(kk + 2 * w_)),
-            a2,
-        );
-        a3 = S::fma(
-            S::load(x.add(kk + 3 * w_)),
-            T::load::<S>(w.add(kk + 3 * w_)),
-            a3,
-        );
-        kk += 4 * w_;
-    }
-    while kk + w_ <= k {
-        a0 = S::fma(S::load(x.add(kk)), T::load::<S>(w.add(kk)), a0);
-        kk += w_;
-    }
-    if kk < k {
-        let r = k - kk;
-        a1 = S::fma(
-            S::load_partial(x.add(kk), r),
-            T::load_partial::<S>(w.add(kk), r),
-            a1,
-        );
-    }
-    S::hsum(S::add(S::add(a0, a1), S::add(a2, a3)))
-}
+/// W rows the decode gemv interleaves (independent FMA chains hide the FMA latency).
+const GEMV_ROWS: usize = 4;
 
 /// Rows `i..i+MR` of y, columns `j0..j1`, NR columns at a time (the rest one by one).
 #[inline(always)]

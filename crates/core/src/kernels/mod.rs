@@ -1,7 +1,7 @@
 //! Slice-level CPU kernels with run-time CPU-feature dispatch and scalar reference paths.
 //!
-//! Every kernel works on plain slices, allocates nothing (except `matmul_f32` / `linear_f32`
-//! with m > 128, whose `gemm` crate packs into its own buffers) and picks its code path at run
+//! Every kernel works on plain slices, allocates nothing (except `matmul_f32`, whose `gemm`
+//! crate packs into its own buffers) and picks its code path at run
 //! time from [`active_isa`] (AVX-512, AVX2+FMA+F16C, NEON, or scalar; override downwards with env
 //! `TORCHNATIVE_ISA`). Parallel kernels run on one persistent pool ([`set_num_threads`]).
 //!
