@@ -132,6 +132,7 @@ fn linear_k_zero_gives_bias() {
 
 #[test]
 fn set_num_threads_rejects_zero_and_applies() {
+    let _guard = super::THREADS.lock().unwrap_or_else(|e| e.into_inner());
     assert!(set_num_threads(0).is_err());
     let before = crate::kernels::num_threads();
     set_num_threads(3).unwrap();

@@ -10,10 +10,14 @@
 
 mod attention;
 mod elementwise;
+mod invariance;
 mod linear;
 mod oracle;
 mod rope;
 mod threads;
+
+/// Held by tests that change the kernel pool's thread count, so they do not interleave.
+pub(crate) static THREADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub(crate) const U: f64 = 1.0 / (1u64 << 24) as f64;
 
