@@ -160,38 +160,47 @@ pub(crate) fn pack_tile_256(
 /// Weight rows a task unpacks and runs together.
 pub(crate) const RC: usize = 8;
 
+/// Rows an [`Unpacked`] holds: the GEMM's [`RC`] or the GEMV's 16, whichever is more.
+const SLOTS: usize = if RC > super::gemv::GV {
+    RC
+} else {
+    super::gemv::GV
+};
+
 /// [`RC`] weight rows unpacked to one byte per element (element order), with per-block
 /// scales: `d`, `m` (Q4_1/Q5_1 min, K-types `dmin`), K-type sub-block scales (`sc`, as i32)
 /// and i16 pairs for the K-type correction (`pairs`).
 #[derive(Default)]
 pub(crate) struct Unpacked {
-    q: Vec<u8>,
+    pub(super) q: Vec<u8>,
     /// aarch64: `q` in row pairs, as `usmmla` reads them: per pair of rows, per 8 elements,
     /// 8 bytes of the even row then 8 of the odd one.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     qp: Vec<u8>,
-    d: Vec<f32>,
-    m: Vec<f32>,
-    sc: Vec<i32>,
-    pairs: Vec<i32>,
+    pub(super) d: Vec<f32>,
+    pub(super) m: Vec<f32>,
+    pub(super) sc: Vec<i32>,
+    pub(super) pairs: Vec<i32>,
 }
 
 impl Unpacked {
-    fn reserve(&mut self, cols: usize) {
+    /// Room for [`SLOTS`] rows of `cols` elements (the GEMM's [`RC`] and the GEMV's
+    /// `gemv::GV`).
+    pub(super) fn reserve(&mut self, cols: usize) {
         let grow_u8 = |v: &mut Vec<u8>, n| {
             if v.len() < n {
                 v.resize(n, 0)
             }
         };
-        grow_u8(&mut self.q, RC * cols);
+        grow_u8(&mut self.q, SLOTS * cols);
         #[cfg(target_arch = "aarch64")]
         grow_u8(&mut self.qp, RC * cols);
-        let blocks = RC * cols.div_ceil(32);
+        let blocks = SLOTS * cols.div_ceil(32);
         if self.d.len() < blocks {
             self.d.resize(blocks, 0.0);
             self.m.resize(blocks, 0.0);
         }
-        let k_blocks = RC * cols.div_ceil(256);
+        let k_blocks = SLOTS * cols.div_ceil(256);
         if self.sc.len() < k_blocks * 16 {
             self.sc.resize(k_blocks * 16, 0);
             self.pairs.resize(k_blocks * 8, 0);
@@ -208,7 +217,7 @@ impl Unpacked {
     /// [`Unpacked::unpack`] compiled for the CPU that runs `kind`'s kernels.
     ///
     /// Safety: the CPU runs them.
-    unsafe fn unpack_for(
+    pub(super) unsafe fn unpack_for(
         &mut self,
         kind: super::GemmTiles,
         ty: GgmlType,
@@ -250,7 +259,7 @@ impl Unpacked {
 
     /// Unpack one weight row (`row`, `ty.row_bytes(cols)` bytes) into slot `j`.
     #[inline(always)]
-    fn unpack(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
+    pub(super) fn unpack(&mut self, ty: GgmlType, row: &[u8], cols: usize, j: usize) {
         use GgmlType::*;
         let f16 = |p: &[u8]| crate::blocks::f16_to_f32([p[0], p[1]]);
         let q = &mut self.q[j * cols..(j + 1) * cols];
@@ -386,8 +395,9 @@ pub(crate) fn reserve_thread_buffers(cols: usize) {
 }
 
 thread_local! {
-    /// Per-thread unpack buffers: they grow once to the widest row this thread has seen.
-    static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();
+    /// Per-thread unpack buffers (GEMM and GEMV tasks): they grow once to the widest row
+    /// this thread has seen.
+    pub(super) static UNPACKED: std::cell::RefCell<Unpacked> = std::cell::RefCell::default();
 }
 
 /// Weight rows `lo..hi` against every activation tile; writes `y[i * rows + r]`, with the
@@ -934,12 +944,32 @@ pub(crate) fn reference_dot(
     ds: &[[f32; 2]],
     sums16: &[i32],
 ) -> f32 {
-    use GgmlType::*;
     let mut u = Unpacked::default();
     u.reserve(cols);
     u.unpack(ty, row, cols, 0);
-    let dot =
-        |lo: usize, hi: usize| -> i32 { (lo..hi).map(|k| u.q[k] as i32 * qs[k] as i32).sum() };
+    reference_dot_unpacked(ty, &u, 0, cols, qs, ds, sums16)
+}
+
+/// [`reference_dot`] of the row already unpacked into slot `j` of `u`: the scalar path's
+/// kernel, and the definition every SIMD kernel (GEMM tiles, GEMV) is tested against.
+pub(crate) fn reference_dot_unpacked(
+    ty: GgmlType,
+    u: &Unpacked,
+    j: usize,
+    cols: usize,
+    qs: &[i8],
+    ds: &[[f32; 2]],
+    sums16: &[i32],
+) -> f32 {
+    use GgmlType::*;
+    let q = &u.q[j * cols..(j + 1) * cols];
+    let dot = |lo: usize, hi: usize| -> i32 {
+        q[lo..hi]
+            .iter()
+            .zip(&qs[lo..hi])
+            .map(|(&w, &x)| w as i32 * x as i32)
+            .sum()
+    };
     let mut acc = 0f32;
     match ty {
         Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 => {
@@ -949,36 +979,40 @@ pub(crate) fn reference_dot(
                 Q8_0 => 128,
                 _ => 0,
             };
-            for b in 0..cols / 32 {
+            let nb = cols / 32;
+            let (d, m) = (&u.d[j * nb..(j + 1) * nb], &u.m[j * nb..(j + 1) * nb]);
+            for b in 0..nb {
                 let sum: i32 = qs[b * 32..b * 32 + 32].iter().map(|&v| v as i32).sum();
                 let isum = dot(b * 32, b * 32 + 32) - offset * sum;
                 let [dx, dsum] = ds[b];
-                acc = (isum as f32).mul_add(dx * u.d[b], acc);
+                acc = (isum as f32).mul_add(dx * d[b], acc);
                 if matches!(ty, Q4_1 | Q5_1) {
-                    acc = dsum.mul_add(u.m[b], acc);
+                    acc = dsum.mul_add(m[b], acc);
                 }
             }
         }
         Q4_K | Q5_K | Q6_K => {
             let (subs, per) = if ty == Q6_K { (16, 16) } else { (8, 32) };
-            for b in 0..cols / 256 {
+            let nb = cols / 256;
+            for b in 0..nb {
                 let base = b * 256;
+                let k = j * nb + b;
                 let iacc: i32 = (0..subs)
-                    .map(|s| u.sc[b * 16 + s] * dot(base + s * per, base + (s + 1) * per))
+                    .map(|s| u.sc[k * 16 + s] * dot(base + s * per, base + (s + 1) * per))
                     .sum();
                 let corr: i32 = (0..8)
                     .map(|p| {
-                        let pair = u.pairs[b * 8 + p];
+                        let pair = u.pairs[k * 8 + p];
                         let (lo, hi) = (pair as i16 as i32, pair >> 16);
                         lo * sums16[b * 16 + 2 * p] + hi * sums16[b * 16 + 2 * p + 1]
                     })
                     .sum();
                 let dx = ds[b][0];
                 if ty == Q6_K {
-                    acc = ((iacc - 32 * corr) as f32).mul_add(dx * u.d[b], acc);
+                    acc = ((iacc - 32 * corr) as f32).mul_add(dx * u.d[k], acc);
                 } else {
-                    acc = (iacc as f32).mul_add(dx * u.d[b], acc);
-                    acc = (-(corr as f32)).mul_add(dx * u.m[b], acc);
+                    acc = (iacc as f32).mul_add(dx * u.d[k], acc);
+                    acc = (-(corr as f32)).mul_add(dx * u.m[k], acc);
                 }
             }
         }

@@ -10,6 +10,7 @@
 //! ([`matmul_with`]) so tests compare them with the scalar reference.
 
 mod gemm;
+mod gemv;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;
@@ -47,6 +48,8 @@ pub struct ActivationScratch {
     ds: Vec<[f32; 2]>,
     /// Per 16 activations: `sum(q)` (256-block format only).
     sums16: Vec<i32>,
+    /// Per 32-block: `sum(q)` (32-block format, for the GEMV's weight offsets).
+    sums32: Vec<i32>,
     /// The same activations interleaved for the prefill GEMM (see `gemm`).
     tiles: Vec<Line>,
 }
@@ -68,6 +71,7 @@ impl ActivationScratch {
         grow(&mut self.qs, n, 0);
         grow(&mut self.ds, n / 32 + 1, [0.0; 2]);
         grow(&mut self.sums16, n / 16 + 1, 0);
+        grow(&mut self.sums32, n / 32 + 1, 0);
         if m >= GEMM_MIN_ROWS {
             grow(&mut self.tiles, gemm::tile_lines(m, cols), Line::default());
         }
@@ -233,6 +237,7 @@ pub(crate) struct QActs<'a> {
     pub qs: &'a [i8],
     pub ds: &'a [[f32; 2]],
     pub sums16: &'a [i32],
+    pub sums32: &'a [i32],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub tiles: &'a [Line],
     pub xf: &'a [f32],
@@ -284,6 +289,21 @@ fn gemm_tiles(path: KernelPath) -> Option<GemmTiles> {
         }
         KernelPath::Avx2Vnni if cfg!(target_arch = "x86_64") => Some(GemmTiles::AvxVnni),
         KernelPath::NeonI8mm if cfg!(target_arch = "aarch64") => Some(GemmTiles::I8mm),
+        _ => None,
+    }
+}
+
+/// Which GEMV kernels a path runs for the GEMM's types below [`GEMM_MIN_ROWS`] rows (`None`:
+/// its row kernels).
+fn gemv_kind(path: KernelPath) -> Option<gemv::GemvKind> {
+    use gemv::GemvKind;
+    match path {
+        KernelPath::Scalar => Some(GemvKind::Reference),
+        KernelPath::Avx512Vnni if cfg!(target_arch = "x86_64") => Some(GemvKind::Vnni512),
+        KernelPath::Avx2 | KernelPath::Avx512 if cfg!(target_arch = "x86_64") => {
+            Some(GemvKind::Avx2)
+        }
+        KernelPath::Avx2Vnni if cfg!(target_arch = "x86_64") => Some(GemvKind::AvxVnni),
         _ => None,
     }
 }
@@ -442,6 +462,7 @@ pub fn matmul_multi_with(
             out: OutPtr(y.as_mut_ptr()),
             kernels,
             gemm: false,
+            gemv: gemv_kind(path).filter(|_| gemm::gemm_block(w.ty).is_some()),
             tasks: 0,
         });
     }
@@ -453,15 +474,21 @@ pub fn matmul_multi_with(
         && m >= GEMM_MIN_ROWS
         && ws.iter().all(|w| gemm::gemm_block(w.ty).is_some());
     prepare_acts(format, path, gemm, x, m, cols, scratch);
+    if !gemm && format == ActFormat::Q8x32 {
+        let n = m * cols;
+        gemv::block_sums(&scratch.qs[..n], &mut scratch.sums32[..n / 32]);
+    }
     if gemm {
         for job in jobs.iter_mut().flatten() {
             job.gemm = true;
+            job.gemv = None;
         }
     }
     let acts = QActs {
         qs: &scratch.qs,
         ds: &scratch.ds,
         sums16: &scratch.sums16,
+        sums32: &scratch.sums32,
         tiles: &scratch.tiles,
         xf: x,
         cols,
@@ -535,6 +562,9 @@ struct Job<'a> {
     kernels: Kernels,
     /// Run by the prefill GEMM (tasks then split rows in multiples of `gemm::RC`).
     gemm: bool,
+    /// Run by these GEMV kernels (tasks split rows in multiples of `gemv::GV`) instead of
+    /// the row kernels.
+    gemv: Option<gemv::GemvKind>,
     tasks: usize,
 }
 
@@ -546,6 +576,8 @@ fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) 
         let by_size = (job.w.rows * job.row_bytes * m.min(8)) / MIN_TASK_BYTES;
         let units = if job.gemm {
             job.w.rows.div_ceil(gemm::RC)
+        } else if job.gemv.is_some() {
+            job.w.rows.div_ceil(gemv::GV)
         } else {
             job.w.rows
         };
@@ -567,6 +599,14 @@ fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) 
                     let hi = (units * (t + 1) / job.tasks * gemm::RC).min(rows);
                     let (w, out) = (job.w, job.out.0);
                     unsafe { gemm::gemm_rows(w, job.row_bytes, acts.tiles, m, out, lo, hi, tiles) };
+                    return;
+                }
+                if let Some(kind) = job.gemv {
+                    let units = rows.div_ceil(gemv::GV);
+                    let lo = (units * t / job.tasks * gemv::GV).min(rows);
+                    let hi = (units * (t + 1) / job.tasks * gemv::GV).min(rows);
+                    let (w, out) = (job.w, job.out.0);
+                    unsafe { gemv::gemv_rows(w, job.row_bytes, acts, m, out, lo, hi, kind) };
                     return;
                 }
                 let (lo, hi) = (rows * t / job.tasks, rows * (t + 1) / job.tasks);
@@ -902,7 +942,7 @@ mod tests {
     }
 
     #[test]
-    fn every_gemm_path_gives_the_reference_bits() {
+    fn every_gemm_and_gemv_path_gives_the_reference_bits() {
         use GgmlType::*;
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
@@ -913,9 +953,9 @@ mod tests {
         };
         let mut ran = 0;
         for ty in [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K] {
-            // Ragged on purpose: 11 weight rows (not a multiple of the tasks' 8), 37 activation
-            // rows (two full tiles and a partial one).
-            let (rows, m) = (11, 37);
+            // Ragged on purpose: 37 weight rows (not a multiple of the GEMM's 8 or the GEMV's
+            // 16), up to 37 activation rows (two full tiles and a partial one).
+            let (rows, m) = (37, 37);
             let cols = if ty.block_size() == 256 { 512 } else { 96 };
             let mut data: Vec<u8> = (0..rows * ty.row_bytes(cols).unwrap())
                 .map(|_| next() as u8)
@@ -957,26 +997,34 @@ mod tests {
                     )
                 })
                 .collect();
+            // Decode (1), small batches (GEMV), and the GEMM from 16 rows.
             for path in available_kernel_paths() {
-                if gemm_tiles(path).is_none() {
-                    continue;
+                for mi in [1, 2, 15, 16, 37] {
+                    let gemm = mi >= GEMM_MIN_ROWS && gemm_tiles(path).is_some();
+                    if !gemm && gemv_kind(path).is_none() {
+                        continue;
+                    }
+                    let mut y = vec![f32::NAN; mi * rows];
+                    let (x, mut s) = (&x[..mi * cols], ActivationScratch::new());
+                    matmul_with(path, &w, x, mi, &mut y, &mut s).unwrap();
+                    for (k, (g, e)) in y.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            g.to_bits(),
+                            e.to_bits(),
+                            "{ty} {path:?} m = {mi}: y[{}, {}] = {g}, reference {e}",
+                            k / rows,
+                            k % rows
+                        );
+                    }
+                    ran += 1;
                 }
-                let mut y = vec![f32::NAN; m * rows];
-                matmul_with(path, &w, &x, m, &mut y, &mut ActivationScratch::new()).unwrap();
-                for (k, (g, e)) in y.iter().zip(&want).enumerate() {
-                    assert_eq!(
-                        g.to_bits(),
-                        e.to_bits(),
-                        "{ty} {path:?} y[{}, {}] = {g}, reference {e}",
-                        k / rows,
-                        k % rows
-                    );
-                }
-                ran += 1;
             }
         }
         if KernelPath::Avx2.is_available() || KernelPath::NeonI8mm.is_available() {
-            assert!(ran >= 8, "a GEMM path did not run for every type");
+            assert!(
+                ran >= 8 * 5,
+                "a GEMM or GEMV path did not run for every type"
+            );
         }
     }
 
