@@ -635,7 +635,13 @@ impl Session {
     /// parity tests). The session then holds `tokens`.
     pub fn prefill_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         self.reset();
-        self.check_capacity(tokens.len(), 0)?;
+        self.append_all_logits(tokens)
+    }
+
+    /// Logits of every position of `tokens` evaluated after what the cache holds (in chunks
+    /// of the session's `n_batch`). The session then holds its tokens and `tokens`.
+    pub fn append_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.check_capacity(self.tokens.len(), tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
         // Every position's logits need a workspace with that many logit rows; this evaluation
