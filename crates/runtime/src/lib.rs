@@ -19,7 +19,8 @@ pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{
     default_model_path, load_llm, load_llm_with_progress, load_model, torchnative_home, Completion,
-    Counters, Flow, GenerationConfig, Llm, LoadOptions, Session, SessionOptions, Timings, Usage,
+    Counters, Flow, GenerationConfig, Llm, LoadOptions, Next, Session, SessionOptions, Timings,
+    TokenLoop, Usage,
 };
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};

@@ -700,46 +700,17 @@ impl Session {
     ) -> Result<Completion> {
         let start = Instant::now();
         let vocab = self.llm.config().vocab_size;
-        config.sampling.validate(vocab)?;
-        if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= vocab) {
-            return Err(RuntimeError::TokenOutOfRange {
-                token: bad,
-                vocab_size: vocab,
-            });
-        }
         let limit = config.max_new_tokens_for(prompt.len())?;
+        // Validates the sampling parameters and the prompt's tokens before any work.
+        let mut lp = TokenLoop::new(&self.llm, prompt, config, limit)?;
         self.check_capacity(prompt.len(), limit)?;
-        let eos: Vec<u32> = config
-            .eos_token_ids
-            .clone()
-            .unwrap_or_else(|| self.llm.inner.eos_ids.clone());
         if let Some(seed) = config.seed {
             self.rng = Rng::seeded(seed);
         }
-        let mut chain = SamplerChain::from_params(&config.sampling);
-        let mut stops = StopStrings::new(&config.stop);
-        let mut detok = StreamingDetokenizer::new(
-            self.llm.inner.tokenizer.clone(),
-            DecodeOptions {
-                skip_special_tokens: true,
-            },
-        );
-
         let reused = self.sync_to(prompt)?;
-        let prefill = start.elapsed();
-        let n_prompt = prompt.len();
-        // Everything the loop writes is sized here, so that the loop allocates nothing (with a
-        // byte-level tokenizer; window detokenization allocates while it decodes).
-        chain.reserve(vocab, n_prompt + limit);
-        let mut history: Vec<u32> = Vec::with_capacity(n_prompt + limit);
-        history.extend_from_slice(prompt);
-        let mut generated: Vec<u32> = Vec::with_capacity(limit);
-        let mut piece = String::with_capacity(detok.text_capacity(1).unwrap_or(0));
-        stops.reserve_for_pieces(piece.capacity());
-        let mut text = String::with_capacity(detok.text_capacity(limit).unwrap_or(0));
         let mut timings = Timings {
             load: self.llm.load_time(),
-            prefill,
+            prefill: start.elapsed(),
             decode_steps: Vec::with_capacity(limit),
             ..Default::default()
         };
@@ -747,47 +718,17 @@ impl Session {
         let mut step_start = Instant::now();
         let allocations_before = allocation_count();
         let finish = loop {
-            if generated.len() < config.min_new_tokens {
-                for &e in &eos {
-                    if let Some(l) = logits.get_mut(e as usize) {
-                        *l = f32::NEG_INFINITY;
-                    }
-                }
-            }
-            let mut ctx = SamplingContext {
-                history: &history,
-                n_prompt,
-                rng: &mut self.rng,
-            };
-            let token = chain.sample(&logits, &mut ctx)?;
-            if generated.is_empty() {
+            let first = lp.generated().is_empty();
+            let next = lp.step(&mut logits, &mut self.rng, on_text)?;
+            if first {
                 timings.time_to_first_token = start.elapsed();
             } else {
                 timings.decode_steps.push(step_start.elapsed());
             }
-            if eos.contains(&token) {
-                break FinishReason::Eos;
-            }
-            generated.push(token);
-            history.push(token);
-            piece.clear();
-            if detok.push_to(token, &mut piece).map_err(text_err)? > 0 {
-                let before = text.len();
-                let stopped = stops.push_to(&piece, &mut text);
-                let emitted = &text[before..];
-                if stopped {
-                    if !emitted.is_empty() {
-                        on_text(emitted);
-                    }
-                    break FinishReason::StopString;
-                }
-                if !emitted.is_empty() && on_text(emitted) == Flow::Cancel {
-                    break FinishReason::Cancelled;
-                }
-            }
-            if generated.len() >= limit {
-                break FinishReason::Length;
-            }
+            let token = match next {
+                Next::Feed(token) => token,
+                Next::Done(finish) => break finish,
+            };
             step_start = Instant::now();
             logits.copy_from_slice(&self.decode_logits(token)?[..vocab]);
         };
@@ -797,29 +738,16 @@ impl Session {
         };
         // The last sampled token is not in the cache yet: the next request evaluates it as part
         // of its prompt.
-        if matches!(
-            finish,
-            FinishReason::Length | FinishReason::Cancelled | FinishReason::Eos
-        ) {
-            let rest = detok.finish().map_err(text_err)?.unwrap_or_default();
-            let mut tail = match stops.push(&rest) {
-                StopStep::Continue { emit } => emit,
-                StopStep::Stop { emit } => emit,
-            };
-            tail.push_str(&stops.flush());
-            if !tail.is_empty() && finish != FinishReason::Cancelled {
-                text.push_str(&tail);
-                on_text(&tail);
-            }
-        }
+        lp.finish(finish, on_text)?;
+        let (text, generated) = lp.into_output();
         Ok(Completion {
             text,
-            tokens: generated.clone(),
-            finish_reason: finish,
             usage: Usage {
-                prompt_tokens: n_prompt,
+                prompt_tokens: prompt.len(),
                 completion_tokens: generated.len(),
             },
+            tokens: generated,
+            finish_reason: finish,
             timings,
             counters: Counters {
                 bytes_dequantized_at_load: self.llm.model().load_stats().bytes_dequantized,
@@ -935,5 +863,178 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+}
+
+/// What [`TokenLoop::step`] leaves the caller to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Evaluate this token (the one just sampled) and step again with its logits.
+    Feed(u32),
+    /// The generation ended; call [`TokenLoop::finish`].
+    Done(FinishReason),
+}
+
+/// One sequence's generation after its prompt: sampler chain, EOS and `min_new_tokens`,
+/// streaming detokenization, stop strings, the token limit. The caller owns the forward
+/// passes (a [`Session`] runs one sequence; the serving engine batches many), so every caller
+/// samples exactly alike.
+pub struct TokenLoop {
+    eos: Vec<u32>,
+    limit: usize,
+    min_new_tokens: usize,
+    n_prompt: usize,
+    chain: SamplerChain,
+    stops: StopStrings,
+    detok: StreamingDetokenizer,
+    history: Vec<u32>,
+    generated: Vec<u32>,
+    piece: String,
+    text: String,
+}
+
+impl TokenLoop {
+    /// A loop for `prompt` under `config`, generating at most `limit` tokens; checks the
+    /// sampling parameters and that every prompt token is in the vocabulary. Every buffer the
+    /// steps write is sized here, so that steps allocate nothing (with a byte-level
+    /// tokenizer).
+    pub fn new(
+        llm: &Llm,
+        prompt: &[u32],
+        config: &GenerationConfig,
+        limit: usize,
+    ) -> Result<TokenLoop> {
+        let vocab = llm.config().vocab_size;
+        config.sampling.validate(vocab)?;
+        if let Some(&bad) = prompt.iter().find(|&&t| t as usize >= vocab) {
+            return Err(RuntimeError::TokenOutOfRange {
+                token: bad,
+                vocab_size: vocab,
+            });
+        }
+        let eos = config
+            .eos_token_ids
+            .clone()
+            .unwrap_or_else(|| llm.inner.eos_ids.clone());
+        let mut chain = SamplerChain::from_params(&config.sampling);
+        let mut stops = StopStrings::new(&config.stop);
+        let detok = StreamingDetokenizer::new(
+            llm.inner.tokenizer.clone(),
+            DecodeOptions {
+                skip_special_tokens: true,
+            },
+        );
+        chain.reserve(vocab, prompt.len() + limit);
+        let mut history = Vec::with_capacity(prompt.len() + limit);
+        history.extend_from_slice(prompt);
+        let piece = String::with_capacity(detok.text_capacity(1).unwrap_or(0));
+        stops.reserve_for_pieces(piece.capacity());
+        let text = String::with_capacity(detok.text_capacity(limit).unwrap_or(0));
+        Ok(TokenLoop {
+            eos,
+            limit,
+            min_new_tokens: config.min_new_tokens,
+            n_prompt: prompt.len(),
+            chain,
+            stops,
+            detok,
+            history,
+            generated: Vec::with_capacity(limit),
+            piece,
+            text,
+        })
+    }
+
+    /// Sample from the logits after the last token (`logits`, one vocabulary row; EOS ids are
+    /// masked in place while `min_new_tokens` is not reached), pass newly final text to
+    /// `on_text`, and say what comes next.
+    pub fn step(
+        &mut self,
+        logits: &mut [f32],
+        rng: &mut Rng,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<Next> {
+        if self.generated.len() < self.min_new_tokens {
+            for &e in &self.eos {
+                if let Some(l) = logits.get_mut(e as usize) {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let mut ctx = SamplingContext {
+            history: &self.history,
+            n_prompt: self.n_prompt,
+            rng,
+        };
+        let token = self.chain.sample(logits, &mut ctx)?;
+        if self.eos.contains(&token) {
+            return Ok(Next::Done(FinishReason::Eos));
+        }
+        self.generated.push(token);
+        self.history.push(token);
+        self.piece.clear();
+        if self
+            .detok
+            .push_to(token, &mut self.piece)
+            .map_err(text_err)?
+            > 0
+        {
+            let before = self.text.len();
+            let stopped = self.stops.push_to(&self.piece, &mut self.text);
+            let emitted = &self.text[before..];
+            if stopped {
+                if !emitted.is_empty() {
+                    on_text(emitted);
+                }
+                return Ok(Next::Done(FinishReason::StopString));
+            }
+            if !emitted.is_empty() && on_text(emitted) == Flow::Cancel {
+                return Ok(Next::Done(FinishReason::Cancelled));
+            }
+        }
+        if self.generated.len() >= self.limit {
+            return Ok(Next::Done(FinishReason::Length));
+        }
+        Ok(Next::Feed(token))
+    }
+
+    /// After [`Next::Done`]: flush the text held back (an incomplete character, a possible
+    /// stop string's start) unless cancelled.
+    pub fn finish(
+        &mut self,
+        finish: FinishReason,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<()> {
+        if matches!(
+            finish,
+            FinishReason::Length | FinishReason::Cancelled | FinishReason::Eos
+        ) {
+            let rest = self.detok.finish().map_err(text_err)?.unwrap_or_default();
+            let mut tail = match self.stops.push(&rest) {
+                StopStep::Continue { emit } => emit,
+                StopStep::Stop { emit } => emit,
+            };
+            tail.push_str(&self.stops.flush());
+            if !tail.is_empty() && finish != FinishReason::Cancelled {
+                self.text.push_str(&tail);
+                on_text(&tail);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tokens generated so far (without an EOS).
+    pub fn generated(&self) -> &[u32] {
+        &self.generated
+    }
+
+    /// Text emitted so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text and the generated tokens.
+    pub fn into_output(self) -> (String, Vec<u32>) {
+        (self.text, self.generated)
     }
 }
