@@ -39,7 +39,10 @@ fn to_py_err(py: Python<'_>, err: RuntimeError) -> PyErr {
         RuntimeError::InvalidArgument { .. } | RuntimeError::TokenOutOfRange { .. } => {
             "InvalidArgumentError"
         }
-        RuntimeError::Text(_) | RuntimeError::Kernel(_) => "TorchnativeError",
+        RuntimeError::Text(_)
+        | RuntimeError::Kernel(_)
+        | RuntimeError::QueueFull { .. }
+        | RuntimeError::EngineStopped => "TorchnativeError",
     };
     let message = err.to_string();
     let build = || -> PyResult<PyErr> {
@@ -570,7 +573,7 @@ impl NativeStream {
                 }
                 let step = match &done {
                     Ok(_) => Step::Finished,
-                    Err(e) => Step::Failed(clone_error(e)),
+                    Err(e) => Step::Failed(e.clone()),
                 };
                 state.outcome = Some(done);
                 step
@@ -619,7 +622,7 @@ impl NativeStream {
         let outcome = py.detach(|| match &self.state().outcome {
             None => None,
             Some(Ok(c)) => Some(Ok(c.clone())),
-            Some(Err(e)) => Some(Err(clone_error(e))),
+            Some(Err(e)) => Some(Err(e.clone())),
         });
         match outcome {
             None => Ok(None),
@@ -633,40 +636,6 @@ impl Drop for NativeStream {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         NativeStream::shut_down(state, &self.cancel);
-    }
-}
-
-/// `RuntimeError` is not `Clone`; a stream reports its error both when it happens and when its
-/// result is asked for.
-fn clone_error(e: &RuntimeError) -> RuntimeError {
-    match e {
-        RuntimeError::Load { path, reason } => RuntimeError::Load {
-            path: path.clone(),
-            reason: reason.clone(),
-        },
-        RuntimeError::Unsupported { what, supported } => RuntimeError::Unsupported {
-            what: what.clone(),
-            supported: supported.clone(),
-        },
-        RuntimeError::ContextOverflow {
-            prompt_tokens,
-            max_new_tokens,
-            capacity,
-        } => RuntimeError::ContextOverflow {
-            prompt_tokens: *prompt_tokens,
-            max_new_tokens: *max_new_tokens,
-            capacity: *capacity,
-        },
-        RuntimeError::TokenOutOfRange { token, vocab_size } => RuntimeError::TokenOutOfRange {
-            token: *token,
-            vocab_size: *vocab_size,
-        },
-        RuntimeError::InvalidArgument { what, reason } => RuntimeError::InvalidArgument {
-            what: what.clone(),
-            reason: reason.clone(),
-        },
-        RuntimeError::Text(m) => RuntimeError::Text(m.clone()),
-        RuntimeError::Kernel(m) => RuntimeError::Kernel(m.clone()),
     }
 }
 

@@ -2,7 +2,7 @@ use std::fmt;
 
 /// Every way the runtime refuses or fails. Each variant's message names the thing and the reason,
 /// so a caller (CLI, Python) can show it as one line.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum RuntimeError {
     /// A model file or directory could not be read or is malformed.
     Load { path: String, reason: String },
@@ -22,6 +22,10 @@ pub enum RuntimeError {
     Text(String),
     /// A kernel failed (its message names the op).
     Kernel(String),
+    /// The serving engine's admission queue is full: try again later.
+    QueueFull { limit: usize },
+    /// The serving engine has stopped.
+    EngineStopped,
 }
 
 impl fmt::Display for RuntimeError {
@@ -43,6 +47,10 @@ impl fmt::Display for RuntimeError {
             RuntimeError::InvalidArgument { what, reason } => write!(f, "invalid {what}: {reason}"),
             RuntimeError::Text(msg) => write!(f, "{msg}"),
             RuntimeError::Kernel(msg) => write!(f, "kernel error: {msg}"),
+            RuntimeError::QueueFull { limit } => {
+                write!(f, "the engine's queue is full ({limit} requests waiting): retry later")
+            }
+            RuntimeError::EngineStopped => write!(f, "the engine has stopped"),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.
 
 mod alloc_count;
+pub mod engine;
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod faults;
@@ -15,6 +16,7 @@ mod stream;
 pub mod weights;
 
 pub use alloc_count::{allocation_count, CountingAllocator};
+pub use engine::{Engine, EngineConfig, EngineDone, EngineEvent, EngineRequest, RequestId, Sink};
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvShape};
 pub use llm::{

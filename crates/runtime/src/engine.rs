@@ -1,0 +1,742 @@
+//! The serving engine: many requests over one model, batched at the level of forward steps.
+//!
+//! One worker thread owns the KV cache (a slot per running sequence) and the workspace. Each
+//! step it drops cancelled requests, admits waiting ones into free slots (first come, first
+//! served), and runs one forward pass holding every running sequence's next decode token
+//! followed by prefill chunks of prompts still being read, up to a token budget: decode is
+//! never delayed by more than one budget's worth of prefill. Sequences whose prompt is fully
+//! in the cache sample from their logits row with a [`TokenLoop`], exactly as a [`Session`]
+//! does, and their text goes to the request's sink as it becomes final.
+//!
+//! The kernels are batch invariant (a token's logits do not depend on the batch it rides in
+//! or on how its prompt was chunked), so a request's result is bit for bit the result of the
+//! same request run alone: the load never changes an answer.
+//!
+//! [`Session`]: crate::Session
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use torchnative_core::kernels;
+
+use crate::error::{invalid, Result, RuntimeError};
+use crate::kv_cache::{DenseKvCache, KvCache};
+use crate::llm::{Flow, GenerationConfig, Llm, Next, TokenLoop, Usage};
+use crate::model::{LogitsFor, SeqChunk, Workspace};
+use crate::rng::Rng;
+use crate::stop::FinishReason;
+
+/// How an [`Engine`] is sized. Everything is allocated at start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// Sequences generated together (KV cache slots).
+    pub max_running: usize,
+    /// Positions per sequence: prompt plus generated tokens.
+    pub ctx_per_seq: usize,
+    /// Tokens per forward pass: every running sequence's decode token, then prefill chunks.
+    /// At least `max_running`.
+    pub max_batch_tokens: usize,
+    /// Requests accepted and waiting for a slot; beyond it [`Engine::submit`] refuses with
+    /// [`RuntimeError::QueueFull`].
+    pub max_queued: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_running: 8,
+            ctx_per_seq: 2048,
+            max_batch_tokens: 256,
+            max_queued: 64,
+        }
+    }
+}
+
+/// A request's identity within its engine.
+pub type RequestId = u64;
+
+/// What a request's sink receives, in order: tokens and text while generating, then exactly
+/// one `Done` or `Error`.
+#[derive(Clone, Debug)]
+pub enum EngineEvent {
+    /// A generated token with its log-probability under the model (raw logits, before any
+    /// sampling transform) and, if asked, the most likely alternatives.
+    Token {
+        id: u32,
+        logprob: f32,
+        top: Vec<(u32, f32)>,
+    },
+    /// Text that became final (may lag the tokens: incomplete characters, stop strings).
+    Text(String),
+    Done(EngineDone),
+    Error(RuntimeError),
+}
+
+/// The end of a request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineDone {
+    pub text: String,
+    pub tokens: Vec<u32>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    /// From submission to the first generated token.
+    pub time_to_first_token: Duration,
+    /// From submission to the end.
+    pub total: Duration,
+}
+
+/// Where a request's events go; returning [`Flow::Cancel`] cancels the request (a client that
+/// went away), and its slot is freed at the next step.
+pub type Sink = Box<dyn FnMut(EngineEvent) -> Flow + Send>;
+
+/// A request to an [`Engine`].
+pub struct EngineRequest {
+    pub prompt: Vec<u32>,
+    pub config: GenerationConfig,
+    /// Log-probabilities of the `n` most likely tokens at each step (`None`: no
+    /// [`EngineEvent::Token`] events).
+    pub top_logprobs: Option<usize>,
+}
+
+/// Counters and latency histograms of an engine, updated as it runs.
+#[derive(Default)]
+pub struct EngineStats {
+    pub queued: AtomicUsize,
+    pub running: AtomicUsize,
+    pub requests_finished: [AtomicU64; 4],
+    pub requests_failed: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub generated_tokens: AtomicU64,
+    pub steps: AtomicU64,
+    pub last_batch_tokens: AtomicUsize,
+    pub slots_total: AtomicUsize,
+    pub latency: Mutex<Latencies>,
+}
+
+/// Finish reasons in [`EngineStats::requests_finished`]'s order.
+pub const FINISH_REASONS: [FinishReason; 4] = [
+    FinishReason::Eos,
+    FinishReason::Length,
+    FinishReason::StopString,
+    FinishReason::Cancelled,
+];
+
+/// Histograms in seconds.
+#[derive(Clone, Debug, Default)]
+pub struct Latencies {
+    pub time_to_first_token: Histogram,
+    pub inter_token: Histogram,
+    pub end_to_end: Histogram,
+}
+
+/// A cumulative histogram over fixed bucket bounds (seconds), as Prometheus renders it.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    pub bounds: &'static [f64],
+    /// Observations at most `bounds[i]` (not cumulative); the last entry counts the rest.
+    pub counts: Vec<u64>,
+    pub sum: f64,
+}
+
+const LATENCY_BOUNDS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            bounds: LATENCY_BOUNDS,
+            counts: vec![0; LATENCY_BOUNDS.len() + 1],
+            sum: 0.0,
+        }
+    }
+}
+
+impl Histogram {
+    pub fn observe(&mut self, seconds: f64) {
+        let i = self
+            .bounds
+            .iter()
+            .position(|&b| seconds <= b)
+            .unwrap_or(self.bounds.len());
+        self.counts[i] += 1;
+        self.sum += seconds;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The value below which fraction `q` of the observations fall, to bucket precision.
+    pub fn quantile(&self, q: f64) -> f64 {
+        let total = self.count();
+        if total == 0 {
+            return 0.0;
+        }
+        let want = (q * total as f64).ceil() as u64;
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return self.bounds.get(i).copied().unwrap_or(f64::INFINITY);
+            }
+        }
+        f64::INFINITY
+    }
+}
+
+enum Msg {
+    Submit(Box<Pending>),
+    Cancel(RequestId),
+    Shutdown,
+}
+
+struct Pending {
+    id: RequestId,
+    request: EngineRequest,
+    sink: Sink,
+    submitted: Instant,
+}
+
+/// A batching engine over one model: submit requests from any thread, their events arrive at
+/// their sinks. Dropping the engine stops it after the current step (running requests end with
+/// [`RuntimeError::EngineStopped`]).
+pub struct Engine {
+    llm: Llm,
+    config: EngineConfig,
+    tx: Mutex<Sender<Msg>>,
+    stats: Arc<EngineStats>,
+    next_id: AtomicU64,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Allocate the KV slots and the workspace and start the worker thread.
+    pub fn start(llm: Llm, config: EngineConfig) -> Result<Engine> {
+        if config.max_running == 0 || config.ctx_per_seq == 0 {
+            return Err(invalid(
+                "engine config",
+                "max_running and ctx_per_seq must be positive",
+            ));
+        }
+        if config.max_batch_tokens < config.max_running {
+            return Err(invalid(
+                "engine config",
+                format!(
+                    "max_batch_tokens ({}) must hold one decode token per running sequence ({})",
+                    config.max_batch_tokens, config.max_running
+                ),
+            ));
+        }
+        let model_ctx = llm.config().context_length;
+        if config.ctx_per_seq > model_ctx {
+            return Err(invalid(
+                "engine config",
+                format!(
+                    "ctx_per_seq {} exceeds the model's context length {model_ctx}",
+                    config.ctx_per_seq
+                ),
+            ));
+        }
+        let model = llm.model();
+        let cache = DenseKvCache::new(model.kv_shape(), config.ctx_per_seq, config.max_running)?;
+        let ws = model.workspace(config.max_batch_tokens, config.max_running);
+        let stats = Arc::new(EngineStats::default());
+        stats
+            .slots_total
+            .store(config.max_running, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        let worker = Worker {
+            llm: llm.clone(),
+            config: config.clone(),
+            cache,
+            ws,
+            stats: stats.clone(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            free_slots: (0..config.max_running).rev().collect(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("torchnative-engine".into())
+            .spawn(move || worker.run(rx))
+            .map_err(|e| invalid("engine", format!("cannot start its thread: {e}")))?;
+        Ok(Engine {
+            llm,
+            config,
+            tx: Mutex::new(tx),
+            stats,
+            next_id: AtomicU64::new(1),
+            worker: Some(handle),
+        })
+    }
+
+    pub fn llm(&self) -> &Llm {
+        &self.llm
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// Queue a request; its events go to `sink` (from the engine's thread). Refuses with
+    /// [`RuntimeError::QueueFull`] when `max_queued` requests are already waiting.
+    pub fn submit(&self, request: EngineRequest, sink: Sink) -> Result<RequestId> {
+        // Reserve a queue place first so that concurrent submitters cannot overshoot.
+        let queued = self.stats.queued.fetch_add(1, Ordering::SeqCst);
+        if queued >= self.config.max_queued {
+            self.stats.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(RuntimeError::QueueFull {
+                limit: self.config.max_queued,
+            });
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let pending = Box::new(Pending {
+            id,
+            request,
+            sink,
+            submitted: Instant::now(),
+        });
+        let sent = self
+            .tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Msg::Submit(pending));
+        if sent.is_err() {
+            self.stats.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(RuntimeError::EngineStopped);
+        }
+        Ok(id)
+    }
+
+    /// Cancel a request (waiting or running); its sink gets `Done` with
+    /// [`FinishReason::Cancelled`]. Unknown or finished ids are ignored.
+    pub fn cancel(&self, id: RequestId) {
+        let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = tx.send(Msg::Cancel(id));
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self
+            .tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Msg::Shutdown);
+        if let Some(h) = self.worker.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A sequence holding a slot.
+struct Running {
+    id: RequestId,
+    slot: usize,
+    prompt: Vec<u32>,
+    /// Prompt tokens in the cache.
+    read: usize,
+    /// The token to evaluate next once the prompt is read.
+    feed: Option<u32>,
+    lp: TokenLoop,
+    rng: Rng,
+    sink: Sink,
+    top_logprobs: Option<usize>,
+    logits: Vec<f32>,
+    submitted: Instant,
+    last_token: Option<Instant>,
+    time_to_first_token: Duration,
+    cancelled: bool,
+}
+
+struct Worker {
+    llm: Llm,
+    config: EngineConfig,
+    cache: DenseKvCache,
+    ws: Workspace,
+    stats: Arc<EngineStats>,
+    waiting: VecDeque<Box<Pending>>,
+    running: Vec<Running>,
+    free_slots: Vec<usize>,
+}
+
+impl Worker {
+    fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            if self.running.is_empty() && self.waiting.is_empty() {
+                match rx.recv() {
+                    Ok(m) => {
+                        if !self.handle(m) {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let mut stop = false;
+            while let Ok(m) = rx.try_recv() {
+                if !self.handle(m) {
+                    stop = true;
+                    break;
+                }
+            }
+            if stop {
+                break;
+            }
+            self.admit();
+            if !self.running.is_empty() {
+                self.step();
+            }
+        }
+        // Stopped: everyone still here gets an error.
+        for mut p in self.waiting.drain(..) {
+            self.stats.queued.fetch_sub(1, Ordering::SeqCst);
+            (p.sink)(EngineEvent::Error(RuntimeError::EngineStopped));
+        }
+        for mut r in self.running.drain(..) {
+            (r.sink)(EngineEvent::Error(RuntimeError::EngineStopped));
+        }
+        self.stats.running.store(0, Ordering::Relaxed);
+    }
+
+    /// False on shutdown.
+    fn handle(&mut self, m: Msg) -> bool {
+        match m {
+            Msg::Submit(p) => self.waiting.push_back(p),
+            Msg::Cancel(id) => {
+                if let Some(i) = self.waiting.iter().position(|p| p.id == id) {
+                    let mut p = self.waiting.remove(i).expect("index found above");
+                    self.stats.queued.fetch_sub(1, Ordering::SeqCst);
+                    self.count_finish(FinishReason::Cancelled);
+                    (p.sink)(EngineEvent::Done(EngineDone {
+                        text: String::new(),
+                        tokens: Vec::new(),
+                        finish_reason: FinishReason::Cancelled,
+                        usage: Usage {
+                            prompt_tokens: p.request.prompt.len(),
+                            completion_tokens: 0,
+                        },
+                        time_to_first_token: Duration::ZERO,
+                        total: p.submitted.elapsed(),
+                    }));
+                }
+                if let Some(r) = self.running.iter_mut().find(|r| r.id == id) {
+                    r.cancelled = true;
+                }
+            }
+            Msg::Shutdown => return false,
+        }
+        true
+    }
+
+    fn count_finish(&self, reason: FinishReason) {
+        if let Some(i) = FINISH_REASONS.iter().position(|&r| r == reason) {
+            self.stats.requests_finished[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Move waiting requests into free slots, first come first served; refuse bad ones.
+    fn admit(&mut self) {
+        while !self.free_slots.is_empty() {
+            let Some(mut p) = self.waiting.pop_front() else {
+                break;
+            };
+            self.stats.queued.fetch_sub(1, Ordering::SeqCst);
+            match self.prepare(&p) {
+                Ok((lp, rng)) => {
+                    let slot = self.free_slots.pop().expect("checked non-empty");
+                    let vocab = self.llm.config().vocab_size;
+                    self.running.push(Running {
+                        id: p.id,
+                        slot,
+                        prompt: std::mem::take(&mut p.request.prompt),
+                        read: 0,
+                        feed: None,
+                        lp,
+                        rng,
+                        sink: p.sink,
+                        top_logprobs: p.request.top_logprobs,
+                        logits: vec![0.0; vocab],
+                        submitted: p.submitted,
+                        last_token: None,
+                        time_to_first_token: Duration::ZERO,
+                        cancelled: false,
+                    });
+                }
+                Err(e) => {
+                    self.stats.requests_failed.fetch_add(1, Ordering::Relaxed);
+                    (p.sink)(EngineEvent::Error(e));
+                }
+            }
+        }
+        self.stats
+            .running
+            .store(self.running.len(), Ordering::Relaxed);
+    }
+
+    /// Check a request before any work: prompt, sampling parameters, context.
+    fn prepare(&self, p: &Pending) -> Result<(TokenLoop, Rng)> {
+        let prompt = &p.request.prompt;
+        if prompt.is_empty() {
+            return Err(invalid("prompt", "is empty (nothing to condition on)"));
+        }
+        let config = &p.request.config;
+        let limit = config.max_new_tokens_for(prompt.len())?;
+        if prompt.len() + limit > self.config.ctx_per_seq {
+            return Err(RuntimeError::ContextOverflow {
+                prompt_tokens: prompt.len(),
+                max_new_tokens: limit,
+                capacity: self.config.ctx_per_seq,
+            });
+        }
+        let lp = TokenLoop::new(&self.llm, prompt, config, limit)?;
+        let rng = match config.seed {
+            Some(seed) => Rng::seeded(seed),
+            None => Rng::from_entropy(),
+        };
+        Ok((lp, rng))
+    }
+
+    /// One forward pass over every running sequence, then sampling.
+    fn step(&mut self) {
+        // Cancelled sequences leave first (their slots are free for this very step).
+        let mut i = 0;
+        while i < self.running.len() {
+            if self.running[i].cancelled {
+                let r = self.running.swap_remove(i);
+                self.retire(r, FinishReason::Cancelled);
+            } else {
+                i += 1;
+            }
+        }
+        if self.running.is_empty() {
+            return;
+        }
+        // First come, first served: prefill budget goes to the oldest requests first.
+        self.running.sort_by_key(|r| r.id);
+        let mut budget = self.config.max_batch_tokens;
+        // (running index, tokens of its chunk) for every chunk, decode tokens first.
+        let mut plan: Vec<(usize, usize)> = Vec::with_capacity(self.running.len());
+        for (k, r) in self.running.iter().enumerate() {
+            if r.feed.is_some() {
+                plan.push((k, 1));
+                budget -= 1;
+            }
+        }
+        for (k, r) in self.running.iter().enumerate() {
+            if r.feed.is_none() && r.read < r.prompt.len() && budget > 0 {
+                let n = (r.prompt.len() - r.read).min(budget);
+                plan.push((k, n));
+                budget -= n;
+            }
+        }
+        let feeds: Vec<[u32; 1]> = self.running.iter().map(|r| [r.feed.unwrap_or(0)]).collect();
+        let chunks: Vec<SeqChunk> = plan
+            .iter()
+            .map(|&(k, n)| {
+                let r = &self.running[k];
+                let tokens: &[u32] = match r.feed {
+                    Some(_) => &feeds[k],
+                    None => &r.prompt[r.read..r.read + n],
+                };
+                SeqChunk {
+                    seq: r.slot,
+                    tokens,
+                    pos0: self.cache.len(r.slot),
+                }
+            })
+            .collect();
+        let batch_tokens: usize = plan.iter().map(|p| p.1).sum();
+        let model = self.llm.model();
+        let (cache, ws) = (&mut self.cache, &mut self.ws);
+        let result =
+            kernels::install(|| model.forward(&chunks, cache, ws, LogitsFor::LastOfEachChunk));
+        drop(chunks);
+        self.stats.steps.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .last_batch_tokens
+            .store(batch_tokens, Ordering::Relaxed);
+        if let Err(e) = result {
+            // A failed step fails every sequence in it (their caches are inconsistent).
+            let failed: Vec<usize> = plan.iter().map(|p| p.0).collect();
+            self.fail(&failed, e);
+            return;
+        }
+        let vocab = self.llm.config().vocab_size;
+        let mut finished: Vec<(usize, FinishReason)> = Vec::new();
+        let mut failed: Vec<(usize, RuntimeError)> = Vec::new();
+        for (row, &(k, n)) in plan.iter().enumerate() {
+            let r = &mut self.running[k];
+            if r.feed.is_none() {
+                r.read += n;
+                self.stats
+                    .prompt_tokens
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                if r.read < r.prompt.len() {
+                    continue;
+                }
+            }
+            r.logits
+                .copy_from_slice(&self.ws.logits()[row * vocab..(row + 1) * vocab]);
+            let before = r.lp.generated().len();
+            let log_probs = r.top_logprobs.map(|top| log_softmax_top(&r.logits, top));
+            let Running {
+                lp,
+                logits,
+                rng,
+                sink,
+                ..
+            } = r;
+            let mut on_text = |t: &str| sink(EngineEvent::Text(t.to_owned()));
+            let next = match lp.step(logits, rng, &mut on_text) {
+                Ok(next) => next,
+                Err(e) => {
+                    failed.push((k, e));
+                    continue;
+                }
+            };
+            let now = Instant::now();
+            if lp.generated().len() > before {
+                let token = *lp.generated().last().expect("grew");
+                self.stats.generated_tokens.fetch_add(1, Ordering::Relaxed);
+                match r.last_token {
+                    None => r.time_to_first_token = now - r.submitted,
+                    Some(t) => self
+                        .stats
+                        .latency
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .inter_token
+                        .observe((now - t).as_secs_f64()),
+                }
+                if let Some((all, top)) = log_probs {
+                    let event = EngineEvent::Token {
+                        id: token,
+                        logprob: all[token as usize],
+                        top,
+                    };
+                    if (r.sink)(event) == Flow::Cancel {
+                        r.cancelled = true;
+                    }
+                }
+            } else if r.last_token.is_none() {
+                r.time_to_first_token = now - r.submitted;
+            }
+            r.last_token = Some(now);
+            match next {
+                Next::Feed(t) => r.feed = Some(t),
+                Next::Done(reason) => finished.push((k, reason)),
+            }
+        }
+        // Remove from the back so that indices stay valid.
+        let mut gone: Vec<(usize, Option<FinishReason>, Option<RuntimeError>)> = finished
+            .into_iter()
+            .map(|(k, f)| (k, Some(f), None))
+            .chain(failed.into_iter().map(|(k, e)| (k, None, Some(e))))
+            .collect();
+        gone.sort_by_key(|g| std::cmp::Reverse(g.0));
+        for (k, reason, error) in gone {
+            let r = self.running.swap_remove(k);
+            match (reason, error) {
+                (Some(reason), _) => self.retire(r, reason),
+                (None, Some(e)) => self.retire_failed(r, e),
+                _ => unreachable!("each entry has a reason or an error"),
+            }
+        }
+        self.stats
+            .running
+            .store(self.running.len(), Ordering::Relaxed);
+    }
+
+    fn free(&mut self, slot: usize) {
+        // Truncating a slot to 0 cannot fail for a valid slot.
+        let _ = self.cache.truncate(slot, 0);
+        self.free_slots.push(slot);
+    }
+
+    fn retire(&mut self, r: Running, reason: FinishReason) {
+        self.free(r.slot);
+        let Running {
+            mut lp,
+            mut sink,
+            prompt,
+            submitted,
+            time_to_first_token,
+            ..
+        } = r;
+        let mut on_text = |t: &str| sink(EngineEvent::Text(t.to_owned()));
+        if let Err(e) = lp.finish(reason, &mut on_text) {
+            self.stats.requests_failed.fetch_add(1, Ordering::Relaxed);
+            sink(EngineEvent::Error(e));
+            return;
+        }
+        self.count_finish(reason);
+        let total = submitted.elapsed();
+        {
+            let mut lat = self.stats.latency.lock().unwrap_or_else(|p| p.into_inner());
+            if !lp.generated().is_empty() {
+                lat.time_to_first_token
+                    .observe(time_to_first_token.as_secs_f64());
+            }
+            lat.end_to_end.observe(total.as_secs_f64());
+        }
+        let (text, tokens) = lp.into_output();
+        let usage = Usage {
+            prompt_tokens: prompt.len(),
+            completion_tokens: tokens.len(),
+        };
+        sink(EngineEvent::Done(EngineDone {
+            text,
+            tokens,
+            finish_reason: reason,
+            usage,
+            time_to_first_token,
+            total,
+        }));
+    }
+
+    fn retire_failed(&mut self, mut r: Running, e: RuntimeError) {
+        self.free(r.slot);
+        self.stats.requests_failed.fetch_add(1, Ordering::Relaxed);
+        (r.sink)(EngineEvent::Error(e));
+    }
+
+    fn fail(&mut self, ks: &[usize], e: RuntimeError) {
+        let mut ks = ks.to_vec();
+        ks.sort_unstable_by(|a, b| b.cmp(a));
+        for k in ks {
+            let r = self.running.swap_remove(k);
+            self.retire_failed(r, e.clone());
+        }
+        self.stats
+            .running
+            .store(self.running.len(), Ordering::Relaxed);
+    }
+}
+
+/// Log-softmax of a logits row, and its `top` most likely tokens (descending).
+fn log_softmax_top(logits: &[f32], top: usize) -> (Vec<f32>, Vec<(u32, f32)>) {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
+    let log_z = max as f64 + sum.ln();
+    let all: Vec<f32> = logits.iter().map(|&l| (l as f64 - log_z) as f32).collect();
+    let mut best: Vec<(u32, f32)> = Vec::with_capacity(top + 1);
+    if top > 0 {
+        for (i, &lp) in all.iter().enumerate() {
+            if best.len() < top || lp > best[best.len() - 1].1 {
+                let at = best.partition_point(|&(_, v)| v >= lp);
+                best.insert(at, (i as u32, lp));
+                best.truncate(top);
+            }
+        }
+    }
+    (all, best)
+}

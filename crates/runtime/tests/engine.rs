@@ -1,0 +1,318 @@
+//! The batching engine on the default model: results equal the same requests run alone
+//! (greedy and seeded sampling), bounded admission, cancellation, refusals, and every
+//! accepted request gets exactly one end event.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use torchnative_runtime::*;
+
+fn llm() -> Option<Llm> {
+    let path = common::default_model()?;
+    Some(load_llm(path.to_str().unwrap(), &LoadOptions::default()).unwrap())
+}
+
+/// Submit with a channel sink; returns the receiver of its events.
+fn submit(
+    engine: &Engine,
+    prompt: Vec<u32>,
+    config: GenerationConfig,
+    top_logprobs: Option<usize>,
+) -> Result<(RequestId, mpsc::Receiver<EngineEvent>)> {
+    let (tx, rx) = mpsc::channel();
+    let id = engine.submit(
+        EngineRequest {
+            prompt,
+            config,
+            top_logprobs,
+        },
+        Box::new(move |e| {
+            let _ = tx.send(e);
+            Flow::Continue
+        }),
+    )?;
+    Ok((id, rx))
+}
+
+/// Wait for the end event; the text pieces must join to the final text.
+fn finish(rx: &mpsc::Receiver<EngineEvent>) -> std::result::Result<EngineDone, RuntimeError> {
+    let mut pieces = String::new();
+    let mut tokens = 0;
+    loop {
+        match rx
+            .recv_timeout(Duration::from_secs(300))
+            .expect("an end event")
+        {
+            EngineEvent::Text(t) => pieces.push_str(&t),
+            EngineEvent::Token { .. } => tokens += 1,
+            EngineEvent::Done(d) => {
+                assert_eq!(pieces, d.text, "streamed pieces join to the text");
+                if tokens > 0 {
+                    assert_eq!(tokens, d.tokens.len(), "one token event per token");
+                }
+                assert!(rx.try_recv().is_err(), "nothing after the end");
+                return Ok(d);
+            }
+            EngineEvent::Error(e) => return Err(e),
+        }
+    }
+}
+
+fn prompts(llm: &Llm) -> Vec<Vec<u32>> {
+    [
+        "What is the capital of France?",
+        "Write a short poem about the sea.",
+        "List three prime numbers.",
+        "Explain what a CPU does in one sentence.",
+        "Say hello in Spanish.",
+        "What color is the sky on a clear day?",
+        "Give me a name for a cat.",
+        "How many legs does a spider have?",
+    ]
+    .iter()
+    .map(|q| llm.tokenize_chat(&[ChatMessage::new("user", *q)]).unwrap())
+    .collect()
+}
+
+fn alone(llm: &Llm, prompt: &[u32], config: &GenerationConfig) -> Completion {
+    let mut s = llm.session(SessionOptions::default()).unwrap();
+    s.generate(prompt, config, &mut |_| Flow::Continue).unwrap()
+}
+
+#[test]
+fn concurrent_requests_equal_the_same_requests_alone() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    // Fewer slots than requests and a small token budget: requests wait, prompts are read
+    // in chunks beside other sequences' decode steps.
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 3,
+            ctx_per_seq: 512,
+            max_batch_tokens: 24,
+            max_queued: 16,
+        },
+    )
+    .unwrap();
+    let greedy = GenerationConfig {
+        max_new_tokens: 24,
+        ..Default::default()
+    };
+    let mut sampled = greedy.clone();
+    sampled.sampling.do_sample = true;
+    sampled.sampling.temperature = 0.9;
+    sampled.sampling.top_p = 0.95;
+    let ps = prompts(&llm);
+    let mut pending = Vec::new();
+    for (i, p) in ps.iter().enumerate() {
+        let config = if i % 2 == 0 {
+            greedy.clone()
+        } else {
+            GenerationConfig {
+                seed: Some(1000 + i as u64),
+                ..sampled.clone()
+            }
+        };
+        let logprobs = (i % 3 == 0).then_some(2);
+        let (_, rx) = submit(&engine, p.clone(), config.clone(), logprobs).unwrap();
+        pending.push((p, config, rx));
+    }
+    for (p, config, rx) in pending {
+        let got = finish(&rx).unwrap();
+        let want = alone(&llm, p, &config);
+        assert_eq!(
+            got.tokens, want.tokens,
+            "tokens equal the request run alone"
+        );
+        assert_eq!(got.text, want.text);
+        assert_eq!(got.finish_reason, want.finish_reason);
+        assert_eq!(got.usage, want.usage);
+    }
+    let s = engine.stats();
+    assert_eq!(s.running.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(s.queued.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+#[test]
+fn token_events_carry_log_probabilities() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let engine = Engine::start(llm.clone(), EngineConfig::default()).unwrap();
+    let prompt = prompts(&llm).remove(0);
+    let config = GenerationConfig {
+        max_new_tokens: 8,
+        ..Default::default()
+    };
+    let (_, rx) = submit(&engine, prompt, config, Some(3)).unwrap();
+    let mut seen = 0;
+    loop {
+        match rx.recv_timeout(Duration::from_secs(120)).unwrap() {
+            EngineEvent::Token { id, logprob, top } => {
+                seen += 1;
+                assert!(logprob <= 0.0 && logprob.is_finite());
+                assert_eq!(top.len(), 3);
+                // Greedy: the chosen token is the most likely one.
+                assert_eq!(top[0].0, id);
+                assert_eq!(top[0].1, logprob);
+                assert!(top[0].1 >= top[1].1 && top[1].1 >= top[2].1);
+            }
+            EngineEvent::Text(_) => {}
+            EngineEvent::Done(d) => {
+                assert_eq!(seen, d.tokens.len());
+                break;
+            }
+            EngineEvent::Error(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn admission_is_bounded_and_every_accepted_request_ends() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 1,
+            ctx_per_seq: 256,
+            max_batch_tokens: 64,
+            max_queued: 2,
+        },
+    )
+    .unwrap();
+    let prompt = prompts(&llm).remove(1);
+    let config = GenerationConfig {
+        max_new_tokens: 16,
+        ..Default::default()
+    };
+    let mut accepted = Vec::new();
+    let mut refused = 0;
+    for _ in 0..10 {
+        match submit(&engine, prompt.clone(), config.clone(), None) {
+            Ok((_, rx)) => accepted.push(rx),
+            Err(RuntimeError::QueueFull { limit }) => {
+                assert_eq!(limit, 2);
+                refused += 1;
+            }
+            Err(e) => panic!("unexpected refusal: {e}"),
+        }
+    }
+    assert!(
+        refused > 0,
+        "10 instant submissions must overflow a queue of 2"
+    );
+    assert!(accepted.len() >= 2);
+    for rx in &accepted {
+        let d = finish(rx).unwrap();
+        assert_eq!(d.tokens.len(), 16);
+    }
+}
+
+#[test]
+fn cancelling_frees_the_slot_and_bad_requests_are_refused_alone() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 1,
+            ctx_per_seq: 256,
+            max_batch_tokens: 32,
+            max_queued: 8,
+        },
+    )
+    .unwrap();
+    let ps = prompts(&llm);
+    let long = GenerationConfig {
+        max_new_tokens: 200,
+        min_new_tokens: 200,
+        ..Default::default()
+    };
+    let (id, rx) = submit(&engine, ps[1].clone(), long, None).unwrap();
+    // Wait until it is generating, then cancel.
+    loop {
+        if let EngineEvent::Text(_) = rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            break;
+        }
+    }
+    engine.cancel(id);
+    let d = finish_after_cancel(&rx);
+    assert_eq!(d.finish_reason, FinishReason::Cancelled);
+    assert!(d.tokens.len() < 200);
+    // Refusals before any work: an out-of-range token, an empty prompt, a context overflow.
+    let vocab = llm.config().vocab_size as u32;
+    let short = GenerationConfig {
+        max_new_tokens: 4,
+        ..Default::default()
+    };
+    let (_, rx) = submit(&engine, vec![1, vocab + 5], short.clone(), None).unwrap();
+    assert!(matches!(
+        finish(&rx),
+        Err(RuntimeError::TokenOutOfRange { .. })
+    ));
+    let (_, rx) = submit(&engine, vec![], short.clone(), None).unwrap();
+    assert!(matches!(
+        finish(&rx),
+        Err(RuntimeError::InvalidArgument { .. })
+    ));
+    let huge = GenerationConfig {
+        max_new_tokens: 300,
+        ..Default::default()
+    };
+    let (_, rx) = submit(&engine, ps[0].clone(), huge, None).unwrap();
+    assert!(matches!(
+        finish(&rx),
+        Err(RuntimeError::ContextOverflow { capacity: 256, .. })
+    ));
+    // The single slot is free again: a normal request completes and equals a lone run.
+    let (_, rx) = submit(&engine, ps[2].clone(), short.clone(), None).unwrap();
+    let d = finish(&rx).unwrap();
+    assert_eq!(d.tokens, alone(&llm, &ps[2], &short).tokens);
+}
+
+/// Events after a cancel: possibly more text, then `Done(Cancelled)`.
+fn finish_after_cancel(rx: &mpsc::Receiver<EngineEvent>) -> EngineDone {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            EngineEvent::Done(d) => return d,
+            EngineEvent::Error(e) => panic!("{e}"),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn bad_engine_configs_are_refused() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let bad = [
+        EngineConfig {
+            max_running: 0,
+            ..Default::default()
+        },
+        EngineConfig {
+            max_running: 8,
+            max_batch_tokens: 4,
+            ..Default::default()
+        },
+        EngineConfig {
+            ctx_per_seq: 1 << 30,
+            ..Default::default()
+        },
+    ];
+    for config in bad {
+        let e = Engine::start(llm.clone(), config.clone()).err();
+        assert!(
+            matches!(e, Some(RuntimeError::InvalidArgument { .. })),
+            "{config:?}"
+        );
+    }
+}
