@@ -2,12 +2,13 @@
 //!
 //! A kernel takes [`GV`] consecutive weight rows and one activation row and computes the 16
 //! outputs together: per block, each row's codes are unpacked in registers straight from the
-//! file's bytes, each row's exact integer dot is taken (`vpdpbusd` or `vpmaddubsw`), the
-//! rows' lanes are summed by a transposing add tree so that lane `l` holds row `l`'s sum,
-//! and the f32 scale step of [`gemm::reference_dot`] runs once for all 16 rows, in block
-//! order. Every output thus gets exactly the reference arithmetic, the prefill GEMM's bits:
-//! a token's result does not depend on `m`, on its place in the batch, on the x86 kernel
-//! path, or on how rows were split over tasks. (aarch64 still runs its own row kernels.)
+//! file's bytes, each row's exact integer dot is taken (`vpdpbusd` or `vpmaddubsw` on x86,
+//! `sdot` or `smull` + `sadalp` on aarch64), the rows' lanes are summed by a transposing add
+//! tree so that lane `l` holds row `l`'s sum, and the f32 scale step of
+//! [`gemm::reference_dot`] runs once for all the rows of a register (16, 8, or 4 on NEON), in
+//! block order. Every output thus gets exactly the reference arithmetic, the prefill GEMM's
+//! bits: a token's result does not depend on `m`, on its place in the batch, on the kernel
+//! path, or on how rows were split over tasks.
 //!
 //! The rows are read block-major (16 rows at once), which would defeat the hardware's
 //! stream prefetch; each kernel prefetches the next group's bytes in address order instead.
@@ -34,6 +35,13 @@ pub(crate) enum GemvKind {
     /// AVX-VNNI: `vpdpbusd` on 256 bits.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     AvxVnni,
+    /// aarch64 NEON: `smull` + `sadalp` integer dots, 4 rows per register.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    Neon,
+    /// aarch64 FEAT_DotProd: `sdot` integer dots, 4 rows per register (also run by the I8MM
+    /// path: one activation row gains nothing from `usmmla`'s 2x2 products).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    NeonDotprod,
 }
 
 /// Per activation row, the exact sum of each 32-block's quantized values (the offset term of
@@ -51,9 +59,12 @@ type GroupFn = unsafe fn(*const u8, usize, usize, &QActs, usize) -> [f32; GV];
 /// The SIMD kernel of `kind` for `ty` (a [`gemm::gemm_block`] type); `None` for the
 /// reference.
 fn group_fn(kind: GemvKind, ty: GgmlType) -> Option<GroupFn> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        use x86::kind as k;
+        use self::kind as k;
+        #[cfg(target_arch = "aarch64")]
+        use arm::*;
+        #[cfg(target_arch = "x86_64")]
         use x86::*;
         use GgmlType::*;
         macro_rules! pick {
@@ -71,10 +82,17 @@ fn group_fn(kind: GemvKind, ty: GgmlType) -> Option<GroupFn> {
             };
         }
         match kind {
+            #[cfg(target_arch = "x86_64")]
             GemvKind::Vnni512 => return pick!(packed_32, packed_256),
+            #[cfg(target_arch = "x86_64")]
             GemvKind::Avx2 => return pick!(avx2_32, avx2_256),
+            #[cfg(target_arch = "x86_64")]
             GemvKind::AvxVnni => return pick!(avxvnni_32, avxvnni_256),
-            GemvKind::Reference => {}
+            #[cfg(target_arch = "aarch64")]
+            GemvKind::Neon => return pick!(neon_32, neon_256),
+            #[cfg(target_arch = "aarch64")]
+            GemvKind::NeonDotprod => return pick!(dot_32, dot_256),
+            _ => {}
         }
     }
     let _ = (kind, ty);
@@ -143,6 +161,33 @@ unsafe fn reference_rows(
     })
 }
 
+/// The packed types, as the SIMD kernels' `KIND` parameter.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod kind {
+    pub(crate) const Q4_0: u8 = 0;
+    pub(crate) const Q4_1: u8 = 1;
+    pub(crate) const Q5_0: u8 = 2;
+    pub(crate) const Q5_1: u8 = 3;
+    pub(crate) const Q8_0: u8 = 4;
+    pub(crate) const Q4_K: u8 = 5;
+    pub(crate) const Q5_K: u8 = 6;
+    pub(crate) const Q6_K: u8 = 7;
+}
+
+/// Of a 32-block `KIND`: bytes per block, offset of the codes, whether a min follows `d`,
+/// offset of the 5th bits (Q5), log2 of the unsigned offset of the codes.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const fn layout(kind: u8) -> (usize, usize, bool, Option<usize>, u32) {
+    use kind::*;
+    match kind {
+        Q4_0 => (18, 2, false, None, 3),
+        Q4_1 => (20, 4, true, None, 0),
+        Q5_0 => (22, 6, false, Some(2), 4),
+        Q5_1 => (24, 8, true, Some(4), 0),
+        _ => (34, 2, false, None, 7),
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -200,30 +245,8 @@ mod x86 {
         ]
     }
 
-    /// The packed types, as the kernels' `KIND` parameter.
-    pub(super) mod kind {
-        pub(crate) const Q4_0: u8 = 0;
-        pub(crate) const Q4_1: u8 = 1;
-        pub(crate) const Q5_0: u8 = 2;
-        pub(crate) const Q5_1: u8 = 3;
-        pub(crate) const Q8_0: u8 = 4;
-        pub(crate) const Q4_K: u8 = 5;
-        pub(crate) const Q5_K: u8 = 6;
-        pub(crate) const Q6_K: u8 = 7;
-    }
-    use kind::*;
-
-    /// Bytes per block, offset of the codes, whether a min follows `d`, offset of the 5th
-    /// bits (Q5), log2 of the unsigned offset of the codes.
-    const fn layout(kind: u8) -> (usize, usize, bool, Option<usize>, u32) {
-        match kind {
-            Q4_0 => (18, 2, false, None, 3),
-            Q4_1 => (20, 4, true, None, 0),
-            Q5_0 => (22, 6, false, Some(2), 4),
-            Q5_1 => (24, 8, true, Some(4), 0),
-            _ => (34, 2, false, None, 7),
-        }
-    }
+    use super::kind::*;
+    use super::layout;
 
     /// Blocks `b` and `b + 1` (only `b` unless `two`, the rest zero, nothing read past it)
     /// of the packed row at `p` as 64 unsigned codes in element order: the bytes
@@ -868,4 +891,386 @@ mod x86 {
         dot_avxvnni,
         true
     );
+}
+
+/// The aarch64 kernels: 4 weight rows per 128-bit register, the [`GV`] rows of a group in
+/// passes of 4 (each pass reads its 4 rows block-major and prefetches the next 4).
+///
+/// Codes are unpacked from the packed bytes as `Unpacked::unpack` writes them (0..63, so
+/// `sdot` and `smull` read them as signed bytes unchanged), except Q8_0, whose signed bytes
+/// are dotted as they are (the reference's `w + 128` and its `- 128 * sum(x)` cancel: the
+/// same exact integer). Each row's dot vectors are summed pairwise (`addp`) so that lane `r`
+/// holds row `r`'s integer; the f32 steps of [`gemm::reference_dot`] then run on the 4 lanes.
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+    use std::arch::asm;
+
+    use super::super::neon::widen_f16x4;
+    use super::super::QActs;
+    use super::kind::*;
+    use super::{layout, GV};
+
+    /// Weight rows per pass: one per i32 lane.
+    const R: usize = 4;
+
+    /// `acc + dot(a, b)` over 16 signed bytes into 4 i32 lanes (which products land in which
+    /// lane differs between implementations: only lane sums are used).
+    trait IDot {
+        unsafe fn dot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t;
+    }
+
+    /// Base NEON: `smull` / `smull2` to i16 (|a * b| <= 128 * 127), pairwise-accumulated to
+    /// i32 (`sadalp`): exact.
+    struct Base;
+
+    impl IDot for Base {
+        #[inline(always)]
+        unsafe fn dot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+            let lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+            let hi = vmull_high_s8(a, b);
+            vpadalq_s16(vpadalq_s16(acc, lo), hi)
+        }
+    }
+
+    /// FEAT_DotProd `sdot` (inline assembly: its intrinsic is not stable).
+    struct Dot;
+
+    impl IDot for Dot {
+        #[inline(always)]
+        unsafe fn dot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+            let mut acc = acc;
+            // SAFETY: only inlined into `#[target_feature(enable = "neon,dotprod")]` entry
+            // points, which the NeonDotprod / NeonI8mm paths run after `has_dotprod()`.
+            asm!(
+                "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+                acc = inout(vreg) acc,
+                a = in(vreg) a,
+                b = in(vreg) b,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+            acc
+        }
+    }
+
+    /// Lane `r` = the sum of `z[r]`'s lanes (integer adds: exact in any order).
+    #[inline(always)]
+    unsafe fn lanes(z: [int32x4_t; R]) -> int32x4_t {
+        vpaddq_s32(vpaddq_s32(z[0], z[1]), vpaddq_s32(z[2], z[3]))
+    }
+
+    /// The f16 at byte `off` of each row, widened: lane `r` = row `r`'s.
+    #[inline(always)]
+    unsafe fn f16_lanes(ptr: &[*const u8; R], off: usize) -> float32x4_t {
+        let h: [u16; R] = std::array::from_fn(|r| ptr[r].add(off).cast::<u16>().read_unaligned());
+        widen_f16x4(vld1_u16(h.as_ptr()))
+    }
+
+    /// The two f16 at bytes `off` and `off + 2` of each row (`d` and `m`), widened.
+    #[inline(always)]
+    unsafe fn f16_pair_lanes(ptr: &[*const u8; R], off: usize) -> (float32x4_t, float32x4_t) {
+        let w: [u32; R] = std::array::from_fn(|r| ptr[r].add(off).cast::<u32>().read_unaligned());
+        let v = vreinterpretq_u16_u32(vld1q_u32(w.as_ptr()));
+        (
+            widen_f16x4(vget_low_u16(vuzp1q_u16(v, v))),
+            widen_f16x4(vget_low_u16(vuzp2q_u16(v, v))),
+        )
+    }
+
+    /// Prefetch `len` bytes from `p` (addresses past the data are harmless: `prfm` never
+    /// faults).
+    #[inline(always)]
+    unsafe fn prefetch(p: *const u8, len: usize) {
+        for line in (0..len).step_by(64) {
+            asm!(
+                "prfm pldl1keep, [{p}]",
+                p = in(reg) p.wrapping_add(line),
+                options(readonly, nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// The 32 codes of the block at `p` of a 32-block type as two halves of 16: the bytes
+    /// `Unpacked::unpack` writes, except Q8_0's, which stay signed.
+    #[inline(always)]
+    unsafe fn codes32<const KIND: u8>(p: *const u8) -> (int8x16_t, int8x16_t) {
+        let (_, qs, _, qh, _) = layout(KIND);
+        if KIND == Q8_0 {
+            return (vld1q_s8(p.add(qs).cast()), vld1q_s8(p.add(qs + 16).cast()));
+        }
+        let raw = vld1q_u8(p.add(qs));
+        let (mut lo, mut hi) = (vandq_u8(raw, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(raw));
+        if let Some(off) = qh {
+            // Code t's 5th bit is bit t of `qh`: byte t / 8, bit t % 8.
+            const IDX: [u8; 32] = [
+                0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+            ];
+            const BITS: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+            let h = vreinterpretq_u8_u32(vdupq_n_u32(p.add(off).cast::<u32>().read_unaligned()));
+            let bits = vld1q_u8(BITS.as_ptr());
+            let sixteen = vdupq_n_u8(0x10);
+            let spread_lo = vqtbl1q_u8(h, vld1q_u8(IDX.as_ptr()));
+            let spread_hi = vqtbl1q_u8(h, vld1q_u8(IDX.as_ptr().add(16)));
+            lo = vorrq_u8(lo, vandq_u8(vtstq_u8(spread_lo, bits), sixteen));
+            hi = vorrq_u8(hi, vandq_u8(vtstq_u8(spread_hi, bits), sixteen));
+        }
+        (vreinterpretq_s8_u8(lo), vreinterpretq_s8_u8(hi))
+    }
+
+    /// Q4_K / Q5_K sub-block scales and mins of the super-block at `p` as i32 vectors:
+    /// `[sc[0..4], sc[4..8], mn[0..4], mn[4..8]]` (`k_scale_min` of its 12 bytes).
+    #[inline(always)]
+    unsafe fn k_scales(p: *const u8) -> [int32x4_t; 4] {
+        let v = vld1q_u8(p.add(4));
+        let first = vget_low_u8(v);
+        // [sc 0..4, mn 0..4]
+        let lo = vand_u8(first, vdup_n_u8(0x3f));
+        // Bytes 8..12 twice: their low nibbles (scales 4..8), then their high ones (mins).
+        let last = vreinterpret_u8_u32(vdup_laneq_u32::<2>(vreinterpretq_u32_u8(v)));
+        let nibbles = vand_u8(
+            vshl_u8(last, vcreate_s8(0xfcfc_fcfc_0000_0000)),
+            vdup_n_u8(0x0f),
+        );
+        // [sc 4..8, mn 4..8]
+        let hi = vorr_u8(nibbles, vand_u8(vshr_n_u8::<2>(first), vdup_n_u8(0x30)));
+        let (lo, hi) = (vmovl_u8(lo), vmovl_u8(hi));
+        [
+            vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(lo))),
+            vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(hi))),
+            vreinterpretq_s32_u32(vmovl_high_u16(lo)),
+            vreinterpretq_s32_u32(vmovl_high_u16(hi)),
+        ]
+    }
+
+    /// One activation row against `n` packed rows of a 32-block type. (No closure may wrap
+    /// `D::dot`: closures would not inline into the entry points that enable `dotprod`.)
+    #[inline(always)]
+    unsafe fn group_32<D: IDot, const KIND: u8>(
+        rows: *const u8,
+        row_bytes: usize,
+        n: usize,
+        a: &QActs,
+        i: usize,
+    ) -> [f32; GV] {
+        let (ts, _, min, _, shift) = layout(KIND);
+        // Q8_0's signed codes need no offset; the types with a min have none.
+        let offset = !min && KIND != Q8_0;
+        let cols = a.cols;
+        let nb = cols / 32;
+        let x = a.qs.as_ptr().add(i * cols);
+        let (ds, sums) = (&a.ds[i * nb..(i + 1) * nb], &a.sums32[i * nb..(i + 1) * nb]);
+        let zero = vdupq_n_s32(0);
+        let mut out = [0f32; GV];
+        for g in 0..n.div_ceil(R) {
+            // Rows past `n` repeat the last one (their lanes are not stored).
+            let ptr: [*const u8; R] =
+                std::array::from_fn(|r| rows.add((R * g + r).min(n - 1) * row_bytes));
+            let next = rows.wrapping_add((R * g + R) * row_bytes);
+            let mut acc = vdupq_n_f32(0.0);
+            for b in 0..nb {
+                // The next 4 rows' bytes, in address order, in step with this pass.
+                prefetch(next.wrapping_add(b * R * ts), R * ts);
+                let (x0, x1) = (vld1q_s8(x.add(32 * b)), vld1q_s8(x.add(32 * b + 16)));
+                let mut z = [zero; R];
+                for (z, p) in z.iter_mut().zip(&ptr) {
+                    let (lo, hi) = codes32::<KIND>(p.add(b * ts));
+                    *z = D::dot(D::dot(zero, lo, x0), hi, x1);
+                }
+                let mut isum = lanes(z);
+                if offset {
+                    isum = vsubq_s32(isum, vdupq_n_s32(sums[b] << shift));
+                }
+                let [dx, dsum] = ds[b];
+                if min {
+                    let (d, m) = f16_pair_lanes(&ptr, b * ts);
+                    acc = vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(d, dx));
+                    acc = vfmaq_f32(acc, vdupq_n_f32(dsum), m);
+                } else {
+                    let d = f16_lanes(&ptr, b * ts);
+                    acc = vfmaq_f32(acc, vcvtq_f32_s32(isum), vmulq_n_f32(d, dx));
+                }
+            }
+            vst1q_f32(out.as_mut_ptr().add(R * g), acc);
+        }
+        out
+    }
+
+    /// Q4_K / Q5_K (`KIND`): one row's super-block at `p` against the activations at `x`
+    /// (`xs`: their sums per sub-block of 32), as lanes summing to `iacc = sum sc * dot` and
+    /// `corr = sum mn * xs`.
+    #[inline(always)]
+    unsafe fn k45_row<D: IDot, const KIND: u8>(
+        p: *const u8,
+        x: *const i8,
+        xs: [int32x4_t; 2],
+    ) -> (int32x4_t, int32x4_t) {
+        let five = KIND == Q5_K;
+        let qs = p.add(if five { 48 } else { 16 });
+        let m4 = vdupq_n_u8(0x0f);
+        let [sc_lo, sc_hi, mn_lo, mn_hi] = k_scales(p);
+        let qh = [vld1q_u8(p.add(16)), vld1q_u8(p.add(32))];
+        let mut z = [vdupq_n_s32(0); 8];
+        for (sub, z) in z.iter_mut().enumerate() {
+            // Sub-block `sub`: the low (even) or high nibbles of 32 bytes from `32 * (sub / 2)`
+            // (Q5_K: bit `sub` of `qh` as the 5th bit).
+            for (half, &qh) in qh.iter().enumerate() {
+                let raw = vld1q_u8(qs.add(32 * (sub / 2) + 16 * half));
+                let mut q = if sub % 2 == 0 {
+                    vandq_u8(raw, m4)
+                } else {
+                    vshrq_n_u8::<4>(raw)
+                };
+                if five {
+                    let bit = vtstq_u8(qh, vdupq_n_u8(1u8 << sub));
+                    q = vorrq_u8(q, vandq_u8(bit, vdupq_n_u8(0x10)));
+                }
+                let xv = vld1q_s8(x.add(32 * sub + 16 * half));
+                *z = D::dot(*z, vreinterpretq_s8_u8(q), xv);
+            }
+        }
+        let lo = lanes([z[0], z[1], z[2], z[3]]);
+        let hi = lanes([z[4], z[5], z[6], z[7]]);
+        (
+            vmlaq_s32(vmulq_s32(lo, sc_lo), hi, sc_hi),
+            vmlaq_s32(vmulq_s32(xs[0], mn_lo), xs[1], mn_hi),
+        )
+    }
+
+    /// Q6_K: one row's super-block at `p` against the activations at `x`, as lanes summing to
+    /// `iacc - 32 * corr = sum sc * (dot - 32 * sum16)`. Pass `k` (`h = k / 2`, `t = k % 2`)
+    /// unpacks sub-blocks `8h + t + {0, 2, 4, 6}`; `s32[k]` holds their `32 * sum16` in that
+    /// order.
+    #[inline(always)]
+    unsafe fn q6_row<D: IDot>(p: *const u8, x: *const i8, s32: &[int32x4_t; 4]) -> int32x4_t {
+        const PERM: [u8; 16] = [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15];
+        let (m4, m30) = (vdupq_n_u8(0x0f), vdupq_n_u8(0x30));
+        let sc = vqtbl1q_s8(vld1q_s8(p.add(192).cast()), vld1q_u8(PERM.as_ptr()));
+        let (sc_lo, sc_hi) = (vmovl_s8(vget_low_s8(sc)), vmovl_high_s8(sc));
+        let sc = [
+            vmovl_s16(vget_low_s16(sc_lo)),
+            vmovl_high_s16(sc_lo),
+            vmovl_s16(vget_low_s16(sc_hi)),
+            vmovl_high_s16(sc_hi),
+        ];
+        let mut v = vdupq_n_s32(0);
+        for (k, (&sk, &sck)) in s32.iter().zip(&sc).enumerate() {
+            let (h, t) = (k / 2, k % 2);
+            let ql0 = vld1q_u8(p.add(64 * h + 16 * t));
+            let ql1 = vld1q_u8(p.add(64 * h + 32 + 16 * t));
+            let qh = vld1q_u8(p.add(128 + 32 * h + 16 * t));
+            // What `Unpacked::unpack` writes for elements 128h + 32j + 16t + (0..16).
+            let parts = [
+                vorrq_u8(vandq_u8(ql0, m4), vandq_u8(vshlq_n_u8::<4>(qh), m30)),
+                vorrq_u8(vandq_u8(ql1, m4), vandq_u8(vshlq_n_u8::<2>(qh), m30)),
+                vorrq_u8(vshrq_n_u8::<4>(ql0), vandq_u8(qh, m30)),
+                vorrq_u8(vshrq_n_u8::<4>(ql1), vandq_u8(vshrq_n_u8::<2>(qh), m30)),
+            ];
+            let mut z = [vdupq_n_s32(0); R];
+            for (j, (z, &q)) in z.iter_mut().zip(&parts).enumerate() {
+                let xv = vld1q_s8(x.add(16 * (8 * h + t + 2 * j)));
+                *z = D::dot(*z, vreinterpretq_s8_u8(q), xv);
+            }
+            v = vmlaq_s32(v, vsubq_s32(lanes(z), sk), sck);
+        }
+        v
+    }
+
+    /// One activation row against `n` packed rows of a K type.
+    #[inline(always)]
+    unsafe fn group_256<D: IDot, const KIND: u8>(
+        rows: *const u8,
+        row_bytes: usize,
+        n: usize,
+        a: &QActs,
+        i: usize,
+    ) -> [f32; GV] {
+        let ts = match KIND {
+            Q4_K => 144,
+            Q5_K => 176,
+            _ => 210,
+        };
+        let cols = a.cols;
+        let nb = cols / 256;
+        let x = a.qs.as_ptr().add(i * cols);
+        let zero = vdupq_n_s32(0);
+        let mut out = [0f32; GV];
+        for g in 0..n.div_ceil(R) {
+            let ptr: [*const u8; R] =
+                std::array::from_fn(|r| rows.add((R * g + r).min(n - 1) * row_bytes));
+            let next = rows.wrapping_add((R * g + R) * row_bytes);
+            let mut acc = vdupq_n_f32(0.0);
+            for b in 0..nb {
+                prefetch(next.wrapping_add(b * R * ts), R * ts);
+                let xb = x.add(256 * b);
+                let s16 = a.sums16.as_ptr().add((i * nb + b) * 16);
+                let s: [int32x4_t; 4] = std::array::from_fn(|k| vld1q_s32(s16.add(4 * k)));
+                // Per row, lanes to be summed: iacc (and, Q4_K / Q5_K, the min term corr).
+                let (mut iv, mut cv) = ([zero; R], [zero; R]);
+                if KIND == Q6_K {
+                    let s32 = [
+                        vuzp1q_s32(s[0], s[1]),
+                        vuzp2q_s32(s[0], s[1]),
+                        vuzp1q_s32(s[2], s[3]),
+                        vuzp2q_s32(s[2], s[3]),
+                    ]
+                    .map(|v| vshlq_n_s32::<5>(v));
+                    for (v, p) in iv.iter_mut().zip(&ptr) {
+                        *v = q6_row::<D>(p.add(b * ts), xb, &s32);
+                    }
+                } else {
+                    // Sums of 32 per sub-block: pairs of the sums of 16.
+                    let xs = [vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3])];
+                    for ((v, c), p) in iv.iter_mut().zip(&mut cv).zip(&ptr) {
+                        (*v, *c) = k45_row::<D, KIND>(p.add(b * ts), xb, xs);
+                    }
+                }
+                let iacc = vcvtq_f32_s32(lanes(iv));
+                let dx = a.ds[i * nb + b][0];
+                if KIND == Q6_K {
+                    let d = f16_lanes(&ptr, b * ts + 208);
+                    acc = vfmaq_f32(acc, iacc, vmulq_n_f32(d, dx));
+                } else {
+                    let (d, dmin) = f16_pair_lanes(&ptr, b * ts);
+                    let corr = vcvtq_f32_s32(lanes(cv));
+                    acc = vfmaq_f32(acc, iacc, vmulq_n_f32(d, dx));
+                    // fma(-corr, dx * dmin, acc): `fmls` negates exactly.
+                    acc = vfmsq_f32(acc, corr, vmulq_n_f32(dmin, dx));
+                }
+            }
+            vst1q_f32(out.as_mut_ptr().add(R * g), acc);
+        }
+        out
+    }
+
+    macro_rules! entries {
+        ($name32:ident, $name256:ident, $dot:ty, $features:literal) => {
+            /// [`group_32`] with these integer dots.
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $name32<const KIND: u8>(
+                rows: *const u8,
+                row_bytes: usize,
+                n: usize,
+                a: &QActs,
+                i: usize,
+            ) -> [f32; GV] {
+                group_32::<$dot, KIND>(rows, row_bytes, n, a, i)
+            }
+
+            /// [`group_256`] with these integer dots.
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $name256<const KIND: u8>(
+                rows: *const u8,
+                row_bytes: usize,
+                n: usize,
+                a: &QActs,
+                i: usize,
+            ) -> [f32; GV] {
+                group_256::<$dot, KIND>(rows, row_bytes, n, a, i)
+            }
+        };
+    }
+
+    entries!(neon_32, neon_256, Base, "neon");
+    entries!(dot_32, dot_256, Dot, "neon,dotprod");
 }

@@ -103,7 +103,7 @@ pub enum KernelPath {
     Neon,
     /// aarch64 NEON + FEAT_DotProd (`sdot` integer dots), every type.
     NeonDotprod,
-    /// aarch64 NeonDotprod's row kernels, and the prefill GEMM with FEAT_I8MM (`usmmla`
+    /// aarch64 NeonDotprod's GEMV, and the prefill GEMM with FEAT_I8MM (`usmmla`
     /// 2x2x8 integer matrix products).
     NeonI8mm,
 }
@@ -253,7 +253,7 @@ pub(crate) type DotFn<const N: usize> = unsafe fn(&[u8], &QActs, usize) -> [f32;
 /// Activation rows handled together in prefill (each weight block is unpacked once for them).
 const PREFILL_ROWS: usize = 4;
 
-/// Activation rows from which the x86 paths switch from row kernels to the GEMM.
+/// Activation rows from which the paths with a GEMM switch from the GEMV to it.
 pub(crate) const GEMM_MIN_ROWS: usize = 16;
 
 /// Which prefill GEMM tiles a path runs.
@@ -293,8 +293,8 @@ fn gemm_tiles(path: KernelPath) -> Option<GemmTiles> {
     }
 }
 
-/// Which GEMV kernels a path runs for the GEMM's types below [`GEMM_MIN_ROWS`] rows (`None`:
-/// its row kernels).
+/// Which GEMV kernels a path runs for the GEMM's types below [`GEMM_MIN_ROWS`] rows (and
+/// for all rows on paths without a GEMM); `None` only for the other architecture's paths.
 fn gemv_kind(path: KernelPath) -> Option<gemv::GemvKind> {
     use gemv::GemvKind;
     match path {
@@ -304,6 +304,10 @@ fn gemv_kind(path: KernelPath) -> Option<gemv::GemvKind> {
             Some(GemvKind::Avx2)
         }
         KernelPath::Avx2Vnni if cfg!(target_arch = "x86_64") => Some(GemvKind::AvxVnni),
+        KernelPath::Neon if cfg!(target_arch = "aarch64") => Some(GemvKind::Neon),
+        KernelPath::NeonDotprod | KernelPath::NeonI8mm if cfg!(target_arch = "aarch64") => {
+            Some(GemvKind::NeonDotprod)
+        }
         _ => None,
     }
 }
@@ -1001,9 +1005,10 @@ mod tests {
             for path in available_kernel_paths() {
                 for mi in [1, 2, 15, 16, 37] {
                     let gemm = mi >= GEMM_MIN_ROWS && gemm_tiles(path).is_some();
-                    if !gemm && gemv_kind(path).is_none() {
-                        continue;
-                    }
+                    assert!(
+                        gemm || gemv_kind(path).is_some(),
+                        "{path:?} m = {mi}: no GEMV or GEMM"
+                    );
                     let mut y = vec![f32::NAN; mi * rows];
                     let (x, mut s) = (&x[..mi * cols], ActivationScratch::new());
                     matmul_with(path, &w, x, mi, &mut y, &mut s).unwrap();
@@ -1020,12 +1025,7 @@ mod tests {
                 }
             }
         }
-        if KernelPath::Avx2.is_available() || KernelPath::NeonI8mm.is_available() {
-            assert!(
-                ran >= 8 * 5,
-                "a GEMM or GEMV path did not run for every type"
-            );
-        }
+        assert_eq!(ran, 8 * 5 * available_kernel_paths().len());
     }
 
     #[test]
