@@ -25,5 +25,7 @@ scripts/test-aarch64.sh
 scripts/smoke-aarch64.sh
 # The Python package: built into its own venv and tested against the same model and oracle.
 scripts/test-python.sh
+# The OpenAI-compatible server against the official openai Python client (its own venv).
+scripts/test-server.sh
 # The torch face: upstream torch's .py tree on our torch._C, installed into its own venv.
 scripts/test-face.sh

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
-    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Flow,
-    GenerationConfig, Llm, LoadOptions, SessionOptions, WeightFormat,
+    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Engine,
+    EngineConfig, Flow, GenerationConfig, Llm, LoadOptions, SessionOptions, WeightFormat,
 };
 
 /// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
@@ -44,6 +44,51 @@ enum Command {
     Bench(BenchArgs),
     /// Write a GGUF copy of a model with other tensor types, like llama-quantize.
     Quantize(QuantizeArgs),
+    /// Serve the OpenAI HTTP API (chat/completions, completions, models, health, metrics),
+    /// batching concurrent requests.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// A .gguf file, a safetensors directory or a Hugging Face repo id in the local cache;
+    /// without it, the default model.
+    model: Option<String>,
+    /// Address to listen on (loopback unless you choose otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port (0 picks a free one; the chosen address is printed).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Requests generated together (KV cache slots).
+    #[arg(long, default_value_t = 8)]
+    parallel: usize,
+    /// Positions per request: prompt plus answer.
+    #[arg(long, default_value_t = 2048)]
+    ctx_per_request: usize,
+    /// Tokens per forward pass (decode tokens first, then prompt chunks).
+    #[arg(long, default_value_t = 256)]
+    batch_tokens: usize,
+    /// Requests waiting for a slot beyond which new ones get 429.
+    #[arg(long, default_value_t = 64)]
+    max_queue: usize,
+    /// Require `Authorization: Bearer KEY` (also from env TORCHNATIVE_API_KEY).
+    #[arg(long, env = "TORCHNATIVE_API_KEY")]
+    api_key: Option<String>,
+    /// The model id clients use [the file's name without extension].
+    #[arg(long)]
+    model_name: Option<String>,
+    /// Largest max_tokens a request may ask for.
+    #[arg(long, default_value_t = 4096)]
+    max_tokens_limit: usize,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body_bytes: usize,
+    #[arg(long, default_value = "native")]
+    dtype: String,
+    /// Kernel threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Args, Clone)]
@@ -192,6 +237,7 @@ fn main() -> ExitCode {
         Command::Tokenize(a) => tokenize(a),
         Command::Bench(a) => bench(a),
         Command::Quantize(a) => quantize(a),
+        Command::Serve(a) => serve(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -760,5 +806,54 @@ fn quantize(a: QuantizeArgs) -> CliResult<()> {
             from.join(", ")
         );
     }
+    Ok(())
+}
+
+fn serve(a: ServeArgs) -> CliResult<()> {
+    let spec = a
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model_path().to_string_lossy().into_owned());
+    let model_args = ModelArgs {
+        dtype: a.dtype.clone(),
+        ctx: None,
+        threads: a.threads,
+    };
+    let llm = load(&spec, &model_args)?;
+    let model_name = a.model_name.clone().unwrap_or_else(|| {
+        let src = llm.source();
+        let name = if src.is_dir() {
+            src.file_name()
+        } else {
+            src.file_stem()
+        };
+        name.map_or("model".into(), |n| n.to_string_lossy().into_owned())
+    });
+    let ip: std::net::IpAddr = a
+        .host
+        .parse()
+        .map_err(|e| format!("--host '{}' is not an IP address: {e}", a.host))?;
+    let ctx = a.ctx_per_request.min(llm.config().context_length);
+    let engine = Engine::start(
+        llm,
+        EngineConfig {
+            max_running: a.parallel,
+            ctx_per_seq: ctx,
+            max_batch_tokens: a.batch_tokens.max(a.parallel),
+            max_queued: a.max_queue,
+        },
+    )?;
+    let config = torchnative_server::ServerConfig {
+        model_name: model_name.clone(),
+        api_key: a.api_key.clone(),
+        max_body_bytes: a.max_body_bytes,
+        max_tokens_limit: a.max_tokens_limit,
+        ..Default::default()
+    };
+    let addr = std::net::SocketAddr::new(ip, a.port);
+    torchnative_server::run_blocking(addr, std::sync::Arc::new(engine), config, |bound| {
+        println!("torchnative serve: '{model_name}' on http://{bound} ({} parallel, {ctx} positions each)", a.parallel);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    })?;
     Ok(())
 }

@@ -1,0 +1,113 @@
+//! `torchnative serve`: the OpenAI HTTP API over the batching [`Engine`].
+//!
+//! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (both with SSE streaming and
+//! `stream_options.include_usage`), `GET /v1/models`, `GET /health`, `GET /metrics`
+//! (Prometheus text). Errors have OpenAI's shape (`{"error": {"message", "type", "param",
+//! "code"}}`) and status codes: 400 bad request, 401 missing or wrong API key, 404 unknown model
+//! or route, 413 body too large, 429 admission queue full (with `Retry-After`), 503 engine
+//! stopped. A client that disconnects cancels its request: the engine frees its slot at the
+//! next step.
+
+mod api;
+mod metrics;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use torchnative_runtime::Engine;
+
+pub use api::ApiError;
+
+/// What the HTTP layer enforces on top of the engine.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The model id clients name (and `/v1/models` lists).
+    pub model_name: String,
+    /// Bearer token required on `/v1/*` when set.
+    pub api_key: Option<String>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest `max_tokens` / `max_completion_tokens` a request may ask for.
+    pub max_tokens_limit: usize,
+    /// Largest `n` (choices per request).
+    pub max_n: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            model_name: "default".into(),
+            api_key: None,
+            max_body_bytes: 1 << 20,
+            max_tokens_limit: 4096,
+            max_n: 8,
+        }
+    }
+}
+
+/// Shared by every handler.
+pub(crate) struct AppState {
+    pub engine: Arc<Engine>,
+    pub config: ServerConfig,
+    pub created: u64,
+}
+
+/// The router over `engine`.
+pub fn router(engine: Arc<Engine>, config: ServerConfig) -> Router {
+    let body_limit = config.max_body_bytes;
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let state = Arc::new(AppState {
+        engine,
+        config,
+        created,
+    });
+    Router::new()
+        .route("/health", get(api::health))
+        .route("/metrics", get(metrics::metrics))
+        .route("/v1/models", get(api::models))
+        .route("/v1/chat/completions", post(api::chat_completions))
+        .route("/v1/completions", post(api::completions))
+        .fallback(api::not_found)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}
+
+/// Serve on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    engine: Arc<Engine>,
+    config: ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(engine, config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Bind `addr` and serve until Ctrl-C (the CLI's entry point). `on_ready` gets the bound
+/// address (port 0 picks a free one).
+pub fn run_blocking(
+    addr: SocketAddr,
+    engine: Arc<Engine>,
+    config: ServerConfig,
+    on_ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    // Requests are I/O for this runtime: the engine computes on its own threads.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        on_ready(listener.local_addr()?);
+        serve(listener, engine, config, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+    })
+}

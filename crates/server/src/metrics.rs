@@ -1,0 +1,140 @@
+//! `GET /metrics`: the engine's counters and histograms in Prometheus' text format.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use torchnative_runtime::engine::{Histogram, FINISH_REASONS};
+
+use crate::AppState;
+
+pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        render(&state),
+    )
+}
+
+fn render(state: &AppState) -> String {
+    let s = state.engine.stats();
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, value: f64| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+        );
+    };
+    let queued = s.queued.load(Ordering::Relaxed) as f64;
+    let running = s.running.load(Ordering::Relaxed) as f64;
+    let slots = s.slots_total.load(Ordering::Relaxed) as f64;
+    gauge(
+        "torchnative_queue_depth",
+        "Requests accepted and waiting for a slot.",
+        queued,
+    );
+    gauge(
+        "torchnative_running_requests",
+        "Requests holding a KV slot (the running batch).",
+        running,
+    );
+    gauge(
+        "torchnative_kv_slots_used",
+        "KV cache slots in use.",
+        running,
+    );
+    gauge(
+        "torchnative_kv_slots_free",
+        "KV cache slots free.",
+        slots - running,
+    );
+    gauge(
+        "torchnative_last_batch_tokens",
+        "Tokens in the latest forward pass.",
+        s.last_batch_tokens.load(Ordering::Relaxed) as f64,
+    );
+    let _ = writeln!(
+        out,
+        "# HELP torchnative_requests_total Requests by outcome.\n\
+         # TYPE torchnative_requests_total counter"
+    );
+    for (i, reason) in FINISH_REASONS.iter().enumerate() {
+        let n = s.requests_finished[i].load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "torchnative_requests_total{{outcome=\"{}\"}} {n}",
+            reason_label(*reason)
+        );
+    }
+    let failed = s.requests_failed.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "torchnative_requests_total{{outcome=\"error\"}} {failed}"
+    );
+    let mut counter = |name: &str, help: &str, value: u64| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    };
+    counter(
+        "torchnative_prompt_tokens_total",
+        "Prompt tokens evaluated.",
+        s.prompt_tokens.load(Ordering::Relaxed),
+    );
+    counter(
+        "torchnative_generated_tokens_total",
+        "Tokens generated.",
+        s.generated_tokens.load(Ordering::Relaxed),
+    );
+    counter(
+        "torchnative_engine_steps_total",
+        "Forward passes run by the engine.",
+        s.steps.load(Ordering::Relaxed),
+    );
+    let lat = s.latency.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    histogram(
+        &mut out,
+        "torchnative_time_to_first_token_seconds",
+        "From request arrival to its first generated token.",
+        &lat.time_to_first_token,
+    );
+    histogram(
+        &mut out,
+        "torchnative_inter_token_latency_seconds",
+        "Between consecutive generated tokens of a request.",
+        &lat.inter_token,
+    );
+    histogram(
+        &mut out,
+        "torchnative_request_latency_seconds",
+        "From request arrival to its end.",
+        &lat.end_to_end,
+    );
+    out
+}
+
+fn reason_label(r: torchnative_runtime::FinishReason) -> &'static str {
+    use torchnative_runtime::FinishReason::*;
+    match r {
+        Eos => "eos",
+        Length => "length",
+        StopString => "stop_string",
+        Cancelled => "cancelled",
+    }
+}
+
+fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    let mut cumulative = 0;
+    for (i, &bound) in h.bounds.iter().enumerate() {
+        cumulative += h.counts[i];
+        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+    }
+    cumulative += h.counts[h.bounds.len()];
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+    let _ = writeln!(out, "{name}_sum {}", h.sum);
+    let _ = writeln!(out, "{name}_count {cumulative}");
+}

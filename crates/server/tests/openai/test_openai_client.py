@@ -1,0 +1,239 @@
+"""`torchnative serve` through the official openai client, unchanged.
+
+Each server is the real CLI on 127.0.0.1 with a free port, the default model. Load is bounded:
+a few dozen requests of a few tokens, every wait with a timeout.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+CLI = os.environ.get("TORCHNATIVE_CLI", "")
+MODEL = os.environ.get("TORCHNATIVE_MODEL", "")
+NAME = Path(MODEL).stem
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+class Server:
+    def __init__(self, *args: str) -> None:
+        if not (CLI and Path(CLI).is_file() and MODEL and Path(MODEL).is_file()):
+            pytest.fail("TORCHNATIVE_CLI and TORCHNATIVE_MODEL must name the CLI and the model")
+        self.proc = subprocess.Popen(
+            [CLI, "serve", MODEL, "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://(\S+)", line)
+        if not m:
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            raise RuntimeError(f"server did not start: {line!r} {err}")
+        self.base = f"http://{m.group(1)}"
+
+    def client(self, **kw) -> openai.OpenAI:
+        kw.setdefault("api_key", "unused")
+        return openai.OpenAI(base_url=self.base + "/v1", max_retries=0, timeout=120, **kw)
+
+    def get(self, path: str) -> str:
+        with urllib.request.urlopen(self.base + path, timeout=30) as r:
+            return r.read().decode()
+
+    def metric(self, series: str) -> float:
+        """The value of one series, named with its labels as /metrics prints them."""
+        for line in self.get("/metrics").splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+        raise KeyError(series)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--parallel", "4", "--ctx-per-request", "1024")
+    yield s
+    s.close()
+
+
+def cli_run(prompt: str, max_tokens: int) -> dict:
+    out = subprocess.run(
+        [CLI, "run", MODEL, prompt, "--max-tokens", str(max_tokens), "--temperature", "0", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout)
+
+
+def chat(client: openai.OpenAI, content: str, **kw):
+    kw.setdefault("max_tokens", 16)
+    kw.setdefault("temperature", 0)
+    return client.chat.completions.create(
+        model=NAME, messages=[{"role": "user", "content": content}], **kw
+    )
+
+
+def test_models_health_and_a_greedy_chat_equal_to_torchnative_run(server):
+    assert json.loads(server.get("/health"))["status"] == "ok"
+    client = server.client()
+    assert [m.id for m in client.models.list().data] == [NAME]
+    r = chat(client, "What is the capital of France?", max_tokens=20)
+    want = cli_run("What is the capital of France?", 20)
+    assert r.choices[0].message.content == want["text"]
+    assert r.choices[0].message.role == "assistant"
+    assert r.usage.completion_tokens == want["usage"]["completion_tokens"]
+    assert r.usage.prompt_tokens == want["usage"]["prompt_tokens"]
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    assert r.choices[0].finish_reason == "length"
+
+
+def test_sixteen_concurrent_greedy_requests_equal_each_alone(server):
+    client = server.client()
+    questions = [f"Tell me one fact about the number {i}." for i in range(16)]
+    alone = [chat(client, q).choices[0].message.content for q in questions]
+    with cf.ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(lambda q: chat(client, q).choices[0].message.content, questions))
+    assert together == alone
+
+
+def test_stream_with_usage_joins_to_the_same_text(server):
+    client = server.client()
+    whole = chat(client, "Name three fruits.", max_tokens=24)
+    full = whole.choices[0].message.content
+    pieces, usage, finish = [], None, None
+    stream = chat(
+        client, "Name three fruits.", max_tokens=24, stream=True, stream_options={"include_usage": True}
+    )
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for c in chunk.choices:
+            if c.delta.content:
+                pieces.append(c.delta.content)
+            if c.finish_reason:
+                finish = c.finish_reason
+    assert "".join(pieces) == full
+    assert finish == whole.choices[0].finish_reason
+    assert usage is not None and usage.completion_tokens == whole.usage.completion_tokens
+
+
+def test_completions_stop_seed_n_and_logprobs(server):
+    client = server.client()
+    r = client.completions.create(model=NAME, prompt="1, 2, 3, 4,", max_tokens=12, temperature=0)
+    text = r.choices[0].text
+    assert text
+    stop = text.strip()[:2]
+    s = client.completions.create(
+        model=NAME, prompt="1, 2, 3, 4,", max_tokens=12, temperature=0, stop=[stop]
+    )
+    assert stop not in s.choices[0].text and s.choices[0].finish_reason == "stop"
+    # Seeds reproduce sampled answers; n gives several choices.
+    a = chat(client, "Write a word.", temperature=1.0, seed=7, n=2, max_tokens=12)
+    b = chat(client, "Write a word.", temperature=1.0, seed=7, n=2, max_tokens=12)
+    assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices]
+    assert [c.index for c in a.choices] == [0, 1]
+    # Logprobs: greedy picks the most likely token; alternatives are sorted.
+    lp = chat(client, "Say yes.", logprobs=True, top_logprobs=3, max_tokens=6)
+    content = lp.choices[0].logprobs.content
+    assert len(content) == lp.usage.completion_tokens
+    for t in content:
+        assert t.logprob <= 0
+        assert len(t.top_logprobs) == 3
+        assert t.top_logprobs[0].logprob == t.logprob
+        assert t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob
+
+
+def test_errors_have_openai_shapes_and_status_codes(server):
+    client = server.client()
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="no-such-model", messages=QUESTION)
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client, "hi", temperature=3.5)
+    assert e.value.body["param"] == "temperature"
+    with pytest.raises(openai.BadRequestError):
+        chat(client, "hi", max_tokens=5000)
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client, "hi " * 1200, max_tokens=10)
+    assert "context" in str(e.value)
+    with pytest.raises(openai.BadRequestError):
+        chat(client, "hi", response_format={"type": "json_object"})
+    req = urllib.request.Request(
+        server.base + "/v1/chat/completions", data=b"{not json", method="POST",
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as h:
+        urllib.request.urlopen(req, timeout=30)
+    assert h.value.code == 400 and "error" in json.loads(h.value.read())
+
+
+def test_api_key_is_required_when_set():
+    s = Server("--api-key", "sesame", "--parallel", "1")
+    try:
+        with pytest.raises(openai.AuthenticationError):
+            chat(s.client(api_key="wrong"), "hi", max_tokens=2)
+        assert chat(s.client(api_key="sesame"), "hi", max_tokens=2).choices[0].message.content is not None
+    finally:
+        s.close()
+
+
+def test_overload_gets_429_and_nothing_accepted_is_lost():
+    s = Server("--parallel", "1", "--max-queue", "2", "--batch-tokens", "64")
+    try:
+        client = s.client()
+
+        def one(i):
+            try:
+                r = chat(client, f"Count to {i}.", max_tokens=8)
+                return ("ok", r.usage.completion_tokens)
+            except openai.RateLimitError as e:
+                assert e.response.headers.get("retry-after") == "1"
+                return ("429", 0)
+
+        with cf.ThreadPoolExecutor(30) as pool:
+            results = list(pool.map(one, range(30)))
+        ok = [r for r in results if r[0] == "ok"]
+        assert len(ok) + len([r for r in results if r[0] == "429"]) == 30
+        assert ok and all(n == 8 for _, n in ok), results
+        assert len(ok) < 30, "30 concurrent requests overflow one slot and a queue of 2"
+        # Still serving.
+        assert chat(client, "hi", max_tokens=2).usage.completion_tokens == 2
+        assert s.metric("torchnative_queue_depth") == 0
+    finally:
+        s.close()
+
+
+def test_a_client_that_disconnects_cancels_its_request(server):
+    client = server.client()
+    before = server.metric('torchnative_requests_total{outcome="cancelled"}')
+    stream = chat(client, "Write a long story about a dragon.", max_tokens=400, stream=True)
+    got = 0
+    for chunk in stream:
+        got += 1
+        if got == 5:
+            break
+    stream.close()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if server.metric('torchnative_requests_total{outcome="cancelled"}') > before:
+            break
+        time.sleep(0.1)
+    assert server.metric('torchnative_requests_total{outcome="cancelled"}') > before
+    assert server.metric("torchnative_running_requests") == 0
+    assert server.metric("torchnative_kv_slots_free") == 4
