@@ -1,9 +1,10 @@
 //! Timing of the kernels whose batch invariance matters (attention, linear_f32), at SmolLM2-135M
-//! shapes, run inside the kernel pool as the runtime does:
+//! shapes, run inside the kernel pool as the runtime does, and paged attention (the same K/V
+//! in a pool of blocks of 16/32/64 positions through a shuffled block table) against it:
 //! `cargo run --release -p torchnative-core --example invariance_bench`.
 
 use std::time::Instant;
-use torchnative_core::kernels::{self, AttentionParams};
+use torchnative_core::kernels::{self, AttentionParams, PagedAttentionParams};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
@@ -61,6 +62,56 @@ fn main() {
                 kernels::attention_f32(&q, &k, &v, &mut out, &mut [], p).unwrap()
             });
             println!("attention n_q={n_q} kv_len={kv_len}: {us:.1} us");
+            for bs in [16usize, 32, 64] {
+                // The cache's positions 0..cap scattered into a pool with a shuffled table.
+                let n_blocks = cap / bs;
+                let mut table: Vec<u32> = (0..n_blocks as u32).collect();
+                let mut s = 12345u64;
+                for i in (1..n_blocks).rev() {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    table.swap(i, (s >> 33) as usize % (i + 1));
+                }
+                let mut pk = vec![0.0; k.len()];
+                let mut pv = vec![0.0; v.len()];
+                for x in 0..cap {
+                    for h in 0..nkv {
+                        let dst = ((table[x / bs] as usize * nkv + h) * bs + x % bs) * hd;
+                        let src = (h * cap + x) * hd;
+                        pk[dst..dst + hd].copy_from_slice(&k[src..src + hd]);
+                        pv[dst..dst + hd].copy_from_slice(&v[src..src + hd]);
+                    }
+                }
+                let pp = PagedAttentionParams {
+                    n_q,
+                    n_heads: nh,
+                    n_kv_heads: nkv,
+                    head_dim: hd,
+                    kv_len,
+                    q_pos0: kv_len - n_q,
+                    scale: 0.125,
+                    sliding_window: None,
+                    softcap: None,
+                    block_size: bs,
+                    n_blocks,
+                };
+                let mut paged_out = vec![0.0; q.len()];
+                let paged_us = time(reps, || {
+                    kernels::attention_paged_f32(&q, &pk, &pv, &table, &mut paged_out, pp).unwrap()
+                });
+                assert!(
+                    paged_out
+                        .iter()
+                        .zip(&out)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "paged != contiguous"
+                );
+                println!(
+                    "  paged block_size={bs}: {paged_us:.1} us (paged / contiguous {:.3})",
+                    paged_us / us
+                );
+            }
         }
         let (k, n) = (576, 1536);
         let w = data(n * k, 4);

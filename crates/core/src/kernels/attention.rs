@@ -3,7 +3,10 @@
 //! (streaming) softmax over key blocks aligned to absolute positions, so no score buffer of
 //! kv_len is needed; the query heads of one GQA group run in one task so each K/V block is
 //! fetched once for all of them. Every path computes one canonical order per (query, head)
-//! (see [`attention_f32`]), so a row's bits do not depend on the batch it rides in.
+//! (see [`attention_f32`]), so a row's bits do not depend on the batch it rides in, nor on
+//! whether the cache is one buffer per kv head or a pool of blocks read through a block
+//! table ([`attention_paged_f32`]): the kernels address a 64-key block through [`BlockRows`],
+//! built from either layout.
 
 use super::cpu::{active_isa, Isa};
 use super::simd::Simd;
@@ -56,7 +59,38 @@ fn validate(
     out: &[f32],
     p: &AttentionParams,
 ) -> Result<(), KernelError> {
-    let bad = |msg: String| Err(KernelError::InvalidArgument(format!("attention: {msg}")));
+    let op = "attention";
+    validate_common(op, q, out, p, Some(p.kv_capacity))?;
+    let Some(kv_size) = p
+        .n_kv_heads
+        .checked_mul(p.kv_capacity)
+        .and_then(|x| x.checked_mul(p.head_dim))
+    else {
+        return invalid(op, "sizes overflow usize".into());
+    };
+    for (name, len) in [("k_cache", k.len()), ("v_cache", v.len())] {
+        if len < kv_size {
+            return invalid(op, format!("{name} has {len} elements, needs {kv_size}"));
+        }
+    }
+    Ok(())
+}
+
+/// `Err(InvalidArgument("{op}: {msg}"))`.
+fn invalid(op: &str, msg: String) -> Result<(), KernelError> {
+    Err(KernelError::InvalidArgument(format!("{op}: {msg}")))
+}
+
+/// The checks both layouts share: heads, masking options, `q`/`out` lengths, and
+/// `kv_len <= kv_capacity` when a capacity is given.
+fn validate_common(
+    op: &str,
+    q: &[f32],
+    out: &[f32],
+    p: &AttentionParams,
+    kv_capacity: Option<usize>,
+) -> Result<(), KernelError> {
+    let bad = |msg: String| invalid(op, msg);
     if p.n_heads == 0 || p.n_kv_heads == 0 || !p.n_heads.is_multiple_of(p.n_kv_heads) {
         return bad(format!(
             "n_heads {} must be a positive multiple of n_kv_heads {}",
@@ -66,11 +100,8 @@ fn validate(
     if p.head_dim == 0 {
         return bad("head_dim is 0".into());
     }
-    if p.kv_len > p.kv_capacity {
-        return bad(format!(
-            "kv_len {} > kv_capacity {}",
-            p.kv_len, p.kv_capacity
-        ));
+    if let Some(cap) = kv_capacity.filter(|&cap| p.kv_len > cap) {
+        return bad(format!("kv_len {} > kv_capacity {cap}", p.kv_len));
     }
     if p.q_pos0.checked_add(p.n_q).is_none_or(|end| end > p.kv_len) {
         return bad(format!(
@@ -84,25 +115,16 @@ fn validate(
     if p.softcap.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
         return bad(format!("softcap {:?} must be finite and > 0", p.softcap));
     }
-    let q_len = p
+    let Some(q_len) = p
         .n_q
         .checked_mul(p.n_heads)
-        .and_then(|x| x.checked_mul(p.head_dim));
-    let kv_size = p
-        .n_kv_heads
-        .checked_mul(p.kv_capacity)
-        .and_then(|x| x.checked_mul(p.head_dim));
-    let (Some(q_len), Some(kv_size)) = (q_len, kv_size) else {
+        .and_then(|x| x.checked_mul(p.head_dim))
+    else {
         return bad("sizes overflow usize".into());
     };
-    for (name, len, need) in [
-        ("q", q.len(), q_len),
-        ("out", out.len(), q_len),
-        ("k_cache", k.len(), kv_size),
-        ("v_cache", v.len(), kv_size),
-    ] {
-        if len < need {
-            return bad(format!("{name} has {len} elements, needs {need}"));
+    for (name, len) in [("q", q.len()), ("out", out.len())] {
+        if len < q_len {
+            return bad(format!("{name} has {len} elements, needs {q_len}"));
         }
     }
     Ok(())
@@ -117,8 +139,9 @@ fn validate(
 /// beyond `pos`, `kv_capacity` and thread count, because every path computes this order
 /// (visible keys `ks..=pos`, `ks = pos + 1 - window` or 0; `B` = `KEY_BLOCK` = 64):
 /// 1. Keys go in blocks aligned to absolute positions, `[b*B, (b+1)*B) ∩ [ks, pos]`, in
-///    increasing order (with a window the first block is partial). A paged KV cache with
-///    pages of 16/32/64 positions can follow the same blocks.
+///    increasing order (with a window the first block is partial).
+///    [`attention_paged_f32`] reads each such block as the 16/32/64-position blocks of a paged
+///    cache that tile it, through the same code, so its bits are these.
 /// 2. Score `s_j`: `acc = 0; for d in 0..head_dim { acc = fma(q[d], k_j[d], acc) }`, then
 ///    `acc * scale` (then softcap `cap * tanh(s / cap)` if set).
 /// 3. Per block: `M' = max(M, max_j s_j)` (M starts at -inf); `shift = M'` (0 while M' is
@@ -154,13 +177,291 @@ pub(crate) fn attention_f32_with(
     p: AttentionParams,
 ) -> Result<(), KernelError> {
     validate(q, k_cache, v_cache, out, &p)?;
+    let layout = KvLayout::Contiguous {
+        capacity: p.kv_capacity,
+    };
+    run_attention(isa, q, k_cache, v_cache, layout, out, &p);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- paged KV cache
+
+/// Shapes and options of one [`attention_paged_f32`] call: those of [`AttentionParams`]
+/// (same meaning, same masking), with the KV cache in a pool of fixed-size blocks instead of
+/// one buffer per kv head. Layouts:
+/// - `q`, `out`: `[n_q][n_heads][head_dim]`, contiguous.
+/// - `keys`, `values` (the pool, one layer): `[n_blocks][n_kv_heads][block_size][head_dim]`,
+///   so one block's rows of one kv head are contiguous.
+/// - `block_table`: the sequence's pool blocks in position order: position `x` lives in
+///   block `block_table[x / block_size]`, row `x % block_size`. Its first
+///   `kv_len.div_ceil(block_size)` entries are read (and must be `< n_blocks`); later ones
+///   are ignored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PagedAttentionParams {
+    /// Number of query tokens (1 for decode).
+    pub n_q: usize,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads (divides `n_heads`).
+    pub n_kv_heads: usize,
+    /// Dimension of one head.
+    pub head_dim: usize,
+    /// Valid positions of the sequence (must cover the queries: `q_pos0 + n_q <= kv_len`).
+    pub kv_len: usize,
+    /// Position of the first query.
+    pub q_pos0: usize,
+    /// Multiplier of q·k (usually `1/sqrt(head_dim)`).
+    pub scale: f32,
+    /// Keys older than this many positions are masked (Mistral/Gemma2 local layers).
+    pub sliding_window: Option<usize>,
+    /// Gemma2 soft-capping: `s = cap * tanh(s / cap)` after scaling.
+    pub softcap: Option<f32>,
+    /// Positions per pool block: 16, 32 or 64, so each 64-key block of the canonical order
+    /// is made of whole pool blocks.
+    pub block_size: usize,
+    /// Blocks in the pool (`keys`/`values` hold at least
+    /// `n_blocks * n_kv_heads * block_size * head_dim` floats).
+    pub n_blocks: usize,
+}
+
+impl PagedAttentionParams {
+    /// The shared shapes, as the contiguous kernel sees them (`kv_capacity` is unused).
+    fn common(&self) -> AttentionParams {
+        AttentionParams {
+            n_q: self.n_q,
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            head_dim: self.head_dim,
+            kv_len: self.kv_len,
+            kv_capacity: self.kv_len,
+            q_pos0: self.q_pos0,
+            scale: self.scale,
+            sliding_window: self.sliding_window,
+            softcap: self.softcap,
+        }
+    }
+}
+
+/// Pool block sizes [`attention_paged_f32`] takes (powers of two dividing [`KEY_BLOCK`], at
+/// most [`PAGES`] blocks per key block).
+const PAGED_BLOCK_SIZES: [usize; 3] = [16, 32, 64];
+
+/// Checks every length, parameter and used block-table entry of a paged call.
+fn validate_paged(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    block_table: &[u32],
+    out: &[f32],
+    pp: &PagedAttentionParams,
+) -> Result<(), KernelError> {
+    let op = "attention_paged";
+    let p = pp.common();
+    validate_common(op, q, out, &p, None)?;
+    let bs = pp.block_size;
+    if !PAGED_BLOCK_SIZES.contains(&bs) {
+        return invalid(op, format!("block_size {bs} must be 16, 32 or 64"));
+    }
+    let Some(pool) = pp
+        .n_blocks
+        .checked_mul(pp.n_kv_heads)
+        .and_then(|x| x.checked_mul(bs))
+        .and_then(|x| x.checked_mul(pp.head_dim))
+    else {
+        return invalid(op, "sizes overflow usize".into());
+    };
+    for (name, len) in [("keys", keys.len()), ("values", values.len())] {
+        if len < pool {
+            return invalid(
+                op,
+                format!(
+                    "{name} has {len} elements, needs {pool} (n_blocks {} x n_kv_heads {} x \
+                     block_size {bs} x head_dim {})",
+                    pp.n_blocks, pp.n_kv_heads, pp.head_dim
+                ),
+            );
+        }
+    }
+    let used = pp.kv_len.div_ceil(bs);
+    if block_table.len() < used {
+        return invalid(
+            op,
+            format!(
+                "block_table has {} entries, kv_len {} needs {used} blocks of {bs}",
+                block_table.len(),
+                pp.kv_len
+            ),
+        );
+    }
+    if let Some(i) = (0..used).find(|&i| block_table[i] as usize >= pp.n_blocks) {
+        return invalid(
+            op,
+            format!(
+                "block_table[{i}] = {} is not below n_blocks {}",
+                block_table[i], pp.n_blocks
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// [`attention_f32`] reading keys and values through a block table from a pool of
+/// fixed-size blocks (vLLM's PagedAttention), without gathering them; see
+/// [`PagedAttentionParams`] for the layouts. Every (query, head) row is computed by the same
+/// code in the same canonical order as [`attention_f32`] (each 64-key block is read as its
+/// 64 / `block_size` pool blocks), so on a given ISA level and whatever the thread count the
+/// output is bit-identical to `attention_f32` on the same keys and values in a contiguous
+/// cache. Errors name the inconsistent parameter (a short table, an index `>= n_blocks`, a
+/// block size other than 16/32/64, short slices).
+pub fn attention_paged_f32(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    block_table: &[u32],
+    out: &mut [f32],
+    p: PagedAttentionParams,
+) -> Result<(), KernelError> {
+    attention_paged_f32_with(active_isa(), q, keys, values, block_table, out, p)
+}
+
+pub(crate) fn attention_paged_f32_with(
+    isa: Isa,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    block_table: &[u32],
+    out: &mut [f32],
+    pp: PagedAttentionParams,
+) -> Result<(), KernelError> {
+    validate_paged(q, keys, values, block_table, out, &pp)?;
+    let layout = KvLayout::Paged {
+        table: block_table,
+        block_size: pp.block_size,
+        n_kv_heads: pp.n_kv_heads,
+    };
+    run_attention(isa, q, keys, values, layout, out, &pp.common());
+    Ok(())
+}
+
+/// Pool blocks per 64-key block at the smallest block size.
+const PAGES: usize = KEY_BLOCK / PAGED_BLOCK_SIZES[0];
+
+/// Where the key (or value) rows of a kv head live. Row of position `x`, kv head `h`:
+/// - `Contiguous`: `(h * capacity + x) * head_dim` (the [`attention_f32`] cache);
+/// - `Paged`: `((table[x / B] * n_kv_heads + h) * B + x % B) * head_dim`.
+///
+/// The kernels read a 64-key block through [`BlockRows`], so both layouts run the same code.
+#[derive(Clone, Copy)]
+enum KvLayout<'a> {
+    Contiguous {
+        capacity: usize,
+    },
+    Paged {
+        table: &'a [u32],
+        block_size: usize,
+        n_kv_heads: usize,
+    },
+}
+
+impl KvLayout<'_> {
+    /// Rows of the 64-key block starting at position `a` (a multiple of [`KEY_BLOCK`]) of kv
+    /// head `kvh` in the buffer at `base`, for reading relative positions `r0..r1` (`r0 < r1`).
+    ///
+    /// # Safety
+    /// The caller validated the call: positions `a + r0..a + r1` are below `kv_len`, so their
+    /// table entries exist and point inside the pool.
+    #[inline(always)]
+    unsafe fn block_rows(
+        &self,
+        base: *const f32,
+        hd: usize,
+        kvh: usize,
+        a: usize,
+        r0: usize,
+        r1: usize,
+    ) -> BlockRows {
+        match *self {
+            KvLayout::Contiguous { capacity } => BlockRows {
+                page: [unsafe { base.add((kvh * capacity + a) * hd) }; PAGES],
+                shift: KEY_BLOCK.trailing_zeros(),
+                mask: KEY_BLOCK - 1,
+                hd,
+            },
+            KvLayout::Paged {
+                table,
+                block_size,
+                n_kv_heads,
+            } => {
+                let shift = block_size.trailing_zeros();
+                let first = a >> shift;
+                let mut page = [base; PAGES];
+                for (i, pg) in page
+                    .iter_mut()
+                    .enumerate()
+                    .take(((r1 - 1) >> shift) + 1)
+                    .skip(r0 >> shift)
+                {
+                    let blk = table[first + i] as usize;
+                    *pg = unsafe { base.add((blk * n_kv_heads + kvh) * block_size * hd) };
+                }
+                BlockRows {
+                    page,
+                    shift,
+                    mask: block_size - 1,
+                    hd,
+                }
+            }
+        }
+    }
+}
+
+/// The rows of one 64-key block: relative position `r` (0..64) is at
+/// `page[r >> shift] + (r & mask) * hd`; rows of one page are contiguous.
+#[derive(Clone, Copy)]
+struct BlockRows {
+    page: [*const f32; PAGES],
+    shift: u32,
+    mask: usize,
+    hd: usize,
+}
+
+impl BlockRows {
+    /// Start of the row of relative position `r`.
+    #[inline(always)]
+    unsafe fn row(&self, r: usize) -> *const f32 {
+        debug_assert!(r < KEY_BLOCK);
+        unsafe {
+            self.page
+                .get_unchecked(r >> self.shift)
+                .add((r & self.mask) * self.hd)
+        }
+    }
+
+    /// The contiguous run of rows from relative position `r`: its start and length (up to
+    /// the end of `r`'s page, at most `max`).
+    #[inline(always)]
+    unsafe fn run(&self, r: usize, max: usize) -> (*const f32, usize) {
+        (unsafe { self.row(r) }, ((r | self.mask) + 1 - r).min(max))
+    }
+}
+
+/// Both layouts' attention, after validation.
+fn run_attention(
+    isa: Isa,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    layout: KvLayout<'_>,
+    out: &mut [f32],
+    p: &AttentionParams,
+) {
     let hd = p.head_dim;
     let out = &mut out[..p.n_q * p.n_heads * hd];
     let group = p.n_heads / p.n_kv_heads;
     let level = super::cpu::supported_or_lower(isa);
-    if level != Isa::Scalar && blocked_applies(&p) {
-        blocked_attention(level, q, k_cache, v_cache, out, &p);
-        return Ok(());
+    if level != Isa::Scalar && blocked_applies(p) {
+        blocked_attention(level, q, k, v, layout, out, p);
+        return;
     }
     // A task takes all query heads that share one kv head (they are adjacent in `out`), so
     // each K/V block is read from memory once and reused from L1 by the whole group.
@@ -173,19 +474,21 @@ pub(crate) fn attention_f32_with(
         let pos = p.q_pos0 + i;
         let keys_end = pos + 1;
         let keys_start = p.sliding_window.map_or(0, |w| keys_end.saturating_sub(w));
-        let kv_base = (h / group) * p.kv_capacity * hd;
         let task = GroupTask {
             q: &q[first * hd..(first + heads_per_task) * hd],
-            k: &k_cache[kv_base..kv_base + keys_end * hd],
-            v: &v_cache[kv_base..kv_base + keys_end * hd],
+            k,
+            v,
+            layout,
+            kvh: h / group,
             keys_start,
+            keys_end,
             head_dim: hd,
             scale: p.scale,
             softcap: p.softcap,
         };
         #[allow(unreachable_patterns)]
         match level {
-            // SAFETY: the level is supported; slices are bounds-checked above.
+            // SAFETY: the level is supported; the call was validated.
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => unsafe { group_avx512(task, o) },
             #[cfg(target_arch = "x86_64")]
@@ -195,20 +498,22 @@ pub(crate) fn attention_f32_with(
             _ => unsafe { group_attention::<super::simd::Scalar>(task, o) },
         }
     });
-    Ok(())
 }
 
 /// Largest GQA group handled in one task (per-head softmax state lives on the stack).
 const MAX_GROUP: usize = 16;
 
-/// One query token and `q.len() / head_dim` adjacent heads sharing one kv head; `k`/`v`
-/// are that kv head's cache rows up to the query's position (the last key), of which keys
-/// `keys_start..` are visible.
+/// One query token and `q.len() / head_dim` adjacent heads sharing kv head `kvh`, which has
+/// rows `keys_start..keys_end` visible (the last one is the query's own position) in `k`/`v`
+/// (the whole cache or pool, laid out as `layout` says).
 struct GroupTask<'a> {
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
+    layout: KvLayout<'a>,
+    kvh: usize,
     keys_start: usize,
+    keys_end: usize,
     head_dim: usize,
     scale: f32,
     softcap: Option<f32>,
@@ -265,7 +570,7 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
     const ROW: usize = KEY_BLOCK + 16; // a head's score row, with room for a vector overread
     let hd = t.head_dim;
     let heads = out.len() / hd;
-    let keys_end = t.k.len() / hd;
+    let keys_end = t.keys_end;
     out.fill(0.0);
     let mut run_max = [f32::NEG_INFINITY; MAX_GROUP];
     let mut run_sum = [0.0f32; MAX_GROUP];
@@ -279,8 +584,13 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
     );
     let mut b0 = t.keys_start;
     while b0 < keys_end {
-        let b1 = ((b0 / KEY_BLOCK + 1) * KEY_BLOCK).min(keys_end);
+        let a = b0 / KEY_BLOCK * KEY_BLOCK;
+        let b1 = (a + KEY_BLOCK).min(keys_end);
         let len = b1 - b0;
+        // Key `b0 + j` is row `r0 + j` of this 64-key block.
+        let r0 = b0 - a;
+        let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
+        let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
         // Scores of keys b0 + j.., W at a time: one FMA chain over the head dims per lane.
         let mut j = 0;
         while j < len {
@@ -290,7 +600,7 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
             while d0 < hd {
                 let dn = DIM_CHUNK.min(hd - d0);
                 for l in 0..S::W {
-                    let key = kp.add((b0 + j + l.min(n - 1)) * hd + d0);
+                    let key = krows.row(r0 + j + l.min(n - 1)).add(d0);
                     for d in 0..dn {
                         kt[d * S::W + l] = *key.add(d);
                     }
@@ -341,12 +651,18 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
             ));
             let acc = out.as_mut_ptr().add(h * hd);
             let vf = S::splat(factor);
-            let values = vp.add(b0 * hd);
+            // Keys in order, one contiguous run of value rows (a page) at a time.
             let mut e = 0;
             while e + S::W <= hd {
                 let mut r = S::mul(S::load(acc.add(e)), vf);
-                for j in 0..len {
-                    r = S::fma(S::splat(*row.add(j)), S::load(values.add(j * hd + e)), r);
+                let mut j = 0;
+                while j < len {
+                    let (values, n) = vrows.run(r0 + j, len - j);
+                    for x in 0..n {
+                        let w = S::splat(*row.add(j + x));
+                        r = S::fma(w, S::load(values.add(x * hd + e)), r);
+                    }
+                    j += n;
                 }
                 S::store(acc.add(e), r);
                 e += S::W;
@@ -354,12 +670,14 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
             if e < hd {
                 let rem = hd - e;
                 let mut r = S::mul(S::load_partial(acc.add(e), rem), vf);
-                for j in 0..len {
-                    r = S::fma(
-                        S::splat(*row.add(j)),
-                        S::load_partial(values.add(j * hd + e), rem),
-                        r,
-                    );
+                let mut j = 0;
+                while j < len {
+                    let (values, n) = vrows.run(r0 + j, len - j);
+                    for x in 0..n {
+                        let w = S::splat(*row.add(j + x));
+                        r = S::fma(w, S::load_partial(values.add(x * hd + e), rem), r);
+                    }
+                    j += n;
                 }
                 S::store_partial(acc.add(e), rem, r);
             }
@@ -406,8 +724,9 @@ unsafe impl Sync for OutPtr {}
 fn blocked_attention(
     level: Isa,
     q: &[f32],
-    k_cache: &[f32],
-    v_cache: &[f32],
+    k: &[f32],
+    v: &[f32],
+    layout: KvLayout<'_>,
     out: &mut [f32],
     p: &AttentionParams,
 ) {
@@ -425,15 +744,16 @@ fn blocked_attention(
             let i0 = b * q_block;
             let task = BlockedTask {
                 q,
-                k: &k_cache[kvh * p.kv_capacity * hd..(kvh + 1) * p.kv_capacity * hd],
-                v: &v_cache[kvh * p.kv_capacity * hd..(kvh + 1) * p.kv_capacity * hd],
+                k,
+                v,
+                layout,
                 out: out_ptr,
                 p,
                 kvh,
                 i0,
                 i1: (i0 + q_block).min(p.n_q),
             };
-            // SAFETY: `level` is supported by this CPU; `validate` checked every length;
+            // SAFETY: `level` is supported by this CPU; the call was validated;
             // tasks write disjoint (query, head) rows of `out`.
             #[allow(unreachable_patterns)]
             match level {
@@ -452,11 +772,13 @@ fn blocked_attention(
     });
 }
 
-/// Queries `i0..i1` of every head in kv head `kvh`'s group; `k`/`v` are that kv head's cache.
+/// Queries `i0..i1` of every head in kv head `kvh`'s group; `k`/`v` are the whole cache or
+/// pool, laid out as `layout` says.
 struct BlockedTask<'a> {
     q: &'a [f32],
     k: &'a [f32],
     v: &'a [f32],
+    layout: KvLayout<'a>,
     out: OutPtr,
     p: &'a AttentionParams,
     kvh: usize,
@@ -540,13 +862,19 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
 
         let mut kb = keys_start;
         while kb < keys_end {
-            let len = ((kb / KB + 1) * KB).min(keys_end) - kb;
+            let a = kb / KB * KB;
+            let len = (a + KB).min(keys_end) - kb;
+            // Key `kb + j` is row `r0 + j` of this 64-key block.
+            let r0 = kb - a;
+            let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
+            let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
+            let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
             // Scores, four keys at a time (independent FMA chains).
             let mut j = 0;
             while j < len {
                 let n = 4.min(len - j);
                 let mut s = [S::splat(0.0); 4];
-                let key = |x: usize| t.k.as_ptr().add((kb + j + x.min(n - 1)) * hd);
+                let key = |x: usize| krows.row(r0 + j + x.min(n - 1));
                 let keys = [key(0), key(1), key(2), key(3)];
                 for d in 0..hd {
                     let qd = S::load(qt.add(d * S::W));
@@ -584,14 +912,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let mut factors = [0f32; 16];
             S::store(factors.as_mut_ptr(), factor);
             for (l, &f) in factors.iter().enumerate().take(lanes) {
-                pv_accumulate::<S>(
-                    acc.add(l * hd),
-                    hd,
-                    f,
-                    probs.add(l),
-                    t.v.as_ptr().add(kb * hd),
-                    len,
-                );
+                pv_accumulate::<S>(acc.add(l * hd), hd, f, probs.add(l), &vrows, r0, len);
             }
             kb += len;
         }
@@ -607,14 +928,16 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
     }
 }
 
-/// `acc[..hd] = acc * factor + sum_j probs[j * W] * v[j][..hd]` for `len` keys.
+/// `acc[..hd] = acc * factor + sum_j probs[j * W] * v[j][..hd]` for `len` keys, key `j`
+/// being row `r0 + j` of `v`, in key order (one contiguous run of rows at a time).
 #[inline(always)]
 unsafe fn pv_accumulate<S: Simd>(
     acc: *mut f32,
     hd: usize,
     factor: f32,
     probs: *const f32,
-    v: *const f32,
+    v: &BlockRows,
+    r0: usize,
     len: usize,
 ) {
     let vf = S::splat(factor);
@@ -622,12 +945,17 @@ unsafe fn pv_accumulate<S: Simd>(
     // Four vectors of the row at a time in registers, then the rest one by one.
     while e + 4 * S::W <= hd {
         let mut r: [S::V; 4] = std::array::from_fn(|x| S::mul(S::load(acc.add(e + x * S::W)), vf));
-        for j in 0..len {
-            let w = S::splat(*probs.add(j * S::W));
-            let row = v.add(j * hd + e);
-            for (x, r) in r.iter_mut().enumerate() {
-                *r = S::fma(w, S::load(row.add(x * S::W)), *r);
+        let mut j = 0;
+        while j < len {
+            let (rows, n) = v.run(r0 + j, len - j);
+            for i in 0..n {
+                let w = S::splat(*probs.add((j + i) * S::W));
+                let row = rows.add(i * hd + e);
+                for (x, r) in r.iter_mut().enumerate() {
+                    *r = S::fma(w, S::load(row.add(x * S::W)), *r);
+                }
             }
+            j += n;
         }
         for (x, r) in r.iter().enumerate() {
             S::store(acc.add(e + x * S::W), *r);
@@ -636,12 +964,14 @@ unsafe fn pv_accumulate<S: Simd>(
     }
     while e < hd {
         let mut r = S::mul(S::load(acc.add(e)), vf);
-        for j in 0..len {
-            r = S::fma(
-                S::splat(*probs.add(j * S::W)),
-                S::load(v.add(j * hd + e)),
-                r,
-            );
+        let mut j = 0;
+        while j < len {
+            let (rows, n) = v.run(r0 + j, len - j);
+            for i in 0..n {
+                let w = S::splat(*probs.add((j + i) * S::W));
+                r = S::fma(w, S::load(rows.add(i * hd + e)), r);
+            }
+            j += n;
         }
         S::store(acc.add(e), r);
         e += S::W;

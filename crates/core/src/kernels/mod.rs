@@ -30,7 +30,10 @@ mod threads;
 #[cfg(test)]
 mod tests;
 
-pub use attention::{attention_f32, attention_scratch_len, AttentionParams};
+pub use attention::{
+    attention_f32, attention_paged_f32, attention_scratch_len, AttentionParams,
+    PagedAttentionParams,
+};
 pub use cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_bf16_one, f32_to_f16};
 pub use cpu::{active_isa, detected_isa, supported_isas, Isa};
 pub use elementwise::{

@@ -13,6 +13,7 @@ mod elementwise;
 mod invariance;
 mod linear;
 mod oracle;
+mod paged;
 mod rope;
 mod threads;
 
