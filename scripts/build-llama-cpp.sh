@@ -3,7 +3,7 @@
 # llama-cpp-python 0.3.36, CPU only, Release, native CPU features. Nothing of it is committed;
 # everything lives under $TORCHNATIVE_HOME/llama.cpp-0.3.36/. A second run does nothing.
 # Prints the bin dir (llama-bench, llama-quantize, llama-simple, llama-tokenize, llama-perplexity,
-# and libllama.so / libggml*.so next to them) on stdout.
+# llama-server, and libllama.so / libggml*.so next to them) on stdout.
 #   scripts/build-llama-cpp.sh [--avx2]
 # --avx2 builds a second copy (llama-bench only, in build-avx2/) for CPUs without AVX-512:
 # AVX2 + FMA + F16C, AVX-512 off, the peer of our TORCHNATIVE_ISA=avx2 kernels.
@@ -21,9 +21,12 @@ elif [ -n "${1:-}" ]; then
 fi
 if [ "$variant" = native ]; then
   build="$root/build"
-  stamp="$root/.torchnative-built-v1"
+  # v2: + llama-server (the peer of bench/serve). The build dir is kept, so a v1 cache only
+  # compiles the server's targets.
+  stamp="$root/.torchnative-built-v2"
   features=(-DGGML_NATIVE=ON)
-  tools=(llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity)
+  tools=(llama-bench llama-quantize llama-simple llama-tokenize llama-perplexity llama-server)
+  server=ON
 else
   build="$root/build-avx2"
   stamp="$root/.torchnative-built-avx2-v1"
@@ -31,6 +34,7 @@ else
     -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
     -DGGML_AVX_VNNI=OFF)
   tools=(llama-bench)
+  server=OFF
 fi
 bin="$build/bin"
 
@@ -65,7 +69,8 @@ if [ ! -f "$src/vendor/llama.cpp/CMakeLists.txt" ]; then
 fi
 
 # Shared libs so a ctypes program (the logit oracle) can load libllama; llama-bench etc. use
-# them through the build tree's rpath.
+# them through the build tree's rpath. llama-server without its web UI: no npm build and no
+# download of prebuilt UI assets at build time (the API alone is what bench/serve talks to).
 nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
   -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" \
   -DCMAKE_BUILD_TYPE=Release \
@@ -73,7 +78,7 @@ nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
   -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_SERVER="$server" -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_OPENMP=ON >&2
 nice -n 19 "$venv/bin/cmake" --build "$build" -j "$jobs" --target "${tools[@]}" >&2
 
