@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
     default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Engine,
-    EngineConfig, Flow, GenerationConfig, Llm, LoadOptions, SessionOptions, WeightFormat,
+    EngineConfig, Flow, GenerationConfig, Llm, LoadOptions, PagedKvCache, SessionOptions,
+    WeightFormat,
 };
 
 /// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
@@ -72,6 +73,12 @@ struct ServeArgs {
     /// Requests waiting for a slot beyond which new ones get 429.
     #[arg(long, default_value_t = 64)]
     max_queue: usize,
+    /// KV cache pool, in positions shared by all requests (allocated at start).
+    #[arg(long, default_value_t = 8192, conflicts_with = "kv_cache_mib")]
+    kv_cache_tokens: usize,
+    /// KV cache pool in MiB instead of positions.
+    #[arg(long)]
+    kv_cache_mib: Option<usize>,
     /// Require `Authorization: Bearer KEY` (also from env TORCHNATIVE_API_KEY).
     #[arg(long, env = "TORCHNATIVE_API_KEY")]
     api_key: Option<String>,
@@ -834,6 +841,14 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .parse()
         .map_err(|e| format!("--host '{}' is not an IP address: {e}", a.host))?;
     let ctx = a.ctx_per_request.min(llm.config().context_length);
+    let block = EngineConfig::default().kv_block_size;
+    let kv_tokens = match a.kv_cache_mib {
+        Some(mib) => {
+            let per_block = PagedKvCache::bytes_per_block(llm.model().kv_shape(), block);
+            (mib << 20) / per_block * block
+        }
+        None => a.kv_cache_tokens,
+    };
     let engine = Engine::start(
         llm,
         EngineConfig {
@@ -841,6 +856,9 @@ fn serve(a: ServeArgs) -> CliResult<()> {
             ctx_per_seq: ctx,
             max_batch_tokens: a.batch_tokens.max(a.parallel),
             max_queued: a.max_queue,
+            // At least one whole request.
+            kv_cache_tokens: kv_tokens.max(ctx),
+            kv_block_size: block,
         },
     )?;
     let config = torchnative_server::ServerConfig {
@@ -852,7 +870,12 @@ fn serve(a: ServeArgs) -> CliResult<()> {
     };
     let addr = std::net::SocketAddr::new(ip, a.port);
     torchnative_server::run_blocking(addr, std::sync::Arc::new(engine), config, |bound| {
-        println!("torchnative serve: '{model_name}' on http://{bound} ({} parallel, {ctx} positions each)", a.parallel);
+        println!(
+            "torchnative serve: '{model_name}' on http://{bound} ({} parallel, {ctx} positions \
+             each, KV pool {} positions)",
+            a.parallel,
+            kv_tokens.max(ctx)
+        );
         let _ = std::io::Write::flush(&mut std::io::stdout());
     })?;
     Ok(())

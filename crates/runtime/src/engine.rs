@@ -1,12 +1,17 @@
 //! The serving engine: many requests over one model, batched at the level of forward steps.
 //!
-//! One worker thread owns the KV cache (a slot per running sequence) and the workspace. Each
-//! step it drops cancelled requests, admits waiting ones into free slots (first come, first
-//! served), and runs one forward pass holding every running sequence's next decode token
+//! One worker thread owns the paged KV cache (blocks from one pool sized at start, a block
+//! table per running sequence, prefix caching) and the workspace. Each step it drops cancelled
+//! requests, admits waiting ones into free sequence slots while the pool has blocks for their
+//! prompts (first come, first served; a prompt's cached prefix blocks are attached, not
+//! computed), and runs one forward pass holding every running sequence's next decode token
 //! followed by prefill chunks of prompts still being read, up to a token budget: decode is
-//! never delayed by more than one budget's worth of prefill. Sequences whose prompt is fully
-//! in the cache sample from their logits row with a [`TokenLoop`], exactly as a [`Session`]
-//! does, and their text goes to the request's sink as it becomes final.
+//! never delayed by more than one budget's worth of prefill. When the pool cannot hold a step,
+//! the newest running sequence is preempted: its blocks are released (its full blocks stay in
+//! the prefix cache) and it is recomputed when it is admitted again, with the same result.
+//! Sequences whose prompt is fully in the cache sample from their logits row with a
+//! [`TokenLoop`], exactly as a [`Session`] does, and their text goes to the request's sink as
+//! it becomes final.
 //!
 //! The kernels are batch invariant (a token's logits do not depend on the batch it rides in
 //! or on how its prompt was chunked), so a request's result is bit for bit the result of the
@@ -24,9 +29,10 @@ use std::time::{Duration, Instant};
 use torchnative_core::kernels;
 
 use crate::error::{invalid, Result, RuntimeError};
-use crate::kv_cache::{DenseKvCache, KvCache};
+use crate::kv_cache::KvCache;
 use crate::llm::{Flow, GenerationConfig, Llm, Next, TokenLoop, Usage};
 use crate::model::{LogitsFor, SeqChunk, Workspace};
+use crate::paged_kv::PagedKvCache;
 use crate::rng::Rng;
 use crate::stop::FinishReason;
 
@@ -43,6 +49,11 @@ pub struct EngineConfig {
     /// Requests accepted and waiting for a slot; beyond it [`Engine::submit`] refuses with
     /// [`RuntimeError::QueueFull`].
     pub max_queued: usize,
+    /// Positions the KV pool holds for all sequences together (rounded up to whole blocks; at
+    /// least `ctx_per_seq`). The pool is the engine's only KV memory.
+    pub kv_cache_tokens: usize,
+    /// Positions per KV block: 16, 32 or 64.
+    pub kv_block_size: usize,
 }
 
 impl Default for EngineConfig {
@@ -52,6 +63,8 @@ impl Default for EngineConfig {
             ctx_per_seq: 2048,
             max_batch_tokens: 256,
             max_queued: 64,
+            kv_cache_tokens: 16384,
+            kv_block_size: 16,
         }
     }
 }
@@ -114,6 +127,13 @@ pub struct EngineStats {
     pub steps: AtomicU64,
     pub last_batch_tokens: AtomicUsize,
     pub slots_total: AtomicUsize,
+    pub kv_blocks_total: AtomicUsize,
+    pub kv_blocks_used: AtomicUsize,
+    /// Unused blocks still holding a cached prefix (reusable by hash, evictable).
+    pub kv_blocks_cached: AtomicUsize,
+    pub prefix_lookup_tokens: AtomicU64,
+    pub prefix_hit_tokens: AtomicU64,
+    pub preemptions: AtomicU64,
     pub latency: Mutex<Latencies>,
 }
 
@@ -242,13 +262,32 @@ impl Engine {
                 ),
             ));
         }
+        if config.kv_cache_tokens < config.ctx_per_seq {
+            return Err(invalid(
+                "engine config",
+                format!(
+                    "kv_cache_tokens ({}) must hold at least one whole sequence (ctx_per_seq {})",
+                    config.kv_cache_tokens, config.ctx_per_seq
+                ),
+            ));
+        }
         let model = llm.model();
-        let cache = DenseKvCache::new(model.kv_shape(), config.ctx_per_seq, config.max_running)?;
+        let bs = config.kv_block_size;
+        let cache = PagedKvCache::new(
+            model.kv_shape(),
+            bs,
+            config.kv_cache_tokens.div_ceil(bs.max(1)),
+            config.max_running,
+            config.ctx_per_seq,
+        )?;
         let ws = model.workspace(config.max_batch_tokens, config.max_running);
         let stats = Arc::new(EngineStats::default());
         stats
             .slots_total
             .store(config.max_running, Ordering::Relaxed);
+        stats
+            .kv_blocks_total
+            .store(cache.n_blocks(), Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         let worker = Worker {
             llm: llm.clone(),
@@ -257,6 +296,7 @@ impl Engine {
             ws,
             stats: stats.clone(),
             waiting: VecDeque::new(),
+            preempted: VecDeque::new(),
             running: Vec::new(),
             free_slots: (0..config.max_running).rev().collect(),
         };
@@ -337,11 +377,18 @@ impl Drop for Engine {
     }
 }
 
-/// A sequence holding a slot.
+/// `Running::slot` of a preempted sequence.
+const NO_SLOT: usize = usize::MAX;
+
+/// A sequence holding a slot (or preempted, waiting for one).
 struct Running {
     id: RequestId,
     slot: usize,
+    /// Tokens to read into the cache before sampling: the prompt, or after a preemption the
+    /// prompt and everything generated.
     prompt: Vec<u32>,
+    /// The request's own prompt length (usage).
+    n_prompt: usize,
     /// Prompt tokens in the cache.
     read: usize,
     /// The token to evaluate next once the prompt is read.
@@ -360,10 +407,12 @@ struct Running {
 struct Worker {
     llm: Llm,
     config: EngineConfig,
-    cache: DenseKvCache,
+    cache: PagedKvCache,
     ws: Workspace,
     stats: Arc<EngineStats>,
     waiting: VecDeque<Box<Pending>>,
+    /// Sequences put back to make room, admitted again before anything waiting.
+    preempted: VecDeque<Running>,
     running: Vec<Running>,
     free_slots: Vec<usize>,
 }
@@ -371,7 +420,7 @@ struct Worker {
 impl Worker {
     fn run(mut self, rx: Receiver<Msg>) {
         loop {
-            if self.running.is_empty() && self.waiting.is_empty() {
+            if self.running.is_empty() && self.waiting.is_empty() && self.preempted.is_empty() {
                 match rx.recv() {
                     Ok(m) => {
                         if !self.handle(m) {
@@ -401,7 +450,7 @@ impl Worker {
             self.stats.queued.fetch_sub(1, Ordering::SeqCst);
             (p.sink)(EngineEvent::Error(RuntimeError::EngineStopped));
         }
-        for mut r in self.running.drain(..) {
+        for mut r in self.running.drain(..).chain(self.preempted.drain(..)) {
             (r.sink)(EngineEvent::Error(RuntimeError::EngineStopped));
         }
         self.stats.running.store(0, Ordering::Relaxed);
@@ -428,7 +477,12 @@ impl Worker {
                         total: p.submitted.elapsed(),
                     }));
                 }
-                if let Some(r) = self.running.iter_mut().find(|r| r.id == id) {
+                if let Some(r) = self
+                    .running
+                    .iter_mut()
+                    .chain(self.preempted.iter_mut())
+                    .find(|r| r.id == id)
+                {
                     r.cancelled = true;
                 }
             }
@@ -443,22 +497,50 @@ impl Worker {
         }
     }
 
-    /// Move waiting requests into free slots, first come first served; refuse bad ones.
+    /// Move preempted sequences, then waiting requests, into free slots while the pool has
+    /// blocks for their prompts (first come, first served); refuse bad requests.
     fn admit(&mut self) {
+        // Preempted sequences cancelled meanwhile end here (they hold no slot).
+        let mut i = 0;
+        while i < self.preempted.len() {
+            if self.preempted[i].cancelled {
+                let r = self.preempted.remove(i).expect("index in range");
+                self.retire(r, FinishReason::Cancelled);
+            } else {
+                i += 1;
+            }
+        }
         while !self.free_slots.is_empty() {
-            let Some(mut p) = self.waiting.pop_front() else {
+            if let Some(r) = self.preempted.front() {
+                if !self.fits(&r.prompt) {
+                    break;
+                }
+                let mut r = self.preempted.pop_front().expect("front exists");
+                r.slot = self.free_slots.pop().expect("checked non-empty");
+                r.read = self.attach(r.slot, &r.prompt);
+                self.running.push(r);
+                continue;
+            }
+            let Some(p) = self.waiting.front() else {
                 break;
             };
+            if !self.fits(&p.request.prompt) && !self.running.is_empty() {
+                break;
+            }
+            let mut p = self.waiting.pop_front().expect("front exists");
             self.stats.queued.fetch_sub(1, Ordering::SeqCst);
             match self.prepare(&p) {
                 Ok((lp, rng)) => {
                     let slot = self.free_slots.pop().expect("checked non-empty");
                     let vocab = self.llm.config().vocab_size;
+                    let prompt = std::mem::take(&mut p.request.prompt);
+                    let read = self.attach(slot, &prompt);
                     self.running.push(Running {
                         id: p.id,
                         slot,
-                        prompt: std::mem::take(&mut p.request.prompt),
-                        read: 0,
+                        n_prompt: prompt.len(),
+                        prompt,
+                        read,
                         feed: None,
                         lp,
                         rng,
@@ -477,9 +559,80 @@ impl Worker {
                 }
             }
         }
+        self.publish();
+    }
+
+    /// Whether the pool can take `tokens` now (counting no prefix hits: a safe bound).
+    fn fits(&self, tokens: &[u32]) -> bool {
+        tokens.len().div_ceil(self.cache.block_size()) <= self.cache.available_blocks()
+    }
+
+    /// Attach the cached prefix of `tokens` to the empty `slot`: positions already computed.
+    fn attach(&mut self, slot: usize, tokens: &[u32]) -> usize {
+        let got = self.cache.attach_prefix(slot, tokens).unwrap_or(0);
+        self.stats
+            .prefix_lookup_tokens
+            .fetch_add(tokens.len() as u64, Ordering::Relaxed);
+        self.stats
+            .prefix_hit_tokens
+            .fetch_add(got as u64, Ordering::Relaxed);
+        got
+    }
+
+    /// Gauges read by /metrics.
+    fn publish(&self) {
         self.stats
             .running
             .store(self.running.len(), Ordering::Relaxed);
+        self.stats
+            .kv_blocks_used
+            .store(self.cache.used_blocks(), Ordering::Relaxed);
+        self.stats
+            .kv_blocks_cached
+            .store(self.cache.cached_unused_blocks(), Ordering::Relaxed);
+    }
+
+    /// The step's chunks: (running index, tokens), decode tokens first, then prefill chunks
+    /// in arrival order under the token budget.
+    fn plan(&mut self) -> Vec<(usize, usize)> {
+        self.running.sort_by_key(|r| r.id);
+        let mut budget = self.config.max_batch_tokens;
+        let mut plan: Vec<(usize, usize)> = Vec::with_capacity(self.running.len());
+        for (k, r) in self.running.iter().enumerate() {
+            if r.feed.is_some() {
+                plan.push((k, 1));
+                budget -= 1;
+            }
+        }
+        for (k, r) in self.running.iter().enumerate() {
+            if r.feed.is_none() && r.read < r.prompt.len() && budget > 0 {
+                let n = (r.prompt.len() - r.read).min(budget);
+                plan.push((k, n));
+                budget -= n;
+            }
+        }
+        plan
+    }
+
+    /// Put the newest running sequence back (its blocks released; recomputed when admitted
+    /// again, from its cached prefix blocks where they survive).
+    fn preempt_newest(&mut self) {
+        let Some(k) = (0..self.running.len()).max_by_key(|&k| self.running[k].id) else {
+            return;
+        };
+        let mut r = self.running.swap_remove(k);
+        let _ = self.cache.register_full_blocks(r.slot, r.lp.history());
+        self.free(r.slot);
+        r.slot = NO_SLOT;
+        // Everything in the history is read again; the last token's logits give the next
+        // sample, as the pending feed would have.
+        r.prompt = r.lp.history().to_vec();
+        r.read = 0;
+        r.feed = None;
+        self.stats.preemptions.fetch_add(1, Ordering::Relaxed);
+        // Oldest preempted first: ids ascend in the queue.
+        let at = self.preempted.partition_point(|p| p.id < r.id);
+        self.preempted.insert(at, r);
     }
 
     /// Check a request before any work: prompt, sampling parameters, context.
@@ -520,23 +673,32 @@ impl Worker {
         if self.running.is_empty() {
             return;
         }
-        // First come, first served: prefill budget goes to the oldest requests first.
-        self.running.sort_by_key(|r| r.id);
-        let mut budget = self.config.max_batch_tokens;
-        // (running index, tokens of its chunk) for every chunk, decode tokens first.
-        let mut plan: Vec<(usize, usize)> = Vec::with_capacity(self.running.len());
-        for (k, r) in self.running.iter().enumerate() {
-            if r.feed.is_some() {
-                plan.push((k, 1));
-                budget -= 1;
+        // The pool must hold the step: preempt the newest sequences until it does.
+        let plan = loop {
+            let plan = self.plan();
+            let needed: usize = plan
+                .iter()
+                .map(|&(k, n)| {
+                    let r = &self.running[k];
+                    self.cache.blocks_needed(r.slot, self.cache.len(r.slot) + n)
+                })
+                .sum();
+            if needed <= self.cache.available_blocks() {
+                break plan;
             }
-        }
-        for (k, r) in self.running.iter().enumerate() {
-            if r.feed.is_none() && r.read < r.prompt.len() && budget > 0 {
-                let n = (r.prompt.len() - r.read).min(budget);
-                plan.push((k, n));
-                budget -= n;
+            if self.running.len() == 1 {
+                // Cannot happen while the pool holds a whole sequence (checked at start).
+                let r = self.running.pop().expect("one running");
+                self.retire_failed(
+                    r,
+                    invalid("kv cache", "the block pool cannot hold this sequence"),
+                );
+                return;
             }
+            self.preempt_newest();
+        };
+        if plan.is_empty() {
+            return;
         }
         let feeds: Vec<[u32; 1]> = self.running.iter().map(|r| [r.feed.unwrap_or(0)]).collect();
         let chunks: Vec<SeqChunk> = plan
@@ -636,6 +798,16 @@ impl Worker {
                 Next::Done(reason) => finished.push((k, reason)),
             }
         }
+        // Key the blocks that became full, for later prompts sharing them.
+        for &(k, _) in &plan {
+            let r = &self.running[k];
+            let tokens = if r.feed.is_some() || r.read >= r.prompt.len() {
+                r.lp.history()
+            } else {
+                &r.prompt[..r.read]
+            };
+            let _ = self.cache.register_full_blocks(r.slot, tokens);
+        }
         // Remove from the back so that indices stay valid.
         let mut gone: Vec<(usize, Option<FinishReason>, Option<RuntimeError>)> = finished
             .into_iter()
@@ -651,23 +823,23 @@ impl Worker {
                 _ => unreachable!("each entry has a reason or an error"),
             }
         }
-        self.stats
-            .running
-            .store(self.running.len(), Ordering::Relaxed);
+        self.publish();
     }
 
     fn free(&mut self, slot: usize) {
-        // Truncating a slot to 0 cannot fail for a valid slot.
+        // Truncating a slot to 0 cannot fail for a valid slot; keyed blocks stay cached.
         let _ = self.cache.truncate(slot, 0);
         self.free_slots.push(slot);
     }
 
     fn retire(&mut self, r: Running, reason: FinishReason) {
-        self.free(r.slot);
+        if r.slot != NO_SLOT {
+            self.free(r.slot);
+        }
         let Running {
             mut lp,
             mut sink,
-            prompt,
+            n_prompt,
             submitted,
             time_to_first_token,
             ..
@@ -690,7 +862,7 @@ impl Worker {
         }
         let (text, tokens) = lp.into_output();
         let usage = Usage {
-            prompt_tokens: prompt.len(),
+            prompt_tokens: n_prompt,
             completion_tokens: tokens.len(),
         };
         sink(EngineEvent::Done(EngineDone {
@@ -704,7 +876,9 @@ impl Worker {
     }
 
     fn retire_failed(&mut self, mut r: Running, e: RuntimeError) {
-        self.free(r.slot);
+        if r.slot != NO_SLOT {
+            self.free(r.slot);
+        }
         self.stats.requests_failed.fetch_add(1, Ordering::Relaxed);
         (r.sink)(EngineEvent::Error(e));
     }

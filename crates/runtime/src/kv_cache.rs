@@ -1,5 +1,5 @@
-//! The KV cache: one interface, a dense implementation now (a paged one later implements the
-//! same trait).
+//! The KV cache: one interface, two implementations: [`DenseKvCache`] (contiguous buffers
+//! per sequence, sessions) and `PagedKvCache` (blocks from one pool, the serving engine).
 //!
 //! Positions are per sequence: slot `p` of a sequence holds the key/value of its token at
 //! position `p`. Buffers are allocated once, to the capacity, when the cache is made; the token
@@ -15,13 +15,24 @@ pub struct KvShape {
     pub head_dim: usize,
 }
 
-/// One layer's keys and values of one sequence, laid out `[kv_head][capacity][head_dim]` (what
-/// `torchnative_core::kernels::attention_f32` reads), valid for positions `0..len`.
-pub struct KvLayerView<'a> {
-    pub keys: &'a [f32],
-    pub values: &'a [f32],
-    pub capacity: usize,
-    pub len: usize,
+/// One layer's keys and values of one sequence, valid for positions `0..len`.
+pub enum KvLayerView<'a> {
+    /// `[kv_head][capacity][head_dim]` (what `kernels::attention_f32` reads).
+    Dense {
+        keys: &'a [f32],
+        values: &'a [f32],
+        capacity: usize,
+        len: usize,
+    },
+    /// A pool of `[block][kv_head][block_size][head_dim]` and the sequence's blocks in position
+    /// order (what `kernels::attention_paged_f32` reads).
+    Paged {
+        keys: &'a [f32],
+        values: &'a [f32],
+        block_table: &'a [u32],
+        block_size: usize,
+        len: usize,
+    },
 }
 
 /// The cache interface the model's forward pass talks to.
@@ -197,7 +208,7 @@ impl KvCache for DenseKvCache {
                 format!("length {len} > capacity {}", self.capacity),
             ));
         }
-        Ok(KvLayerView {
+        Ok(KvLayerView::Dense {
             keys,
             values,
             capacity: self.capacity,
@@ -234,17 +245,19 @@ mod tests {
         let v: Vec<f32> = (0..12).map(|x| -(x as f32)).collect();
         c.write(1, 1, 1, &k, &v).unwrap();
         c.commit(1, 3).unwrap();
-        let view = c.layer(1, 1, 3).unwrap();
+        let KvLayerView::Dense { keys, values, .. } = c.layer(1, 1, 3).unwrap() else {
+            panic!("dense view")
+        };
         // head 0, pos 1 = token 0 head 0; head 1, pos 2 = token 1 head 1.
-        assert_eq!(&view.keys[3..6], &[0.0, 1.0, 2.0]);
-        assert_eq!(&view.keys[(4 + 2) * 3..(4 + 2) * 3 + 3], &[9.0, 10.0, 11.0]);
-        assert_eq!(
-            &view.values[(4 + 2) * 3..(4 + 2) * 3 + 3],
-            &[-9.0, -10.0, -11.0]
-        );
+        assert_eq!(&keys[3..6], &[0.0, 1.0, 2.0]);
+        assert_eq!(&keys[(4 + 2) * 3..(4 + 2) * 3 + 3], &[9.0, 10.0, 11.0]);
+        assert_eq!(&values[(4 + 2) * 3..(4 + 2) * 3 + 3], &[-9.0, -10.0, -11.0]);
         // Position 0 and everything of sequence 0 untouched.
-        assert_eq!(&view.keys[0..3], &[0.0; 3]);
-        assert!(c.layer(1, 0, 0).unwrap().keys.iter().all(|&x| x == 0.0));
+        assert_eq!(&keys[0..3], &[0.0; 3]);
+        let KvLayerView::Dense { keys: k0, .. } = c.layer(1, 0, 0).unwrap() else {
+            panic!("dense view")
+        };
+        assert!(k0.iter().all(|&x| x == 0.0));
         assert_eq!((c.len(0), c.len(1)), (0, 3));
         assert_eq!(c.bytes(), 2 * 2 * 2 * (2 * 4 * 3) * 4);
     }

@@ -8,6 +8,7 @@ pub mod faults;
 pub mod kv_cache;
 mod llm;
 pub mod model;
+pub mod paged_kv;
 pub mod rng;
 mod rope;
 pub mod sampling;
@@ -18,13 +19,14 @@ pub mod weights;
 pub use alloc_count::{allocation_count, CountingAllocator};
 pub use engine::{Engine, EngineConfig, EngineDone, EngineEvent, EngineRequest, RequestId, Sink};
 pub use error::{Result, RuntimeError};
-pub use kv_cache::{DenseKvCache, KvCache, KvShape};
+pub use kv_cache::{DenseKvCache, KvCache, KvLayerView, KvShape};
 pub use llm::{
     default_model_path, load_llm, load_llm_with_progress, load_model, torchnative_home, Completion,
     Counters, Flow, GenerationConfig, Llm, LoadOptions, Next, Session, SessionOptions, Timings,
     TokenLoop, Usage,
 };
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
+pub use paged_kv::{PagedKvCache, PrefixStats};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};
 pub use stop::FinishReason;
 pub use stream::TextStream;

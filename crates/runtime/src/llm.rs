@@ -1028,6 +1028,11 @@ impl TokenLoop {
         &self.generated
     }
 
+    /// The prompt followed by the tokens generated so far.
+    pub fn history(&self) -> &[u32] {
+        &self.history
+    }
+
     /// Text emitted so far.
     pub fn text(&self) -> &str {
         &self.text

@@ -27,7 +27,7 @@ enum Fault {
 fn fault_on(_: Fault) -> bool {
     false
 }
-use crate::kv_cache::{KvCache, KvShape};
+use crate::kv_cache::{KvCache, KvLayerView, KvShape};
 use crate::rope::inv_freq;
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
 
@@ -524,7 +524,10 @@ impl DecoderModel {
                     n_kv_heads: c.n_kv_heads,
                     head_dim: hd,
                     kv_len,
-                    kv_capacity: view.capacity,
+                    kv_capacity: match view {
+                        KvLayerView::Dense { capacity, .. } => capacity,
+                        KvLayerView::Paged { .. } => kv_len,
+                    },
                     q_pos0: ch.pos0,
                     scale: 1.0 / (hd as f32).sqrt(),
                     sliding_window: c.sliding_window,
@@ -539,26 +542,12 @@ impl DecoderModel {
                             q_pos0: kv_len - 1,
                             ..params
                         };
-                        kernels::attention_f32(
-                            &ws.q[r * nq..(r + 1) * nq],
-                            view.keys,
-                            view.values,
-                            &mut ws.attn[r * nq..(r + 1) * nq],
-                            &mut [],
-                            p,
-                        )
-                        .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                        let out = &mut ws.attn[r * nq..(r + 1) * nq];
+                        attend(&view, &ws.q[r * nq..(r + 1) * nq], out, p)?;
                     }
                 } else {
-                    kernels::attention_f32(
-                        &ws.q[row0 * nq..(row0 + n) * nq],
-                        view.keys,
-                        view.values,
-                        &mut ws.attn[row0 * nq..(row0 + n) * nq],
-                        &mut [],
-                        params,
-                    )
-                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+                    let out = &mut ws.attn[row0 * nq..(row0 + n) * nq];
+                    attend(&view, &ws.q[row0 * nq..(row0 + n) * nq], out, params)?;
                 }
                 row0 += n;
             }
@@ -701,6 +690,38 @@ fn validate_config(c: &DecoderConfig) -> Result<()> {
 /// check before any tensor is read).
 pub(crate) fn expected_hf_tensors(config: &DecoderConfig) -> Vec<String> {
     expected_tensors(config, Naming::HuggingFace)
+}
+
+/// Attention of `q` over one layer's cached keys and values, dense or through a block table.
+fn attend(view: &KvLayerView, q: &[f32], out: &mut [f32], p: AttentionParams) -> Result<()> {
+    match *view {
+        KvLayerView::Dense { keys, values, .. } => {
+            kernels::attention_f32(q, keys, values, out, &mut [], p)
+        }
+        KvLayerView::Paged {
+            keys,
+            values,
+            block_table,
+            block_size,
+            ..
+        } => {
+            let pp = kernels::PagedAttentionParams {
+                n_q: p.n_q,
+                n_heads: p.n_heads,
+                n_kv_heads: p.n_kv_heads,
+                head_dim: p.head_dim,
+                kv_len: p.kv_len,
+                q_pos0: p.q_pos0,
+                scale: p.scale,
+                sliding_window: p.sliding_window,
+                softcap: p.softcap,
+                block_size,
+                n_blocks: keys.len() / (p.n_kv_heads * block_size * p.head_dim).max(1),
+            };
+            kernels::attention_paged_f32(q, keys, values, block_table, out, pp)
+        }
+    }
+    .map_err(|e| RuntimeError::Kernel(e.to_string()))
 }
 
 fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {

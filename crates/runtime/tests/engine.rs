@@ -95,6 +95,7 @@ fn concurrent_requests_equal_the_same_requests_alone() {
             ctx_per_seq: 512,
             max_batch_tokens: 24,
             max_queued: 16,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -183,6 +184,7 @@ fn admission_is_bounded_and_every_accepted_request_ends() {
             ctx_per_seq: 256,
             max_batch_tokens: 64,
             max_queued: 2,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -226,6 +228,7 @@ fn cancelling_frees_the_slot_and_bad_requests_are_refused_alone() {
             ctx_per_seq: 256,
             max_batch_tokens: 32,
             max_queued: 8,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -315,4 +318,119 @@ fn bad_engine_configs_are_refused() {
             "{config:?}"
         );
     }
+}
+
+#[test]
+fn a_shared_system_prompt_is_computed_once_and_results_do_not_change() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 4,
+            ctx_per_seq: 512,
+            max_batch_tokens: 64,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let system = "You are a careful assistant for a small museum of river history. Answer \
+                  visitors' questions in one or two friendly sentences, mention the museum's \
+                  opening hours (nine to five, closed on Mondays) when it helps, and never \
+                  invent facts about the exhibits.";
+    let questions = [
+        "When can I visit?",
+        "Is there a cafe?",
+        "Do you have boats?",
+        "Can children come?",
+        "Is it open on Monday?",
+        "How old is the museum?",
+        "Where is the entrance?",
+        "Can I take photos?",
+    ];
+    let config = GenerationConfig {
+        max_new_tokens: 12,
+        ..Default::default()
+    };
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| {
+            llm.tokenize_chat(&[
+                ChatMessage::new("system", system),
+                ChatMessage::new("user", *q),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let shared = prompts[0]
+        .iter()
+        .zip(&prompts[1])
+        .take_while(|(a, b)| a == b)
+        .count();
+    let block = EngineConfig::default().kv_block_size;
+    assert!(shared >= 3 * block, "a shared prefix of {shared} tokens");
+    // The first request alone computes (and caches) the prefix; the 7 others reuse it.
+    let (_, rx) = submit(&engine, prompts[0].clone(), config.clone(), None).unwrap();
+    finish(&rx).unwrap();
+    let rxs: Vec<_> = prompts[1..]
+        .iter()
+        .map(|p| submit(&engine, p.clone(), config.clone(), None).unwrap().1)
+        .collect();
+    for (p, rx) in prompts[1..].iter().zip(&rxs) {
+        let got = finish(rx).unwrap();
+        assert_eq!(got.tokens, alone(&llm, p, &config).tokens);
+    }
+    let hits = engine
+        .stats()
+        .prefix_hit_tokens
+        .load(std::sync::atomic::Ordering::Relaxed) as usize;
+    let whole_blocks = shared / block * block;
+    assert!(
+        hits >= 7 * whole_blocks,
+        "{hits} prompt tokens came from the prefix cache; 7 requests share {whole_blocks}"
+    );
+}
+
+#[test]
+fn a_pool_too_small_for_everyone_preempts_and_answers_do_not_change() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    // 4 sequences of ~40 prompt + 120 generated tokens do not fit in 256 positions together.
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 4,
+            ctx_per_seq: 256,
+            max_batch_tokens: 64,
+            kv_cache_tokens: 256,
+            kv_block_size: 16,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let config = GenerationConfig {
+        max_new_tokens: 120,
+        min_new_tokens: 120,
+        ..Default::default()
+    };
+    let ps = prompts(&llm);
+    let rxs: Vec<_> = ps[..4]
+        .iter()
+        .map(|p| submit(&engine, p.clone(), config.clone(), None).unwrap().1)
+        .collect();
+    for (p, rx) in ps[..4].iter().zip(&rxs) {
+        let got = finish(rx).unwrap();
+        let want = alone(&llm, p, &config);
+        assert_eq!(got.tokens, want.tokens);
+        assert_eq!(got.text, want.text);
+        assert_eq!(got.usage, want.usage);
+    }
+    let s = engine.stats();
+    assert!(s.preemptions.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert_eq!(
+        s.kv_blocks_used.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }

@@ -41,14 +41,37 @@ fn render(state: &AppState) -> String {
         running,
     );
     gauge(
-        "torchnative_kv_slots_used",
-        "KV cache slots in use.",
-        running,
+        "torchnative_sequence_slots_free",
+        "Sequence slots free (of --parallel).",
+        slots - running,
+    );
+    let blocks = s.kv_blocks_total.load(Ordering::Relaxed) as f64;
+    let used = s.kv_blocks_used.load(Ordering::Relaxed) as f64;
+    gauge(
+        "torchnative_kv_blocks_used",
+        "KV cache blocks referenced by running sequences.",
+        used,
     );
     gauge(
-        "torchnative_kv_slots_free",
-        "KV cache slots free.",
-        slots - running,
+        "torchnative_kv_blocks_free",
+        "KV cache blocks not referenced (free or holding a cached prefix).",
+        blocks - used,
+    );
+    gauge(
+        "torchnative_kv_blocks_cached",
+        "Unreferenced KV blocks still holding a cached prefix (reusable, evictable).",
+        s.kv_blocks_cached.load(Ordering::Relaxed) as f64,
+    );
+    let looked = s.prefix_lookup_tokens.load(Ordering::Relaxed);
+    let hits = s.prefix_hit_tokens.load(Ordering::Relaxed);
+    gauge(
+        "torchnative_prefix_cache_hit_rate",
+        "Fraction of prompt tokens found in the prefix cache.",
+        if looked > 0 {
+            hits as f64 / looked as f64
+        } else {
+            0.0
+        },
     );
     gauge(
         "torchnative_last_batch_tokens",
@@ -93,6 +116,21 @@ fn render(state: &AppState) -> String {
         "torchnative_engine_steps_total",
         "Forward passes run by the engine.",
         s.steps.load(Ordering::Relaxed),
+    );
+    counter(
+        "torchnative_prefix_cache_hit_tokens_total",
+        "Prompt tokens attached from cached KV blocks instead of computed.",
+        hits,
+    );
+    counter(
+        "torchnative_prefix_cache_lookup_tokens_total",
+        "Prompt tokens looked up in the prefix cache.",
+        looked,
+    );
+    counter(
+        "torchnative_preemptions_total",
+        "Running sequences put back because the KV pool was full.",
+        s.preemptions.load(Ordering::Relaxed),
     );
     let lat = s.latency.lock().unwrap_or_else(|p| p.into_inner()).clone();
     histogram(

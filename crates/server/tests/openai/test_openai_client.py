@@ -236,4 +236,34 @@ def test_a_client_that_disconnects_cancels_its_request(server):
         time.sleep(0.1)
     assert server.metric('torchnative_requests_total{outcome="cancelled"}') > before
     assert server.metric("torchnative_running_requests") == 0
-    assert server.metric("torchnative_kv_slots_free") == 4
+    assert server.metric("torchnative_sequence_slots_free") == 4
+    assert server.metric("torchnative_kv_blocks_used") == 0
+
+
+def test_a_system_prompt_shared_by_8_requests_is_computed_once(server):
+    client = server.client()
+    system = (
+        "You are the help desk of a small museum of river history. Answer in one friendly "
+        "sentence. The museum opens at nine and closes at five, every day except Monday. "
+        "Tickets cost four euros, children under twelve enter free, and the cafe on the "
+        "ground floor serves soup and cake. Never invent facts about the exhibits."
+    )
+
+    def ask(q):
+        return client.chat.completions.create(
+            model=NAME,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": q}],
+            max_tokens=8,
+            temperature=0,
+        )
+
+    hits0 = server.metric("torchnative_prefix_cache_hit_tokens_total")
+    first = ask("When do you open?")
+    computed = first.usage.prompt_tokens
+    with cf.ThreadPoolExecutor(7) as pool:
+        rest = list(pool.map(ask, [f"Question number {i}?" for i in range(7)]))
+    hits = server.metric("torchnative_prefix_cache_hit_tokens_total") - hits0
+    # The system prompt's whole blocks (16 positions) come from the cache for all 7 others.
+    shared = min(r.usage.prompt_tokens for r in rest) - 12
+    assert hits >= 7 * (shared // 16 * 16 - 16), (hits, computed, shared)
+    assert server.metric("torchnative_prefix_cache_hit_rate") > 0
