@@ -14,6 +14,12 @@ Quick start::
     chat.send("Hi! My name is Ada.")
     print(chat.send("What is my name?").text)
 
+    engine = torchnative.Engine(llm)          # many requests at once (continuous batching)
+    streams = [engine.submit(q, max_new_tokens=32) for q in ["Hi!", "Name a colour."]]
+    print([s.text() for s in streams])
+
+    server = torchnative.serve(llm, port=8080)  # the OpenAI HTTP API, in the background
+
 All model work runs with the GIL released. Errors derive from :class:`TorchnativeError`
 (see :mod:`torchnative.errors`).
 """
@@ -30,6 +36,8 @@ from .errors import (
 from .llm import (
     GENERATION_KWARGS,
     LLM,
+    Engine,
+    Server,
     Message,
     PromptOrMessages,
     Result,
@@ -39,12 +47,16 @@ from .llm import (
     Usage,
     default_model_path,
     load_llm,
+    serve,
     torchnative_home,
 )
 
 __all__ = [
     "load_llm",
     "LLM",
+    "Engine",
+    "serve",
+    "Server",
     "Session",
     "Stream",
     "Result",

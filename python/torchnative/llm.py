@@ -447,3 +447,109 @@ def _user_message(message: Message | str) -> tuple[str, str]:
     if isinstance(message, str):
         return "user", message
     return _message_pair(message)
+
+
+class Engine:
+    """Many requests over one model at once: continuous batching (each forward pass carries
+    every running request's next token and chunks of new prompts) over a paged KV cache with
+    prefix caching (a prompt prefix another request already computed is reused, not computed).
+
+    Results do not depend on the load: a request's tokens are the same as if it ran alone.
+
+    ::
+
+        engine = torchnative.Engine(llm, max_running=8)
+        streams = [engine.submit(q, max_new_tokens=64) for q in questions]
+        for s in streams:
+            print(s.text())
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        max_running: int = 8,
+        ctx_per_request: int = 2048,
+        batch_tokens: int = 256,
+        max_queue: int = 64,
+        kv_cache_tokens: int = 8192,
+    ) -> None:
+        for name, value in [
+            ("max_running", max_running),
+            ("ctx_per_request", ctx_per_request),
+            ("batch_tokens", batch_tokens),
+            ("max_queue", max_queue),
+            ("kv_cache_tokens", kv_cache_tokens),
+        ]:
+            _optional_count(name, value, minimum=1)
+        ctx = min(ctx_per_request, llm.context_length)
+        self._llm = llm
+        self._native = _native.NativeEngine(
+            llm._native,
+            max_running,
+            ctx,
+            max(batch_tokens, max_running),
+            max_queue,
+            max(kv_cache_tokens, ctx),
+        )
+
+    @property
+    def llm(self) -> LLM:
+        return self._llm
+
+    def submit(self, prompt_or_messages: PromptOrMessages, **kwargs: Any) -> Stream:
+        """Queue a request (a prompt string, or chat messages) and return its :class:`Stream`.
+        Raises :class:`~torchnative.TorchnativeError` at once when the queue is full. Takes
+        the generation keyword arguments of :class:`LLM`."""
+        config = _generation_config("submit", kwargs)
+        ids = self._llm._prompt_ids(prompt_or_messages)
+        return Stream(self._native.submit(ids, config))
+
+    def stats(self) -> dict[str, int]:
+        """Counters: running and queued requests, prompt and generated tokens, prefix-cache hit
+        tokens, preemptions, KV blocks total and used."""
+        return self._native.stats()
+
+
+class Server:
+    """An OpenAI-compatible HTTP server running in the background (see :func:`serve`)."""
+
+    def __init__(self, native: Any, engine: Engine) -> None:
+        self._native = native
+        self.engine = engine
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8080`` (the API is under ``/v1``)."""
+        return self._native.url
+
+    def stop(self) -> None:
+        """Stop serving (responses in flight finish first)."""
+        self._native.stop()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve(
+    llm: LLM | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    model_name: str | None = None,
+    api_key: str | None = None,
+    **engine_options: Any,
+) -> Server:
+    """Serve ``llm`` (default: the default model) over the OpenAI HTTP API on a background
+    thread, for notebooks and tests: ``/v1/chat/completions``, ``/v1/completions``,
+    ``/v1/models``, ``/health``, ``/metrics``. ``port=0`` picks a free port (see
+    :attr:`Server.url`). ``engine_options`` go to :class:`Engine`.
+    """
+    if llm is None:
+        llm = load_llm()
+    engine = Engine(llm, **engine_options)
+    name = model_name or Path(llm.source).stem
+    return Server(_native.NativeServer(engine._native, host, port, name, api_key), engine)

@@ -13,8 +13,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use torchnative_runtime::{
-    load_llm, ChatMessage, Completion, CountingAllocator, Flow, GenerationConfig, Llm, LoadOptions,
-    RuntimeError, SamplingParams, Session, SessionOptions, WeightFormat,
+    load_llm, ChatMessage, Completion, Counters, CountingAllocator, Engine, EngineConfig,
+    EngineEvent, EngineRequest, Flow, GenerationConfig, Llm, LoadOptions, RuntimeError,
+    SamplingParams, Session, SessionOptions, Timings, Usage, WeightFormat,
 };
 
 /// Counts heap allocations (one relaxed atomic add each) so that results report
@@ -639,6 +640,196 @@ impl Drop for NativeStream {
     }
 }
 
+/// The batching engine: many requests over one model, continuous batching over a paged KV
+/// cache with prefix caching (see `torchnative_runtime::engine`).
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeEngine {
+    engine: Arc<Engine>,
+}
+
+#[pymethods]
+impl NativeEngine {
+    #[new]
+    #[pyo3(signature = (llm, max_running, ctx_per_seq, max_batch_tokens, max_queued, kv_cache_tokens))]
+    fn new(
+        py: Python<'_>,
+        llm: &NativeLlm,
+        max_running: usize,
+        ctx_per_seq: usize,
+        max_batch_tokens: usize,
+        max_queued: usize,
+        kv_cache_tokens: usize,
+    ) -> PyResult<NativeEngine> {
+        let config = EngineConfig {
+            max_running,
+            ctx_per_seq,
+            max_batch_tokens,
+            max_queued,
+            kv_cache_tokens,
+            ..Default::default()
+        };
+        let llm = llm.llm.clone();
+        let engine = py
+            .detach(|| Engine::start(llm, config))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(NativeEngine {
+            engine: Arc::new(engine),
+        })
+    }
+
+    /// Queue a request; its text streams through the returned stream. Raises at once when the
+    /// queue is full.
+    fn submit(
+        &self,
+        py: Python<'_>,
+        ids: Vec<u32>,
+        config: &Bound<'_, PyDict>,
+    ) -> PyResult<NativeStream> {
+        let cfg = config_from_dict(config, self.engine.llm().generation_config())?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let request = EngineRequest {
+            prompt: ids,
+            config: cfg,
+            top_logprobs: None,
+        };
+        let sink = Box::new(move |e: EngineEvent| {
+            if tx.send(e).is_err() {
+                Flow::Cancel
+            } else {
+                Flow::Continue
+            }
+        });
+        let id = self
+            .engine
+            .submit(request, sink)
+            .map_err(|e| to_py_err(py, e))?;
+        let engine = Arc::clone(&self.engine);
+        Ok(NativeStream::spawn(true, move |on_text| {
+            for event in rx.iter() {
+                match event {
+                    EngineEvent::Text(t) => {
+                        if on_text(&t) == Flow::Cancel {
+                            engine.cancel(id);
+                        }
+                    }
+                    EngineEvent::Token { .. } => {}
+                    EngineEvent::Done(d) => {
+                        let n = d.tokens.len();
+                        let per = if n > 1 {
+                            (d.total.saturating_sub(d.time_to_first_token)) / (n as u32 - 1)
+                        } else {
+                            Duration::ZERO
+                        };
+                        return Ok(Completion {
+                            text: d.text,
+                            tokens: d.tokens,
+                            finish_reason: d.finish_reason,
+                            usage: Usage {
+                                prompt_tokens: d.usage.prompt_tokens,
+                                completion_tokens: d.usage.completion_tokens,
+                            },
+                            timings: Timings {
+                                time_to_first_token: d.time_to_first_token,
+                                decode_steps: vec![per; n.saturating_sub(1)],
+                                ..Default::default()
+                            },
+                            counters: Counters::default(),
+                        });
+                    }
+                    EngineEvent::Error(e) => return Err(e),
+                }
+            }
+            Err(RuntimeError::EngineStopped)
+        }))
+    }
+
+    /// Counters: running and queued requests, tokens, prefix-cache hits, preemptions, KV
+    /// blocks.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = self.engine.stats();
+        let d = PyDict::new(py);
+        d.set_item("running", s.running.load(Relaxed))?;
+        d.set_item("queued", s.queued.load(Relaxed))?;
+        d.set_item("prompt_tokens", s.prompt_tokens.load(Relaxed))?;
+        d.set_item("generated_tokens", s.generated_tokens.load(Relaxed))?;
+        d.set_item("prefix_hit_tokens", s.prefix_hit_tokens.load(Relaxed))?;
+        d.set_item("preemptions", s.preemptions.load(Relaxed))?;
+        d.set_item("kv_blocks_total", s.kv_blocks_total.load(Relaxed))?;
+        d.set_item("kv_blocks_used", s.kv_blocks_used.load(Relaxed))?;
+        Ok(d)
+    }
+}
+
+/// An OpenAI-compatible HTTP server over an engine, on a background thread.
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeServer {
+    url: String,
+    handle: Mutex<Option<torchnative_server::ServerHandle>>,
+}
+
+#[pymethods]
+impl NativeServer {
+    #[new]
+    #[pyo3(signature = (engine, host, port, model_name, api_key=None))]
+    fn new(
+        py: Python<'_>,
+        engine: &NativeEngine,
+        host: &str,
+        port: u16,
+        model_name: String,
+        api_key: Option<String>,
+    ) -> PyResult<NativeServer> {
+        let ip: std::net::IpAddr = host.parse().map_err(|e| {
+            to_py_err(
+                py,
+                RuntimeError::InvalidArgument {
+                    what: "host".into(),
+                    reason: format!("'{host}' is not an IP address: {e}"),
+                },
+            )
+        })?;
+        let config = torchnative_server::ServerConfig {
+            model_name,
+            api_key,
+            ..Default::default()
+        };
+        let engine = Arc::clone(&engine.engine);
+        let handle = py
+            .detach(|| {
+                torchnative_server::spawn(std::net::SocketAddr::new(ip, port), engine, config)
+            })
+            .map_err(|e| {
+                to_py_err(
+                    py,
+                    RuntimeError::InvalidArgument {
+                        what: "server address".into(),
+                        reason: e.to_string(),
+                    },
+                )
+            })?;
+        Ok(NativeServer {
+            url: format!("http://{}", handle.addr()),
+            handle: Mutex::new(Some(handle)),
+        })
+    }
+
+    #[getter]
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Stop serving (responses in flight finish first). Idempotent.
+    fn stop(&self, py: Python<'_>) {
+        let handle = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            py.detach(|| {
+                let _ = h.stop();
+            });
+        }
+    }
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -646,5 +837,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLlm>()?;
     m.add_class::<NativeSession>()?;
     m.add_class::<NativeStream>()?;
+    m.add_class::<NativeEngine>()?;
+    m.add_class::<NativeServer>()?;
     Ok(())
 }

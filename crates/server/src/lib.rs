@@ -111,3 +111,80 @@ pub fn run_blocking(
         .await
     })
 }
+
+/// A server running on its own thread (the Python package's `torchnative.serve`): stops when
+/// [`ServerHandle::stop`] is called or the handle is dropped.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl ServerHandle {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting, finish the responses in flight, and wait for the thread.
+    pub fn stop(mut self) -> std::io::Result<()> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(std::io::Error::other("the server thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.shut_down();
+    }
+}
+
+/// Bind `addr` and serve on a new thread; returns once it listens.
+pub fn spawn(
+    addr: SocketAddr,
+    engine: Arc<Engine>,
+    config: ServerConfig,
+) -> std::io::Result<ServerHandle> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("torchnative-server".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::bind(addr).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(std::io::Error::new(e.kind(), e.to_string())));
+                        return Err(e);
+                    }
+                };
+                let _ = ready_tx.send(listener.local_addr());
+                serve(listener, engine, config, async {
+                    let _ = stop_rx.await;
+                })
+                .await
+            })
+        })?;
+    let addr = ready_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the server thread ended before listening"))??;
+    Ok(ServerHandle {
+        addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
