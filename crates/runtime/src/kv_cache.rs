@@ -59,6 +59,41 @@ pub trait KvCache: Send {
     fn bytes(&self) -> usize;
 }
 
+/// Check a [`KvCache::write`] of `k` / `v` (`[n][n_kv_heads][head_dim]`) at `pos0` of `layer`
+/// against the shape and a sequence capacity; returns `n`.
+pub(crate) fn check_write(
+    shape: KvShape,
+    layer: usize,
+    pos0: usize,
+    k: &[f32],
+    v: &[f32],
+    capacity: usize,
+) -> Result<usize> {
+    if layer >= shape.n_layers {
+        return Err(invalid("layer", format!("{layer} >= {}", shape.n_layers)));
+    }
+    let row = shape.n_kv_heads * shape.head_dim;
+    if k.len() != v.len() || k.len() % row != 0 {
+        return Err(invalid(
+            "kv write",
+            format!(
+                "k has {} and v {} elements; both must be a multiple of {row}",
+                k.len(),
+                v.len()
+            ),
+        ));
+    }
+    let n = k.len() / row;
+    if pos0 + n > capacity {
+        return Err(RuntimeError::ContextOverflow {
+            prompt_tokens: pos0,
+            max_new_tokens: n,
+            capacity,
+        });
+    }
+    Ok(n)
+}
+
 /// Contiguous per-sequence buffers preallocated to the capacity.
 pub struct DenseKvCache {
     shape: KvShape,
@@ -146,33 +181,13 @@ impl KvCache for DenseKvCache {
 
     fn write(&mut self, layer: usize, seq: usize, pos0: usize, k: &[f32], v: &[f32]) -> Result<()> {
         self.check_seq(seq)?;
+        let n = check_write(self.shape, layer, pos0, k, v, self.capacity)?;
         let KvShape {
-            n_layers,
             n_kv_heads,
             head_dim,
+            ..
         } = self.shape;
-        if layer >= n_layers {
-            return Err(invalid("layer", format!("{layer} >= {n_layers}")));
-        }
         let row = n_kv_heads * head_dim;
-        if k.len() != v.len() || k.len() % row != 0 {
-            return Err(invalid(
-                "kv write",
-                format!(
-                    "k has {} and v {} elements; both must be a multiple of {row}",
-                    k.len(),
-                    v.len()
-                ),
-            ));
-        }
-        let n = k.len() / row;
-        if pos0 + n > self.capacity {
-            return Err(RuntimeError::ContextOverflow {
-                prompt_tokens: pos0,
-                max_new_tokens: n,
-                capacity: self.capacity,
-            });
-        }
         let (keys, values) = &mut self.buffers[seq][layer];
         for t in 0..n {
             for h in 0..n_kv_heads {

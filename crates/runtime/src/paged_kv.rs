@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::error::{invalid, Result, RuntimeError};
-use crate::kv_cache::{KvCache, KvLayerView, KvShape};
+use crate::kv_cache::{check_write, KvCache, KvLayerView, KvShape};
 
 /// Counters of the prefix cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -357,33 +357,13 @@ impl KvCache for PagedKvCache {
 
     fn write(&mut self, layer: usize, seq: usize, pos0: usize, k: &[f32], v: &[f32]) -> Result<()> {
         self.check_seq(seq)?;
+        let n = check_write(self.shape, layer, pos0, k, v, self.max_len)?;
         let KvShape {
-            n_layers,
             n_kv_heads,
             head_dim,
+            ..
         } = self.shape;
-        if layer >= n_layers {
-            return Err(invalid("layer", format!("{layer} >= {n_layers}")));
-        }
         let row = n_kv_heads * head_dim;
-        if k.len() != v.len() || k.len() % row != 0 {
-            return Err(invalid(
-                "kv write",
-                format!(
-                    "k has {} and v {} elements; both must be a multiple of {row}",
-                    k.len(),
-                    v.len()
-                ),
-            ));
-        }
-        let n = k.len() / row;
-        if pos0 + n > self.max_len {
-            return Err(RuntimeError::ContextOverflow {
-                prompt_tokens: pos0,
-                max_new_tokens: n,
-                capacity: self.max_len,
-            });
-        }
         if pos0 > self.tables[seq].len() * self.block_size {
             return Err(invalid(
                 "kv write",
