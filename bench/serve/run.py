@@ -406,6 +406,25 @@ class Server:
             pass
         return None
 
+    def counters(self):
+        """The plain counters of GET /metrics (Prometheus text), where the server has them."""
+        try:
+            status, body = http_get(self.port, "/metrics")
+        except OSError:
+            return {}
+        if status != 200:
+            return {}
+        out = {}
+        for line in body.decode("utf-8", "replace").splitlines():
+            if line.startswith("#") or "_bucket{" in line:
+                continue
+            k, _, v = line.rpartition(" ")
+            try:
+                out[k] = float(v)
+            except ValueError:
+                pass
+        return out
+
     def memory(self):
         return proc_status(self.proc.pid)
 
@@ -443,6 +462,7 @@ def run_phase(name, server, port, reqs, clients, a):
                                           a.request_timeout)
         cpu1 = (machine_busy_s(), proc_cpu_s(server.proc.pid), client_cpu_s())
         mem_end = server.memory()
+        metrics = server.counters()
         alive = server.proc.poll() is None
     finally:
         server.stop()
@@ -455,6 +475,7 @@ def run_phase(name, server, port, reqs, clients, a):
     cpu["other_cores"] = cpu["machine_cores"] - (cpu["server_cores"] or 0) - cpu["client_cores"]
     phase.update({
         "cpu": cpu,
+        "server_counters": metrics,
         "model_id": model,
         "warmup": {k: warm[k] for k in ("ok", "error", "ttft", "e2e", "output_tokens")},
         "summary": summarize(results, duration),
@@ -631,6 +652,14 @@ def main():
                 c["machine_cores"], c["server_cores"] or 0, c["client_cores"], c["other_cores"],
                 ", TIME LIMIT HIT" if ph["time_limit_hit"] else "",
                 "" if ph["server_alive_after"] else ", SERVER DIED"))
+
+    for p, ph in done.items():
+        m = ph.get("server_counters") or {}
+        steps, gen = m.get("torchnative_engine_steps_total"), m.get("torchnative_generated_tokens_total")
+        if steps and gen:
+            print("  %s: %d engine steps for %d generated + %d prompt tokens (warm-up included): %.2f "
+                  "generated tokens per step" % (p, steps, gen, m.get("torchnative_prompt_tokens_total", 0),
+                                                 gen / steps))
 
     # The targets.
     def thr(p):
