@@ -350,6 +350,7 @@ class Server:
         self.ready_line = ready_line
         self.proc = None
         self.port = None
+        self.ready = None
 
     def start(self, port, timeout=180):
         log("$ " + " ".join(self.cmd))
@@ -367,6 +368,7 @@ class Server:
                 self.logf.write(line)
                 self.logf.flush()
                 if self.ready_line and self.ready_line in line:
+                    self.ready = line.strip()
                     m = re.search(r"http://[^ ]*:(\d+)", line)
                     if m:
                         self.port = int(m.group(1))
@@ -473,7 +475,10 @@ def run_phase(name, server, port, reqs, clients, a):
            "server_cores": (cpu1[1] - cpu0[1]) / duration if cpu0[1] is not None and cpu1[1] is not None else None,
            "client_cores": (cpu1[2] - cpu0[2]) / duration}
     cpu["other_cores"] = cpu["machine_cores"] - (cpu["server_cores"] or 0) - cpu["client_cores"]
+    m = re.search(r"KV pool (\d+) positions", server.ready or "")
     phase.update({
+        "ready_line": server.ready,
+        "kv_pool_positions": int(m.group(1)) if m else None,
         "cpu": cpu,
         "server_counters": metrics,
         "model_id": model,
@@ -536,6 +541,8 @@ def main():
     ap.add_argument("--ctx-per-request", type=int, default=2048)
     ap.add_argument("--batch-tokens", type=int, default=256)
     ap.add_argument("--max-queue", type=int, default=64)
+    ap.add_argument("--kv-cache-tokens", type=int,
+                    help="ours: --kv-cache-tokens (the shared KV pool) [the server's default]")
     ap.add_argument("--min-words", type=int, default=8, help="shortest prompt paragraph in words [8]")
     ap.add_argument("--max-words", type=int, default=600, help="longest prompt paragraph in words [600]")
     ap.add_argument("--min-tokens", type=int, default=16, help="smallest max_tokens [16]")
@@ -563,6 +570,8 @@ def main():
     ours_cmd = [a.torchnative, "serve", model, "--host", "127.0.0.1", "--port", 0,
                 "--parallel", a.clients, "--ctx-per-request", a.ctx_per_request,
                 "--batch-tokens", a.batch_tokens, "--max-queue", a.max_queue, "--threads", a.threads]
+    if a.kv_cache_tokens:
+        ours_cmd += ["--kv-cache-tokens", a.kv_cache_tokens]
     llama_extra = []
     if cpu_has_amx():
         # As in bench/compare: llama.cpp's AMX repacked buffers crash on AMX CPUs in this sandbox.
@@ -612,10 +621,14 @@ def main():
         same = [i for i in common if a8[i]["text"] == al[i]["text"]]
         agree["ours_vs_llama"] = {"compared": len(common), "identical": len(same)}
 
-    # Memory bound: model file + the KV slots (parallel * ctx positions) + 64 MiB.
+    # Memory bound: model file + the KV cache + 64 MiB; the KV cache is the pool the server says it
+    # allocated (paged), else parallel * ctx positions (dense slots).
     kv_tok = info.get("kv_cache_bytes_per_token") if info else None
     file_bytes = model.stat().st_size
-    bound = file_bytes + a.clients * a.ctx_per_request * kv_tok + 64 * 2**20 if kv_tok else None
+    pool = next((ph.get("kv_pool_positions") for p, ph in done.items()
+                 if p.startswith("ours") and ph.get("kv_pool_positions")), None)
+    kv_positions = pool or a.clients * a.ctx_per_request
+    bound = file_bytes + kv_positions * kv_tok + 64 * 2**20 if kv_tok else None
 
     print()
     print("bench/serve %s .. %s, %s, %d CPUs" % (started, finished, platform.node(), os.cpu_count()))
@@ -658,8 +671,10 @@ def main():
         steps, gen = m.get("torchnative_engine_steps_total"), m.get("torchnative_generated_tokens_total")
         if steps and gen:
             print("  %s: %d engine steps for %d generated + %d prompt tokens (warm-up included): %.2f "
-                  "generated tokens per step" % (p, steps, gen, m.get("torchnative_prompt_tokens_total", 0),
-                                                 gen / steps))
+                  "generated tokens per step; prefix cache hits %d tokens; preemptions %d" % (
+                      p, steps, gen, m.get("torchnative_prompt_tokens_total", 0), gen / steps,
+                      m.get("torchnative_prefix_cache_hit_tokens_total", 0),
+                      m.get("torchnative_preemptions_total", 0)))
 
     # The targets.
     def thr(p):
@@ -684,7 +699,7 @@ def main():
             rss = done.get(p, {}).get("peak_rss_bytes")
             if rss:
                 print("  %-48s %6.1f MiB vs %.1f MiB  %s" % (
-                    "%s peak RSS <= file + %dx%d KV + 64 MiB" % (p, a.clients, a.ctx_per_request),
+                    "%s peak RSS <= file + KV %d pos. + 64 MiB" % (p, kv_positions),
                     rss / 2**20, bound / 2**20, "met" if rss <= bound else "NOT met"))
     for k, v in agree.items():
         if k == "ours_vs_ours-1":
@@ -713,6 +728,7 @@ def main():
         "model_file_bytes": file_bytes,
         "kv_cache_bytes_per_token": kv_tok,
         "memory_bound_bytes": bound,
+        "memory_bound_kv_positions": kv_positions if kv_tok else None,
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
         "corpus": str(pkg),
         "load_average_start": load_start,
