@@ -119,16 +119,52 @@ pub(crate) unsafe fn gemv_rows(
     let Some(f) = group_fn(kind, w.ty) else {
         return reference_rows(w, row_bytes, a, m, out, lo, hi);
     };
+    // Several activation rows: kernels that decode each weight block once for 4 of them.
+    let multi = if m > 1 { group4_fn(kind, w.ty) } else { None };
     let mut r0 = lo;
     while r0 < hi {
         let n = (hi - r0).min(GV);
         let rows = w.data.as_ptr().add(r0 * row_bytes);
-        for i in 0..m {
+        let mut i = 0;
+        if let Some(f4) = multi {
+            while i < m {
+                let mi = (m - i).min(4);
+                let vs = f4(rows, row_bytes, n, a, i, mi);
+                for (j, v) in vs.iter().enumerate().take(mi) {
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), out.add((i + j) * w.rows + r0), n);
+                }
+                i += mi;
+            }
+        }
+        while i < m {
             let v = f(rows, row_bytes, n, a, i);
             std::ptr::copy_nonoverlapping(v.as_ptr(), out.add(i * w.rows + r0), n);
+            i += 1;
         }
         r0 += n;
     }
+}
+
+/// A kernel like [`GroupFn`] for activation rows `i .. i + mi` (`mi` 1..=4) at once.
+type Group4Fn = unsafe fn(*const u8, usize, usize, &QActs, usize, usize) -> [[f32; GV]; 4];
+
+/// The multi-row kernel of `kind` for `ty`, where there is one.
+fn group4_fn(kind: GemvKind, ty: GgmlType) -> Option<Group4Fn> {
+    #[cfg(target_arch = "x86_64")]
+    if kind == GemvKind::Vnni512 {
+        use self::kind as k;
+        use GgmlType::*;
+        return match ty {
+            Q4_0 => Some(x86::packed_32_x4::<{ k::Q4_0 }>),
+            Q4_1 => Some(x86::packed_32_x4::<{ k::Q4_1 }>),
+            Q5_0 => Some(x86::packed_32_x4::<{ k::Q5_0 }>),
+            Q5_1 => Some(x86::packed_32_x4::<{ k::Q5_1 }>),
+            Q8_0 => Some(x86::packed_32_x4::<{ k::Q8_0 }>),
+            _ => None,
+        };
+    }
+    let _ = (kind, ty);
+    None
 }
 
 /// [`gemv_rows`] in plain Rust.
@@ -360,6 +396,101 @@ mod x86 {
         }
         let mut out = [0f32; GV];
         _mm512_storeu_ps(out.as_mut_ptr(), acc);
+        out
+    }
+
+    /// [`packed_32`] for activation rows `i0 .. i0 + mi` (`mi` at most 4) at once: each weight
+    /// block is decoded once for all of them. Same arithmetic per output (the integer sums are
+    /// exact, the f32 steps the same), so the same bits.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) unsafe fn packed_32_x4<const KIND: u8>(
+        rows: *const u8,
+        row_bytes: usize,
+        n: usize,
+        a: &QActs,
+        i0: usize,
+        mi: usize,
+    ) -> [[f32; GV]; 4] {
+        let (ts, _, min, _, shift) = layout(KIND);
+        let cols = a.cols;
+        let nb = cols / 32;
+        let ptr: [*const u8; GV] = std::array::from_fn(|r| rows.add(r.min(n - 1) * row_bytes));
+        let next = rows.wrapping_add(GV * row_bytes);
+        let first = _mm512_mullo_epi32(
+            _mm512_min_epi32(
+                _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                _mm512_set1_epi32(n as i32 - 1),
+            ),
+            _mm512_set1_epi32(row_bytes as i32),
+        );
+        // Rows past `mi` repeat the last one (their outputs are not used).
+        let act: [usize; 4] = std::array::from_fn(|j| i0 + j.min(mi - 1));
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut b = 0;
+        while b < nb {
+            let ahead = next.wrapping_add(b * GV * ts);
+            for line in (0..2 * GV * ts).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+            }
+            let two = b + 1 < nb;
+            let mask: u64 = if two { !0 } else { 0xffff_ffff };
+            let xv: [__m512i; 4] = std::array::from_fn(|j| {
+                _mm512_maskz_loadu_epi8(mask, a.qs.as_ptr().add(act[j] * cols + b * 32).cast())
+            });
+            // The first level of `lane_sums` (row pairs) per activation row, each pair's
+            // codes decoded once.
+            let mut l1 = [[_mm512_setzero_si512(); 8]; 4];
+            for k in 0..8 {
+                let ca = codes2::<KIND>(ptr[2 * k], b, two);
+                let cb = codes2::<KIND>(ptr[2 * k + 1], b, two);
+                for j in 0..4 {
+                    let za = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ca, xv[j]);
+                    let zb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), cb, xv[j]);
+                    l1[j][k] = _mm512_add_epi32(
+                        _mm512_unpacklo_epi32(za, zb),
+                        _mm512_unpackhi_epi32(za, zb),
+                    );
+                }
+            }
+            let at0 = _mm512_add_epi32(first, _mm512_set1_epi32((b * ts) as i32));
+            let dm = [
+                _mm512_i32gather_epi32::<1>(at0, rows.cast()),
+                _mm512_i32gather_epi32::<1>(
+                    _mm512_add_epi32(at0, _mm512_set1_epi32(ts as i32)),
+                    rows.cast(),
+                ),
+            ];
+            for j in 0..4 {
+                let l2: [__m512i; 4] = std::array::from_fn(|q| {
+                    let (x, y) = (l1[j][2 * q], l1[j][2 * q + 1]);
+                    _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y))
+                });
+                let s = halves(l2);
+                let nbj = act[j] * nb;
+                for (h, &isum) in s.iter().enumerate().take(1 + two as usize) {
+                    let bb = b + h;
+                    let isum = if min {
+                        isum
+                    } else {
+                        _mm512_sub_epi32(isum, _mm512_set1_epi32(a.sums32[nbj + bb] << shift))
+                    };
+                    let [dx, dsum] = a.ds[nbj + bb];
+                    let d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm[h]));
+                    let scale = _mm512_mul_ps(_mm512_set1_ps(dx), d);
+                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc[j]);
+                    if min {
+                        let mw =
+                            _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(dm[h])));
+                        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(dsum), mw, acc[j]);
+                    }
+                }
+            }
+            b += 2;
+        }
+        let mut out = [[0f32; GV]; 4];
+        for (o, a) in out.iter_mut().zip(acc) {
+            _mm512_storeu_ps(o.as_mut_ptr(), a);
+        }
         out
     }
 
