@@ -209,6 +209,13 @@ impl Tokenizer {
             .parse()
             .map_err(|e| invalid(format!("cannot load tokenizer.json: {e}")))?;
         let mut backend = backend;
+        // transformers' `tokenizer(text)` turns off the truncation and padding a tokenizer.json
+        // may carry (sentence-transformers files often hold `max_length: 128` and fixed padding)
+        // unless the call asks for them; encoding here never truncates or pads either.
+        backend
+            .with_truncation(None)
+            .map_err(|e| invalid(format!("cannot turn off tokenizer.json truncation: {e}")))?;
+        backend.with_padding(None);
         // transformers adds named special tokens the vocabulary lacks (e.g. a new "<pad>") as
         // special added tokens with fresh ids; so do we, before counting the vocabulary.
         let named = [
@@ -496,6 +503,31 @@ mod tests {
         "decoder": null,
         "model": {"type": "WordLevel", "vocab": {"<s>": 0, "</s>": 1, "hi": 2, "there": 3, "[UNK]": 4}, "unk_token": "[UNK]"}
     }"#;
+
+    /// tokenizer.json's own truncation and padding (sentence-transformers files carry both) are
+    /// ignored, as transformers' `tokenizer(text)` ignores them.
+    #[test]
+    fn tokenizer_json_truncation_and_padding_are_not_applied() {
+        let json = WORD_LEVEL_JSON.replace(
+            r#""truncation": null, "padding": null"#,
+            r#""truncation": {"direction": "Right", "max_length": 3, "strategy": "LongestFirst", "stride": 0},
+               "padding": {"strategy": {"Fixed": 8}, "direction": "Right", "pad_to_multiple_of": null,
+                           "pad_id": 4, "pad_type_id": 0, "pad_token": "[UNK]"}"#,
+        );
+        assert!(json.contains("Fixed"));
+        let tokenizer = Tokenizer::from_json_str(&json, TokenizerConfig::default()).unwrap();
+        let with = EncodeOptions::default();
+        assert_eq!(
+            tokenizer.encode("hi there hi there", with).unwrap(),
+            [0, 2, 3, 2, 3, 1]
+        );
+        assert_eq!(
+            tokenizer
+                .encode_batch(&["hi", "there hi there"], with)
+                .unwrap(),
+            [vec![0, 2, 1], vec![0, 3, 2, 3, 1]]
+        );
+    }
 
     #[test]
     fn sequence_specials_follow_transformers_rules() {
