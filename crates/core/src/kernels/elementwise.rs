@@ -287,6 +287,87 @@ simd_entries!(silu_mul_inplace_simd => silu_mul_inplace_avx512, silu_mul_inplace
 
 simd_entries!(silu_mul_simd => silu_mul_avx512, silu_mul_avx2, silu_mul_neon; (gate: &[f32], up: &[f32], out: &mut [f32]));
 
+// ---------------------------------------------------------------- GELU
+
+/// Coefficients of Abramowitz & Stegun 7.1.26: for `a >= 0`,
+/// `erf(a) ≈ 1 - (((((A5 t + A4) t + A3) t + A2) t + A1) t) e^(-a²)` with `t = 1 / (1 + P a)`,
+/// absolute error below 1.5e-7 (about one f32 ulp of values near 1).
+const ERF_P: f32 = 0.327_591_1;
+const ERF_A: [f32; 5] = [
+    0.254_829_6,
+    -0.284_496_72,
+    1.421_413_8,
+    -1.453_152_1,
+    1.061_405_4,
+];
+
+/// GELU in its exact (erf) form, in place: `x = 0.5 x (1 + erf(x / √2))` (BERT's
+/// `hidden_act: "gelu"`, torch's `gelu(approximate="none")`). erf is the Abramowitz & Stegun
+/// 7.1.26 rational approximation (absolute error < 1.5e-7) with the level's `exp`, so the
+/// result is within a few f32 ulp of `x`-scaled exact GELU; each element alone, so the
+/// output of an element does not depend on the slice it is in.
+pub fn gelu_erf_inplace_f32(x: &mut [f32]) {
+    gelu_erf_inplace_f32_with(active_isa(), x)
+}
+
+pub(crate) fn gelu_erf_inplace_f32_with(isa: Isa, x: &mut [f32]) {
+    dispatch!(isa, gelu_erf_inplace_scalar, gelu_erf_inplace_avx512, gelu_erf_inplace_avx2, gelu_erf_inplace_neon; (x))
+}
+
+pub(crate) fn gelu_erf_inplace_scalar(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        let z = *v * std::f32::consts::FRAC_1_SQRT_2;
+        let a = z.abs();
+        let t = 1.0 / (1.0 + ERF_P * a);
+        let mut poly = ERF_A[4];
+        for &c in ERF_A[..4].iter().rev() {
+            poly = poly * t + c;
+        }
+        let erf_abs = 1.0 - poly * t * exp_scalar(-(a * a));
+        let erf = if z < 0.0 { -erf_abs } else { erf_abs };
+        *v = 0.5 * *v * (1.0 + erf);
+    }
+}
+
+#[inline(always)]
+unsafe fn gelu_erf_lanes<S: Simd>(v: S::V) -> S::V {
+    let zero = S::splat(0.0);
+    let one = S::splat(1.0);
+    let z = S::mul(v, S::splat(std::f32::consts::FRAC_1_SQRT_2));
+    let a = S::max(S::sub(zero, z), z);
+    let t = S::div(one, S::fma(S::splat(ERF_P), a, one));
+    let mut poly = S::splat(ERF_A[4]);
+    poly = S::fma(poly, t, S::splat(ERF_A[3]));
+    poly = S::fma(poly, t, S::splat(ERF_A[2]));
+    poly = S::fma(poly, t, S::splat(ERF_A[1]));
+    poly = S::fma(poly, t, S::splat(ERF_A[0]));
+    let e = S::exp(S::sub(zero, S::mul(a, a)));
+    let erf_abs = S::sub(one, S::mul(S::mul(poly, t), e));
+    let erf = S::select_less(z, zero, S::sub(zero, erf_abs), erf_abs);
+    S::mul(S::mul(S::splat(0.5), v), S::add(one, erf))
+}
+
+#[inline(always)]
+unsafe fn gelu_erf_inplace_simd<S: Simd>(x: &mut [f32]) {
+    // An explicit loop for the reason silu_mul_ptr gives.
+    let (p, n) = (x.as_mut_ptr(), x.len());
+    let mut i = 0;
+    while i + S::W <= n {
+        S::store(p.add(i), gelu_erf_lanes::<S>(S::load(p.add(i))));
+        i += S::W;
+    }
+    if i < n {
+        let r = n - i;
+        S::store_partial(
+            p.add(i),
+            r,
+            gelu_erf_lanes::<S>(S::load_partial(p.add(i), r)),
+        );
+    }
+}
+simd_entries!(gelu_erf_inplace_simd => gelu_erf_inplace_avx512, gelu_erf_inplace_avx2, gelu_erf_inplace_neon;
+    (x: &mut [f32]));
+
 // ---------------------------------------------------------------- argmax
 
 /// Index of the largest value (the first one on ties), like `torch.argmax`: a NaN counts as

@@ -37,8 +37,8 @@ pub use attention::{
 pub use cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_bf16_one, f32_to_f16};
 pub use cpu::{active_isa, detected_isa, supported_isas, Isa};
 pub use elementwise::{
-    add_f32, add_inplace_f32, argmax_f32, dot_f32, scale_f32, silu_f32, silu_mul_f32,
-    silu_mul_inplace_f32,
+    add_f32, add_inplace_f32, argmax_f32, dot_f32, gelu_erf_inplace_f32, scale_f32, silu_f32,
+    silu_mul_f32, silu_mul_inplace_f32,
 };
 pub use linear::{linear_bf16, linear_f16, linear_f32, matmul_f32};
 pub use norm::{layer_norm_f32, rms_norm_f32, rms_norm_inplace_f32, rms_norm_rows_f32};

@@ -156,6 +156,46 @@ fn silu_matches_f64_on_every_isa() {
     }
 }
 
+/// GELU (erf form) on every level vs the exact formula in f64 (C library erf), and the SIMD
+/// levels vs the scalar twin. Bound: erf's approximation error (1.5e-7 absolute) times
+/// `0.5 |x|`, plus a few ulp of the result's parts (exp, the polynomial, the final products).
+#[test]
+fn gelu_erf_matches_f64_on_every_isa() {
+    let mut rng = Rng::new(21);
+    for &n in AWKWARD_SIZES {
+        let mut x = rng.vec_scaled(n, 8.0);
+        if n > 4 {
+            x[..4].copy_from_slice(&[0.0, -0.0, 1e-3, -5.5]);
+        }
+        let mut scalar = x.clone();
+        gelu_erf_inplace_scalar(&mut scalar);
+        for isa in supported_isas() {
+            let mut out = x.clone();
+            gelu_erf_inplace_f32_with(isa, &mut out);
+            for i in 0..n {
+                let xd = x[i] as f64;
+                let want =
+                    0.5 * xd * (1.0 + crate::ops::special::erf(xd / std::f64::consts::SQRT_2));
+                let tol = 0.5 * xd.abs() * (1.5e-7 + 8.0 * U) + 4.0 * U * want.abs() + 1e-30;
+                assert_close(out[i], want, tol, &format!("gelu {isa:?} n={n} i={i}"));
+                assert_close(
+                    out[i],
+                    scalar[i] as f64,
+                    2.0 * tol,
+                    &format!("gelu {isa:?} vs scalar i={i}"),
+                );
+            }
+        }
+    }
+    for isa in supported_isas() {
+        let mut edge = [f32::INFINITY, f32::NAN, -30.0, 30.0];
+        gelu_erf_inplace_f32_with(isa, &mut edge);
+        assert_eq!(edge[0], f32::INFINITY, "{isa:?}");
+        assert!(edge[1].is_nan(), "{isa:?}");
+        assert!(edge[2] == 0.0 && edge[3] == 30.0, "{isa:?}: {edge:?}");
+    }
+}
+
 #[test]
 fn silu_overflow_follows_the_f32_formula() {
     let x = [
