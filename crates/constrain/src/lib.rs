@@ -1,0 +1,63 @@
+//! Constrained decoding: GBNF grammars, JSON schemas and regular expressions compiled to a
+//! token-level mask over the vocabulary.
+//!
+//! The pieces:
+//!
+//! - [`Grammar`]: one IR for every front end, rules over Unicode scalar values.
+//!   [`Grammar::from_gbnf`] (llama.cpp's format), [`Grammar::from_json_schema`] (the subset
+//!   OpenAI's structured outputs accept), [`Grammar::json_object`] (JSON mode),
+//!   [`Grammar::from_regex`], and [`Grammar::from_response_format`] for the OpenAI parameter.
+//!   Parsers take untrusted text: every failure is an [`Error`] naming the place and the reason.
+//! - [`TokenVocabulary`]: every token's bytes and the EOS ids, with a byte trie over the tokens,
+//!   built once per vocabulary.
+//! - [`CompiledGrammar`]: a grammar against a vocabulary, compiled once and shared (`Arc`):
+//!   characters lowered to UTF-8 byte sets (so tokens that split a character just work), the
+//!   expansion of every grammar position precomputed, and a shared cache of mask entries.
+//! - [`Matcher`]: one request's state: [`Matcher::fill_mask`], [`Matcher::accept_token`],
+//!   [`Matcher::is_accepting`], [`Matcher::rollback`].
+//!
+//! Why this design. A mask must not cost a vocabulary scan with a parse per token. The
+//! recogniser is a pushdown automaton over bytes whose stacks share tails in an arena, so a walk
+//! of the vocabulary trie advances the state byte by byte and drops a whole subtree as soon as
+//! its prefix is rejected. On top of that, the tokens whose fate is decided by the top few
+//! frames of a stack (most of them: inside a string nearly every token is accepted whatever
+//! encloses the string) are computed once per distinct top and cached in the compiled grammar;
+//! at each step only the few tokens that reach below those frames are run against the real
+//! stack (XGrammar's context-independent / context-dependent split). See `matcher.rs`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use torchnative_constrain::{CompiledGrammar, Grammar, Matcher, TokenVocabulary};
+//!
+//! let tokens = ["{", "}", "\"", "a", "\":", " ", "1", "<eos>"];
+//! let vocab = TokenVocabulary::new(
+//!     tokens.iter().map(|t| (*t != "<eos>").then(|| t.as_bytes().to_vec())).collect(),
+//!     &[7],
+//! )?;
+//! let grammar = Grammar::from_gbnf(r#"root ::= "{" "\"a\":" " "? [0-9] "}""#)?;
+//! let compiled = Arc::new(CompiledGrammar::new(&grammar, Arc::new(vocab))?);
+//! let mut m = Matcher::new(compiled);
+//! for id in [0, 2, 3, 4, 6, 1] {
+//!     m.accept_token(id)?;
+//! }
+//! assert!(m.is_accepting());
+//! assert_eq!(m.allowed_tokens(), [7]);
+//! # Ok::<(), torchnative_constrain::Error>(())
+//! ```
+
+mod error;
+pub mod fuzzing;
+mod gbnf;
+mod grammar;
+mod json_schema;
+mod matcher;
+mod program;
+mod regex;
+mod vocab;
+
+pub use error::{Error, Result};
+pub use grammar::{CharSet, Element, Grammar, Rule, RuleId, MAX_GRAMMAR_ELEMENTS, MAX_REPETITION};
+pub use json_schema::{json_schema_to_gbnf, JSON_OBJECT_GBNF};
+pub use matcher::{CacheStats, CompiledGrammar, Matcher};
+pub use regex::regex_to_gbnf;
+pub use vocab::TokenVocabulary;
