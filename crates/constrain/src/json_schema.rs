@@ -49,7 +49,34 @@ const PRIMITIVES: &str = primitives!();
 /// JSON mode (`response_format={"type":"json_object"}`): any JSON object.
 pub const JSON_OBJECT_GBNF: &str = concat!("root ::= json-object\n", primitives!());
 
-/// A JSON value whose objects keep their key order.
+/// A JSON value whose objects keep their key order (serde_json's `Value` sorts keys unless its
+/// `preserve_order` feature is on). It implements `serde::Deserialize`, so a request type can
+/// hold `response_format` as one and keep the schema's declared property order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderedJson(J);
+
+impl From<&Value> for OrderedJson {
+    fn from(v: &Value) -> Self {
+        OrderedJson(J::from_value(v))
+    }
+}
+
+impl std::str::FromStr for OrderedJson {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        serde_json::from_str(s).map_err(|e| Error::Schema {
+            path: String::new(),
+            message: format!("not valid JSON: {e}"),
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for OrderedJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        J::deserialize(d).map(OrderedJson)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum J {
     Null,
@@ -217,11 +244,13 @@ impl Grammar {
     /// Like [`Grammar::from_json_schema`] from schema text, keeping `properties` in their
     /// declared order.
     pub fn from_json_schema_str(schema: &str) -> Result<Grammar> {
-        let j: J = serde_json::from_str(schema).map_err(|e| Error::Schema {
-            path: String::new(),
-            message: format!("not valid JSON: {e}"),
-        })?;
-        schema_grammar(&j)
+        let j: OrderedJson = schema.parse()?;
+        schema_grammar(&j.0)
+    }
+
+    /// Like [`Grammar::from_json_schema`], keeping `properties` in the order `schema` holds.
+    pub fn from_json_schema_ordered(schema: &OrderedJson) -> Result<Grammar> {
+        schema_grammar(&schema.0)
     }
 
     /// JSON mode: any JSON object.
@@ -233,21 +262,26 @@ impl Grammar {
     /// `{"type":"json_object"}` JSON mode, `{"type":"json_schema","json_schema":{"schema":...}}`
     /// the schema's grammar (always enforced, whatever `strict` says).
     pub fn from_response_format(format: &Value) -> Result<Option<Grammar>> {
+        Grammar::from_response_format_ordered(&OrderedJson::from(format))
+    }
+
+    /// [`Grammar::from_response_format`] keeping the schema's property order.
+    pub fn from_response_format_ordered(format: &OrderedJson) -> Result<Option<Grammar>> {
         let err = |path: &str, message: &str| Error::Schema {
             path: path.into(),
             message: format!("response_format: {message}"),
         };
-        let Some(kind) = format.get("type").and_then(Value::as_str) else {
+        let Some(J::Str(kind)) = format.0.get("type") else {
             return Err(err("", "needs a string 'type'"));
         };
-        match kind {
+        match kind.as_str() {
             "text" => Ok(None),
             "json_object" => Ok(Some(Grammar::json_object())),
             "json_schema" => {
-                let Some(schema) = format.get("json_schema").and_then(|j| j.get("schema")) else {
+                let Some(schema) = format.0.get("json_schema").and_then(|j| j.get("schema")) else {
                     return Err(err("/json_schema", "needs 'json_schema.schema'"));
                 };
-                Grammar::from_json_schema(schema).map(Some)
+                schema_grammar(schema).map(Some)
             }
             other => Err(err(
                 "/type",

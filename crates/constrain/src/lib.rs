@@ -57,7 +57,7 @@ mod vocab;
 
 pub use error::{Error, Result};
 pub use grammar::{CharSet, Element, Grammar, Rule, RuleId, MAX_GRAMMAR_ELEMENTS, MAX_REPETITION};
-pub use json_schema::{json_schema_to_gbnf, JSON_OBJECT_GBNF};
+pub use json_schema::{json_schema_to_gbnf, OrderedJson, JSON_OBJECT_GBNF};
 pub use matcher::{CacheStats, CompiledGrammar, Matcher};
 pub use regex::regex_to_gbnf;
 pub use vocab::TokenVocabulary;
