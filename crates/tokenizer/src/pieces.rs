@@ -9,6 +9,33 @@
 
 use tokenizers::decoders::DecoderWrapper;
 
+use crate::error::{invalid, Error, Result};
+use crate::Tokenizer;
+
+impl Tokenizer {
+    /// The bytes token `id` contributes to decoded text, for constrained decoding's vocabulary:
+    /// `Ok(None)` for special tokens (they never appear in constrained output), an error for ids
+    /// out of range. Only byte-level vocabularies (GPT-2 style BPE) are supported yet; others
+    /// (SentencePiece-style, whose decoding of a token depends on its neighbours) are an error.
+    pub fn token_bytes(&self, id: u32) -> Result<Option<&[u8]>> {
+        if id as usize >= self.vocab_size() {
+            return Err(Error::TokenIdOutOfRange {
+                id,
+                vocab_size: self.vocab_size(),
+            });
+        }
+        let Some(pieces) = self.pieces() else {
+            return Err(invalid(
+                "token bytes are supported only for byte-level (GPT-2 style) vocabularies yet",
+            ));
+        };
+        if self.is_special(id) {
+            return Ok(None);
+        }
+        Ok(pieces.piece(id, true))
+    }
+}
+
 /// Per-token decoded bytes, and which tokens `skip_special_tokens` leaves out.
 #[derive(Debug)]
 pub(crate) struct PieceTable {
@@ -106,6 +133,39 @@ fn byte_level_decoding_table() -> Vec<Option<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_bytes_of_a_byte_level_vocabulary() {
+        let json = r#"{
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [{"id": 3, "content": "<|end|>", "single_word": false, "lstrip": false,
+                              "rstrip": false, "normalized": false, "special": true}],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+            "post_processor": null,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+            "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                      "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+                      "vocab": {"a": 0, "Ġb": 1, "Ã©": 2, "<|end|>": 3}, "merges": []}
+        }"#;
+        let config = crate::TokenizerConfig {
+            eos_token: Some("<|end|>".into()),
+            ..Default::default()
+        };
+        let t = Tokenizer::from_json_str(json, config).unwrap();
+        assert_eq!(t.token_bytes(0).unwrap(), Some(&b"a"[..]));
+        assert_eq!(t.token_bytes(1).unwrap(), Some(&b" b"[..]));
+        assert_eq!(t.token_bytes(2).unwrap(), Some("é".as_bytes()));
+        assert_eq!(t.token_bytes(3).unwrap(), None);
+        assert!(t.token_bytes(4).is_err());
+        // Not byte-level: refused, not guessed.
+        let word_level = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
+            "decoder": null, "model": {"type": "WordLevel", "vocab": {"hi": 0, "[UNK]": 1}, "unk_token": "[UNK]"}}"#;
+        let t = Tokenizer::from_json_str(word_level, Default::default()).unwrap();
+        let e = t.token_bytes(0).unwrap_err().to_string();
+        assert!(e.contains("byte-level"), "{e}");
+    }
 
     #[test]
     fn byte_level_table_is_a_bijection_onto_bytes() {
