@@ -6,7 +6,9 @@
 //! prompts (first come, first served; a prompt's cached prefix blocks are attached, not
 //! computed), and runs one forward pass holding every running sequence's next decode token
 //! followed by prefill chunks of prompts still being read, up to a token budget: decode is
-//! never delayed by more than one budget's worth of prefill. When the pool cannot hold a step,
+//! never delayed by more than one budget's worth of prefill. A prompt whose next block an
+//! earlier prompt is computing in the same steps waits for it and attaches it, so a prefix
+//! that many requests bring at once is computed once. When the pool cannot hold a step,
 //! the newest running sequence is preempted: its blocks are released (its full blocks stay in
 //! the prefix cache) and it is recomputed when it is admitted again, with the same result.
 //! Sequences whose prompt is fully in the cache sample from their logits row with a
@@ -593,7 +595,8 @@ impl Worker {
     }
 
     /// The step's chunks: (running index, tokens), decode tokens first, then prefill chunks
-    /// in arrival order under the token budget.
+    /// in arrival order under the token budget. A prompt whose next block an earlier prompt
+    /// is about to compute waits for it (see [`Self::attach_computed_prefixes`]).
     fn plan(&mut self) -> Vec<(usize, usize)> {
         self.running.sort_by_key(|r| r.id);
         let mut budget = self.config.max_batch_tokens;
@@ -605,13 +608,59 @@ impl Worker {
             }
         }
         for (k, r) in self.running.iter().enumerate() {
-            if r.feed.is_none() && r.read < r.prompt.len() && budget > 0 {
+            if r.feed.is_none()
+                && r.read < r.prompt.len()
+                && budget > 0
+                && !self.next_block_is_being_computed(k)
+            {
                 let n = (r.prompt.len() - r.read).min(budget);
                 plan.push((k, n));
                 budget -= n;
             }
         }
         plan
+    }
+
+    /// Whether an earlier running prompt shares all of `running[k]`'s tokens up to the end of
+    /// `k`'s next block and has not computed that block yet: then `k` waits and attaches the
+    /// block once it is keyed, so a prefix that several requests bring at once is computed
+    /// once. Earlier prompts never wait for later ones, so the oldest always progresses.
+    fn next_block_is_being_computed(&self, k: usize) -> bool {
+        let r = &self.running[k];
+        let bs = self.cache.block_size();
+        if r.read % bs != 0 {
+            return false;
+        }
+        let end = r.read + bs;
+        // The block holding the last prompt token is never attached (its logits are needed).
+        if end > r.prompt.len().saturating_sub(1) {
+            return false;
+        }
+        self.running[..k].iter().any(|s| {
+            s.feed.is_none()
+                && s.read < end
+                && s.prompt.len() > end
+                && s.prompt[..end] == r.prompt[..end]
+        })
+    }
+
+    /// Prompts that waited for a shared block attach what is now keyed (whole blocks only).
+    fn attach_computed_prefixes(&mut self) {
+        let bs = self.cache.block_size();
+        for r in &mut self.running {
+            if r.feed.is_none()
+                && r.read < r.prompt.len()
+                && r.read % bs == 0
+                && self.cache.can_attach(r.slot)
+            {
+                if let Ok(got) = self.cache.attach_prefix(r.slot, &r.prompt) {
+                    r.read += got;
+                    self.stats
+                        .prefix_hit_tokens
+                        .fetch_add(got as u64, Ordering::Relaxed);
+                }
+            }
+        }
     }
 
     /// Put the newest running sequence back (its blocks released; recomputed when admitted
@@ -673,6 +722,7 @@ impl Worker {
         if self.running.is_empty() {
             return;
         }
+        self.attach_computed_prefixes();
         // The pool must hold the step: preempt the newest sequences until it does.
         let plan = loop {
             let plan = self.plan();

@@ -53,6 +53,13 @@ pub struct PagedKvCache {
     lru: VecDeque<u32>,
     keys: Vec<Option<Key>>,
     by_hash: HashMap<u64, u32>,
+    /// Per sequence: the chained hash of each leading full block already keyed (or attached),
+    /// so that registering after every step hashes only the blocks that became full.
+    chains: Vec<Vec<u64>>,
+    /// Blocks with a reference (kept equal to the count of `refs[b] > 0`).
+    used: usize,
+    /// Keyed blocks without a reference (kept equal to that count).
+    cached_unused: usize,
     stats: PrefixStats,
 }
 
@@ -126,6 +133,9 @@ impl PagedKvCache {
             lru: VecDeque::new(),
             keys: (0..n_blocks).map(|_| None).collect(),
             by_hash: HashMap::new(),
+            chains: vec![Vec::new(); n_seqs],
+            used: 0,
+            cached_unused: 0,
             stats: PrefixStats::default(),
         })
     }
@@ -145,7 +155,7 @@ impl PagedKvCache {
 
     /// Blocks referenced by at least one sequence.
     pub fn used_blocks(&self) -> usize {
-        self.refs.iter().filter(|&&r| r > 0).count()
+        self.used
     }
 
     /// Blocks that can take new data now (free, or cached and unused).
@@ -155,11 +165,7 @@ impl PagedKvCache {
 
     /// Unused blocks still holding a cached prefix.
     pub fn cached_unused_blocks(&self) -> usize {
-        self.keys
-            .iter()
-            .zip(&self.refs)
-            .filter(|(k, &r)| k.is_some() && r == 0)
-            .count()
+        self.cached_unused
     }
 
     pub fn prefix_stats(&self) -> PrefixStats {
@@ -194,6 +200,7 @@ impl PagedKvCache {
         while let Some(b) = self.lru.pop_front() {
             if self.refs[b as usize] == 0 && self.keys[b as usize].is_some() {
                 self.unkey(b);
+                self.cached_unused -= 1;
                 self.stats.evicted_blocks += 1;
                 return Ok(b);
             }
@@ -216,7 +223,9 @@ impl PagedKvCache {
         let r = &mut self.refs[b as usize];
         *r -= 1;
         if *r == 0 {
+            self.used -= 1;
             if self.keys[b as usize].is_some() {
+                self.cached_unused += 1;
                 self.lru.push_back(b);
             } else {
                 self.free.push(b);
@@ -224,7 +233,14 @@ impl PagedKvCache {
         }
     }
 
+    /// Another reference to `b` (a block from [`Self::take_block`] or an attached one).
     fn retain(&mut self, b: u32) {
+        if self.refs[b as usize] == 0 {
+            self.used += 1;
+            if self.keys[b as usize].is_some() {
+                self.cached_unused -= 1;
+            }
+        }
         self.refs[b as usize] += 1;
     }
 
@@ -247,7 +263,7 @@ impl PagedKvCache {
                 v.copy_within(from..from + span, to);
             }
             self.release(b);
-            self.refs[nb as usize] = 1;
+            self.retain(nb);
             self.tables[seq][j] = nb;
         } else if self.keys[b as usize].is_some() {
             self.unkey(b);
@@ -255,22 +271,37 @@ impl PagedKvCache {
         Ok(())
     }
 
-    /// Attach the longest run of cached full blocks that starts `tokens` to the empty sequence
-    /// `seq`, leaving at least the last token to evaluate; returns the positions attached.
+    /// Whether [`Self::attach_prefix`] can extend `seq` now: it holds only whole blocks, all
+    /// keyed by their tokens.
+    pub fn can_attach(&self, seq: usize) -> bool {
+        seq < self.lens.len()
+            && self.lens[seq] == self.tables[seq].len() * self.block_size
+            && self.chains[seq].len() == self.tables[seq].len()
+    }
+
+    /// Attach the longest run of cached full blocks that continues `seq`'s tokens (`tokens`:
+    /// the sequence's tokens from position 0), leaving at least the last token to evaluate;
+    /// returns the positions attached. The sequence must be empty, or hold only whole blocks
+    /// that are keyed (as [`Self::register_full_blocks`] leaves them): a request that waited
+    /// for another to compute a prefix they share picks it up here.
     pub fn attach_prefix(&mut self, seq: usize, tokens: &[u32]) -> Result<usize> {
         self.check_seq(seq)?;
-        if self.lens[seq] != 0 || !self.tables[seq].is_empty() {
+        let bs = self.block_size;
+        let have = self.tables[seq].len();
+        if !self.can_attach(seq) || tokens.len() < have * bs {
             return Err(invalid(
                 "attach_prefix",
-                format!("sequence {seq} is not empty"),
+                format!(
+                    "sequence {seq} holds {} positions, not {have} whole keyed blocks of its tokens",
+                    self.lens[seq]
+                ),
             ));
         }
-        let bs = self.block_size;
-        let mut parent = ROOT_HASH;
+        let mut parent = self.chains[seq].last().copied().unwrap_or(ROOT_HASH);
         let mut attached = 0;
         // Full blocks only, and never the block holding the last token.
         let usable = tokens.len().saturating_sub(1) / bs;
-        for j in 0..usable {
+        for j in have..usable {
             let block_tokens = &tokens[j * bs..(j + 1) * bs];
             let hash = chain_hash(parent, block_tokens);
             let Some(&b) = self.by_hash.get(&hash) else {
@@ -284,11 +315,14 @@ impl PagedKvCache {
             }
             self.retain(b);
             self.tables[seq].push(b);
+            self.chains[seq].push(hash);
             attached += bs;
             parent = hash;
         }
-        self.lens[seq] = attached;
-        self.stats.looked_up_tokens += tokens.len() as u64;
+        self.lens[seq] += attached;
+        if have == 0 {
+            self.stats.looked_up_tokens += tokens.len() as u64;
+        }
         self.stats.hit_tokens += attached as u64;
         Ok(attached)
     }
@@ -301,8 +335,9 @@ impl PagedKvCache {
         self.check_seq(seq)?;
         let bs = self.block_size;
         let full = self.lens[seq].min(tokens.len()) / bs;
-        let mut parent = ROOT_HASH;
-        for j in 0..full {
+        let done = self.chains[seq].len();
+        let mut parent = self.chains[seq].last().copied().unwrap_or(ROOT_HASH);
+        for j in done..full {
             let block_tokens = &tokens[j * bs..(j + 1) * bs];
             let hash = chain_hash(parent, block_tokens);
             let b = self.tables[seq][j];
@@ -320,6 +355,7 @@ impl PagedKvCache {
                     }
                 }
             }
+            self.chains[seq].push(hash);
             parent = hash;
         }
         Ok(())
@@ -348,6 +384,8 @@ impl KvCache for PagedKvCache {
         let len = self.lens[seq].min(len);
         self.lens[seq] = len;
         let keep = len.div_ceil(self.block_size);
+        // Blocks cut into are rewritten (and unkeyed) before they are read again.
+        self.chains[seq].truncate(len / self.block_size);
         while self.tables[seq].len() > keep {
             let b = self.tables[seq].pop().expect("longer than keep");
             self.release(b);
@@ -380,7 +418,7 @@ impl KvCache for PagedKvCache {
                 self.own_block(seq, j)?;
             } else {
                 let b = self.take_block()?;
-                self.refs[b as usize] = 1;
+                self.retain(b);
                 self.tables[seq].push(b);
             }
         }
@@ -479,6 +517,58 @@ mod tests {
             c.write(l, seq, pos0, &k, &v).unwrap();
         }
         c.commit(seq, pos0 + n).unwrap();
+        check_counters(c);
+    }
+
+    /// The kept counters equal a scan of the pool.
+    fn check_counters(c: &PagedKvCache) {
+        assert_eq!(c.used_blocks(), c.refs.iter().filter(|&&r| r > 0).count());
+        let cached = c
+            .keys
+            .iter()
+            .zip(&c.refs)
+            .filter(|(k, &r)| k.is_some() && r == 0)
+            .count();
+        assert_eq!(c.cached_unused_blocks(), cached);
+    }
+
+    #[test]
+    fn a_sequence_picks_up_blocks_another_computed_after_it_started() {
+        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 96).unwrap();
+        let tokens: Vec<u32> = (0..70).collect();
+        // Both start together; sequence 1 computes its first block itself, then waits.
+        assert_eq!(c.attach_prefix(0, &tokens).unwrap(), 0);
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 0);
+        fill(&mut c, 1, 0, 16);
+        c.register_full_blocks(1, &tokens).unwrap();
+        fill(&mut c, 0, 0, 50);
+        c.register_full_blocks(0, &tokens).unwrap();
+        // Blocks 1 and 2 of sequence 0 continue sequence 1's chain.
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 32);
+        assert_eq!(c.len(1), 48);
+        assert_eq!(
+            c.used_blocks(),
+            5,
+            "4 of sequence 0, sequence 1's own first block"
+        );
+        for p in 16..48 {
+            assert_eq!(read(&c, 0, 1, p, 1), read(&c, 0, 0, p, 1));
+        }
+        check_counters(&c);
+        // A sequence mid-block (or with blocks not yet keyed) cannot extend.
+        fill(&mut c, 1, 48, 3);
+        assert!(c.attach_prefix(1, &tokens).is_err());
+        c.truncate(1, 20).unwrap();
+        assert!(c.attach_prefix(1, &tokens).is_err());
+        c.truncate(1, 16).unwrap();
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 32);
+        check_counters(&c);
+        // Only a prefix that matches: different tokens after the first block stop the run.
+        c.truncate(1, 16).unwrap();
+        let mut other = tokens.clone();
+        other[40] = 7;
+        assert_eq!(c.attach_prefix(1, &other).unwrap(), 16);
+        check_counters(&c);
     }
 
     #[test]
@@ -557,6 +647,7 @@ mod tests {
         assert_eq!(c.prefix_stats().evicted_blocks, 1);
         assert_eq!(c.used_blocks(), 5);
         assert_eq!(c.cached_unused_blocks(), 1);
+        check_counters(&c);
     }
 
     #[test]

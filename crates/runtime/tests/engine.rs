@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -389,6 +390,92 @@ fn a_shared_system_prompt_is_computed_once_and_results_do_not_change() {
     assert!(
         hits >= 7 * whole_blocks,
         "{hits} prompt tokens came from the prefix cache; 7 requests share {whole_blocks}"
+    );
+}
+
+#[test]
+fn a_prefix_brought_by_8_requests_at_once_is_computed_once() {
+    let Some(llm) = llm() else {
+        return;
+    };
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 8,
+            ctx_per_seq: 512,
+            // Room for every prompt in the first step: without waiting, all 8 would compute
+            // the prefix side by side.
+            max_batch_tokens: 1024,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let system = "You answer questions about a small lighthouse on a rocky island. Keep every \
+                  answer short and plain, say when the tower is open to visitors (from April \
+                  to October, ten to four), and admit it when you do not know something. The \
+                  keeper's cottage is now a small museum of maps and old logbooks.";
+    let questions = [
+        "Can I climb it?",
+        "How tall is the tower?",
+        "Who kept the light?",
+        "Is there a ferry?",
+        "What year was it built?",
+        "May dogs come?",
+        "Where do I park?",
+        "Is the lamp still lit?",
+    ];
+    let config = GenerationConfig {
+        max_new_tokens: 8,
+        ..Default::default()
+    };
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| {
+            llm.tokenize_chat(&[
+                ChatMessage::new("system", system),
+                ChatMessage::new("user", *q),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let shared = (1..prompts.len())
+        .map(|i| {
+            prompts[0]
+                .iter()
+                .zip(&prompts[i])
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .min()
+        .unwrap();
+    let block = EngineConfig::default().kv_block_size;
+    let whole_blocks = shared / block * block;
+    assert!(
+        whole_blocks >= 3 * block,
+        "a shared prefix of {shared} tokens"
+    );
+    // All 8 arrive before the first step: none of the prefix is cached yet.
+    let rxs: Vec<_> = prompts
+        .iter()
+        .map(|p| submit(&engine, p.clone(), config.clone(), None).unwrap().1)
+        .collect();
+    for (p, rx) in prompts.iter().zip(&rxs) {
+        let got = finish(rx).unwrap();
+        assert_eq!(got.tokens, alone(&llm, p, &config).tokens);
+    }
+    let stats = engine.stats();
+    let hits = stats.prefix_hit_tokens.load(Ordering::Relaxed) as usize;
+    let computed = stats.prompt_tokens.load(Ordering::Relaxed) as usize;
+    let total: usize = prompts.iter().map(Vec::len).sum();
+    assert!(
+        hits >= 7 * whole_blocks,
+        "{hits} prompt tokens came from blocks another request computed; 7 requests share \
+         {whole_blocks}"
+    );
+    assert_eq!(
+        computed + hits,
+        total,
+        "every prompt token computed or attached, once"
     );
 }
 
