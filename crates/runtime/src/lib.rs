@@ -1,6 +1,8 @@
 //! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.
 
 mod alloc_count;
+pub mod embed;
+pub mod encoder;
 pub mod engine;
 pub mod error;
 #[cfg(feature = "fault-injection")]
@@ -17,6 +19,8 @@ mod stream;
 pub mod weights;
 
 pub use alloc_count::{allocation_count, CountingAllocator};
+pub use embed::{EmbedOptions, Embedder, Embeddings, Pooling, SentenceConfig};
+pub use encoder::{Activation, EncoderArch, EncoderConfig, EncoderModel};
 pub use engine::{Engine, EngineConfig, EngineDone, EngineEvent, EngineRequest, RequestId, Sink};
 pub use error::{Result, RuntimeError};
 pub use kv_cache::{DenseKvCache, KvCache, KvLayerView, KvShape};

@@ -1,0 +1,729 @@
+//! BERT-family encoders (BERT, RoBERTa / XLM-RoBERTa): token ids in, one hidden state per token
+//! out (transformers' `last_hidden_state`). The sentence-embedding layer on top (tokenizer,
+//! pooling, normalisation) is [`crate::embed`].
+//!
+//! The forward pass is ragged: the texts of a batch are laid end to end as rows of one matrix
+//! (no padding, so no padding mask is needed), every linear layer runs once over all rows, and
+//! attention runs per text over exactly that text's tokens, bidirectionally. Each row of a
+//! linear layer, each LayerNorm row and each text's attention is computed by the same code
+//! whatever else is in the batch, so a text's hidden states (and embedding) are the same bits
+//! alone or in any batch, at any thread count.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use torchnative_core::kernels;
+use torchnative_formats::safetensors::{Dtype, SafetensorsModel, TensorView};
+
+use crate::error::{invalid, Result, RuntimeError};
+
+/// The encoder families this module runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncoderArch {
+    /// `model_type: "bert"`: positions 0.., token type 0.
+    Bert,
+    /// `model_type: "roberta"` / `"xlm-roberta"`: positions start after `pad_token_id`
+    /// (`pad + 1 + index`; a token equal to the pad id gets position `pad`), token type 0.
+    Roberta,
+}
+
+/// The feed-forward activation (`hidden_act`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `"gelu"`: the exact (erf) form.
+    GeluErf,
+    /// `"gelu_new"`, `"gelu_pytorch_tanh"`: the tanh approximation.
+    GeluTanh,
+    /// `"relu"`.
+    Relu,
+}
+
+/// What the forward pass needs from config.json.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncoderConfig {
+    /// Family (decides positions).
+    pub arch: EncoderArch,
+    /// Rows of the word embedding.
+    pub vocab_size: usize,
+    /// Model width.
+    pub hidden_size: usize,
+    /// Encoder layers.
+    pub num_layers: usize,
+    /// Attention heads (divides `hidden_size`).
+    pub num_heads: usize,
+    /// Feed-forward width.
+    pub intermediate_size: usize,
+    /// Rows of the position embedding.
+    pub max_position_embeddings: usize,
+    /// Rows of the token-type embedding (every token uses type 0).
+    pub type_vocab_size: usize,
+    /// LayerNorm epsilon.
+    pub layer_norm_eps: f32,
+    /// Feed-forward activation.
+    pub activation: Activation,
+    /// `pad_token_id` (RoBERTa positions are offset by it).
+    pub pad_token_id: u32,
+}
+
+/// Upper bounds on config values, so sizes cannot overflow and a corrupt config is refused
+/// before anything is allocated.
+const MAX_DIM: usize = 1 << 16;
+const MAX_LAYERS: usize = 1024;
+const MAX_VOCAB: usize = 1 << 24;
+const MAX_POSITIONS: usize = 1 << 20;
+
+impl EncoderConfig {
+    /// Parses config.json text. Unknown architectures and options this module does not run
+    /// (relative position embeddings, decoder or cross-attention use) are refused by name.
+    pub fn from_json_str(text: &str) -> Result<EncoderConfig> {
+        let json: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| invalid("config.json", format!("not valid JSON: {e}")))?;
+        let obj = json
+            .as_object()
+            .ok_or_else(|| invalid("config.json", "not a JSON object"))?;
+        let model_type = obj.get("model_type").and_then(|v| v.as_str()).unwrap_or("");
+        let arch = match model_type {
+            "bert" => EncoderArch::Bert,
+            "roberta" | "xlm-roberta" => EncoderArch::Roberta,
+            other => {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("encoder model_type {other:?}"),
+                    supported: "bert, roberta, xlm-roberta".into(),
+                })
+            }
+        };
+        let usize_field = |key: &str, default: Option<usize>, max: usize| -> Result<usize> {
+            match obj.get(key) {
+                None | Some(serde_json::Value::Null) => default
+                    .ok_or_else(|| invalid(format!("config.json {key}"), "missing (required)")),
+                Some(v) => {
+                    let n = v.as_u64().ok_or_else(|| {
+                        invalid(
+                            format!("config.json {key}"),
+                            format!("{v} is not a non-negative integer"),
+                        )
+                    })?;
+                    if n == 0 || n > max as u64 {
+                        return Err(invalid(
+                            format!("config.json {key}"),
+                            format!("{n} is outside 1..={max}"),
+                        ));
+                    }
+                    Ok(n as usize)
+                }
+            }
+        };
+        let vocab_size = usize_field("vocab_size", None, MAX_VOCAB)?;
+        let hidden_size = usize_field("hidden_size", None, MAX_DIM)?;
+        let num_layers = usize_field("num_hidden_layers", None, MAX_LAYERS)?;
+        let num_heads = usize_field("num_attention_heads", None, MAX_DIM)?;
+        let intermediate_size = usize_field("intermediate_size", None, 4 * MAX_DIM)?;
+        let max_position_embeddings =
+            usize_field("max_position_embeddings", Some(512), MAX_POSITIONS)?;
+        let type_vocab_size = usize_field("type_vocab_size", Some(2), MAX_DIM)?;
+        if hidden_size % num_heads != 0 {
+            return Err(invalid(
+                "config.json num_attention_heads",
+                format!("{num_heads} does not divide hidden_size {hidden_size}"),
+            ));
+        }
+        let layer_norm_eps = match obj.get("layer_norm_eps") {
+            None => 1e-12,
+            Some(v) => match v.as_f64() {
+                Some(e) if e.is_finite() && e > 0.0 && e < 1.0 => e as f32,
+                _ => {
+                    return Err(invalid(
+                        "config.json layer_norm_eps",
+                        format!("{v} is not a number in (0, 1)"),
+                    ))
+                }
+            },
+        };
+        let activation = match obj.get("hidden_act").and_then(|v| v.as_str()) {
+            None | Some("gelu") => Activation::GeluErf,
+            Some("gelu_new") | Some("gelu_pytorch_tanh") => Activation::GeluTanh,
+            Some("relu") => Activation::Relu,
+            Some(other) => {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("hidden_act {other:?}"),
+                    supported: "gelu, gelu_new, gelu_pytorch_tanh, relu".into(),
+                })
+            }
+        };
+        match obj.get("position_embedding_type").and_then(|v| v.as_str()) {
+            None | Some("absolute") => {}
+            Some(other) => {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("position_embedding_type {other:?}"),
+                    supported: "absolute".into(),
+                })
+            }
+        }
+        for flag in ["is_decoder", "add_cross_attention"] {
+            if obj.get(flag).and_then(|v| v.as_bool()) == Some(true) {
+                return Err(RuntimeError::Unsupported {
+                    what: format!("config.json {flag}: true"),
+                    supported: "bidirectional encoders".into(),
+                });
+            }
+        }
+        let pad_token_id = match obj.get("pad_token_id") {
+            None | Some(serde_json::Value::Null) => match arch {
+                EncoderArch::Bert => 0,
+                EncoderArch::Roberta => 1,
+            },
+            Some(v) => match v.as_u64() {
+                Some(p) if (p as usize) < vocab_size => p as u32,
+                _ => {
+                    return Err(invalid(
+                        "config.json pad_token_id",
+                        format!("{v} is not a token id below vocab_size {vocab_size}"),
+                    ))
+                }
+            },
+        };
+        let config = EncoderConfig {
+            arch,
+            vocab_size,
+            hidden_size,
+            num_layers,
+            num_heads,
+            intermediate_size,
+            max_position_embeddings,
+            type_vocab_size,
+            layer_norm_eps,
+            activation,
+            pad_token_id,
+        };
+        if config.max_tokens() == 0 {
+            return Err(invalid(
+                "config.json max_position_embeddings",
+                format!(
+                    "{max_position_embeddings} leaves no position after the RoBERTa offset \
+                     (pad_token_id {pad_token_id} + 1)"
+                ),
+            ));
+        }
+        Ok(config)
+    }
+
+    /// The first position id a text uses (`pad_token_id + 1` for RoBERTa, else 0).
+    pub fn position_offset(&self) -> usize {
+        match self.arch {
+            EncoderArch::Bert => 0,
+            EncoderArch::Roberta => self.pad_token_id as usize + 1,
+        }
+    }
+
+    /// The most tokens (special tokens included) one text may have.
+    pub fn max_tokens(&self) -> usize {
+        self.max_position_embeddings
+            .saturating_sub(self.position_offset())
+    }
+
+    /// Dimension of one attention head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_heads
+    }
+}
+
+struct Layer {
+    /// Query, key and value projections stacked: `[3 * hidden][hidden]`, bias `[3 * hidden]`.
+    qkv_w: Vec<f32>,
+    qkv_b: Vec<f32>,
+    attn_out_w: Vec<f32>,
+    attn_out_b: Vec<f32>,
+    attn_ln_w: Vec<f32>,
+    attn_ln_b: Vec<f32>,
+    inter_w: Vec<f32>,
+    inter_b: Vec<f32>,
+    out_w: Vec<f32>,
+    out_b: Vec<f32>,
+    out_ln_w: Vec<f32>,
+    out_ln_b: Vec<f32>,
+}
+
+/// A loaded encoder (f32 weights, owned). `Send + Sync`; `forward` takes `&self`.
+pub struct EncoderModel {
+    config: EncoderConfig,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    emb_ln_w: Vec<f32>,
+    emb_ln_b: Vec<f32>,
+    layers: Vec<Layer>,
+}
+
+impl std::fmt::Debug for EncoderModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncoderModel")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Prefixes a checkpoint's encoder tensors may carry (a bare `BertModel`, or the encoder
+/// inside a task model such as `BertForMaskedLM`).
+const PREFIXES: [&str; 4] = ["", "bert.", "roberta.", "model."];
+
+impl EncoderModel {
+    /// Loads `dir/config.json` and `dir/model.safetensors` (or a sharded index). Every tensor
+    /// the forward pass reads must be present with its config-derived shape and a float dtype
+    /// (F32/F16/BF16); all of that is checked before any weight is converted. Tensors the
+    /// encoder does not use (pooler, heads, `position_ids`) are ignored.
+    pub fn load(dir: &Path) -> Result<EncoderModel> {
+        let load_err = |reason: String| RuntimeError::Load {
+            path: dir.display().to_string(),
+            reason,
+        };
+        let config_path = dir.join("config.json");
+        let text = std::fs::read_to_string(&config_path)
+            .map_err(|e| load_err(format!("{}: {e}", config_path.display())))?;
+        let config = EncoderConfig::from_json_str(&text)?;
+        let checkpoint =
+            SafetensorsModel::open_dir(dir, None).map_err(|e| load_err(e.to_string()))?;
+        Self::from_checkpoint(config, &checkpoint).map_err(|e| match e {
+            RuntimeError::Load { reason, .. } => load_err(reason),
+            other => other,
+        })
+    }
+
+    /// Builds the model from an opened checkpoint (names with or without a `bert.` /
+    /// `roberta.` prefix).
+    pub fn from_checkpoint(config: EncoderConfig, ckpt: &SafetensorsModel) -> Result<Self> {
+        let load_err = |reason: String| RuntimeError::Load {
+            path: String::new(),
+            reason,
+        };
+        let prefix = PREFIXES
+            .iter()
+            .find(|p| {
+                ckpt.tensor(&format!("{p}embeddings.word_embeddings.weight"))
+                    .is_some()
+            })
+            .ok_or_else(|| {
+                load_err(
+                    "no embeddings.word_embeddings.weight (with prefix '', bert., roberta. or \
+                     model.) in the checkpoint"
+                        .into(),
+                )
+            })?;
+        let (h, i) = (config.hidden_size, config.intermediate_size);
+        let mut wanted: Vec<(String, Vec<usize>)> = vec![
+            (
+                "embeddings.word_embeddings.weight".into(),
+                vec![config.vocab_size, h],
+            ),
+            (
+                "embeddings.position_embeddings.weight".into(),
+                vec![config.max_position_embeddings, h],
+            ),
+            (
+                "embeddings.token_type_embeddings.weight".into(),
+                vec![config.type_vocab_size, h],
+            ),
+            ("embeddings.LayerNorm.weight".into(), vec![h]),
+            ("embeddings.LayerNorm.bias".into(), vec![h]),
+        ];
+        for l in 0..config.num_layers {
+            let p = format!("encoder.layer.{l}.");
+            for (name, shape) in [
+                ("attention.self.query.weight", vec![h, h]),
+                ("attention.self.query.bias", vec![h]),
+                ("attention.self.key.weight", vec![h, h]),
+                ("attention.self.key.bias", vec![h]),
+                ("attention.self.value.weight", vec![h, h]),
+                ("attention.self.value.bias", vec![h]),
+                ("attention.output.dense.weight", vec![h, h]),
+                ("attention.output.dense.bias", vec![h]),
+                ("attention.output.LayerNorm.weight", vec![h]),
+                ("attention.output.LayerNorm.bias", vec![h]),
+                ("intermediate.dense.weight", vec![i, h]),
+                ("intermediate.dense.bias", vec![i]),
+                ("output.dense.weight", vec![h, i]),
+                ("output.dense.bias", vec![h]),
+                ("output.LayerNorm.weight", vec![h]),
+                ("output.LayerNorm.bias", vec![h]),
+            ] {
+                wanted.push((format!("{p}{name}"), shape));
+            }
+        }
+        // Check every tensor (presence, dtype, shape) before converting any.
+        let mut problems = Vec::new();
+        for (name, shape) in &wanted {
+            let full = format!("{prefix}{name}");
+            match ckpt.tensor(&full) {
+                None => problems.push(format!("'{full}' is missing")),
+                Some(t) if !matches!(t.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) => problems
+                    .push(format!(
+                        "'{full}' has dtype {} (supported: F32, F16, BF16)",
+                        t.dtype.name()
+                    )),
+                Some(t) if t.shape != shape.as_slice() => problems.push(format!(
+                    "'{full}' has shape {:?}, config.json implies {shape:?}",
+                    t.shape
+                )),
+                Some(_) => {}
+            }
+        }
+        if !problems.is_empty() {
+            return Err(load_err(problems.join("; ")));
+        }
+        let get = |name: &str| -> Vec<f32> {
+            // Checked above: present, float, right shape.
+            to_f32(ckpt.tensor(&format!("{prefix}{name}")).expect("checked"))
+        };
+        let layers = (0..config.num_layers)
+            .map(|l| {
+                let p = format!("encoder.layer.{l}.");
+                let g = |n: &str| get(&format!("{p}{n}"));
+                let mut qkv_w = g("attention.self.query.weight");
+                qkv_w.extend(g("attention.self.key.weight"));
+                qkv_w.extend(g("attention.self.value.weight"));
+                let mut qkv_b = g("attention.self.query.bias");
+                qkv_b.extend(g("attention.self.key.bias"));
+                qkv_b.extend(g("attention.self.value.bias"));
+                Layer {
+                    qkv_w,
+                    qkv_b,
+                    attn_out_w: g("attention.output.dense.weight"),
+                    attn_out_b: g("attention.output.dense.bias"),
+                    attn_ln_w: g("attention.output.LayerNorm.weight"),
+                    attn_ln_b: g("attention.output.LayerNorm.bias"),
+                    inter_w: g("intermediate.dense.weight"),
+                    inter_b: g("intermediate.dense.bias"),
+                    out_w: g("output.dense.weight"),
+                    out_b: g("output.dense.bias"),
+                    out_ln_w: g("output.LayerNorm.weight"),
+                    out_ln_b: g("output.LayerNorm.bias"),
+                }
+            })
+            .collect();
+        Ok(EncoderModel {
+            word: get("embeddings.word_embeddings.weight"),
+            position: get("embeddings.position_embeddings.weight"),
+            token_type: get("embeddings.token_type_embeddings.weight"),
+            emb_ln_w: get("embeddings.LayerNorm.weight"),
+            emb_ln_b: get("embeddings.LayerNorm.bias"),
+            layers,
+            config,
+        })
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &EncoderConfig {
+        &self.config
+    }
+
+    /// Checks a batch before any work: at least one text, none empty, none longer than
+    /// [`EncoderConfig::max_tokens`], every id below `vocab_size`. Errors name the text index.
+    pub fn check_batch(&self, texts: &[&[u32]]) -> Result<()> {
+        let max = self.config.max_tokens();
+        for (t, ids) in texts.iter().enumerate() {
+            if ids.is_empty() {
+                return Err(invalid(format!("text {t}"), "has no tokens"));
+            }
+            if ids.len() > max {
+                return Err(invalid(
+                    format!("text {t}"),
+                    format!("{} tokens exceed the model's {max} positions", ids.len()),
+                ));
+            }
+            if let Some(&bad) = ids
+                .iter()
+                .find(|&&id| id as usize >= self.config.vocab_size)
+            {
+                return Err(invalid(
+                    format!("text {t}"),
+                    RuntimeError::TokenOutOfRange {
+                        token: bad,
+                        vocab_size: self.config.vocab_size,
+                    }
+                    .to_string(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The last hidden state of every token of every text, texts end to end:
+    /// `[sum of lengths][hidden_size]`, row-major (transformers' `last_hidden_state` without
+    /// the padding). Runs on the kernel pool.
+    pub fn forward(&self, texts: &[&[u32]]) -> Result<Vec<f32>> {
+        self.check_batch(texts)?;
+        Ok(kernels::install(|| self.forward_checked(texts)))
+    }
+
+    fn forward_checked(&self, texts: &[&[u32]]) -> Vec<f32> {
+        let c = &self.config;
+        let (h, inter) = (c.hidden_size, c.intermediate_size);
+        let rows: usize = texts.iter().map(|t| t.len()).sum();
+        let starts: Vec<usize> = texts
+            .iter()
+            .scan(0, |acc, t| {
+                let s = *acc;
+                *acc += t.len();
+                Some(s)
+            })
+            .collect();
+
+        // Embeddings: (word + token type 0) + position, then LayerNorm.
+        let mut x = vec![0f32; rows * h];
+        let mut tmp = vec![0f32; rows * h];
+        let mut row_of = Vec::with_capacity(rows);
+        for ids in texts {
+            let positions = self.positions(ids);
+            for (&id, pos) in ids.iter().zip(positions) {
+                row_of.push((id as usize, pos));
+            }
+        }
+        tmp.par_chunks_mut(h)
+            .zip(&row_of)
+            .for_each(|(row, &(id, pos))| {
+                let word = &self.word[id * h..(id + 1) * h];
+                let typ = &self.token_type[..h];
+                let p = &self.position[pos * h..(pos + 1) * h];
+                for (((o, &w), &t), &q) in row.iter_mut().zip(word).zip(typ).zip(p) {
+                    *o = (w + t) + q;
+                }
+            });
+        self.layer_norm_rows(&tmp, &self.emb_ln_w, &self.emb_ln_b, &mut x);
+
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let mut ff = vec![0f32; rows * inter];
+        for layer in &self.layers {
+            kernels::linear_f32(
+                &x,
+                &layer.qkv_w,
+                Some(&layer.qkv_b),
+                &mut qkv,
+                rows,
+                h,
+                3 * h,
+            );
+            self.attention(texts, &starts, &qkv, &mut ctx);
+            kernels::linear_f32(
+                &ctx,
+                &layer.attn_out_w,
+                Some(&layer.attn_out_b),
+                &mut tmp,
+                rows,
+                h,
+                h,
+            );
+            kernels::add_inplace_f32(&mut tmp, &x);
+            self.layer_norm_rows(&tmp, &layer.attn_ln_w, &layer.attn_ln_b, &mut x);
+            kernels::linear_f32(
+                &x,
+                &layer.inter_w,
+                Some(&layer.inter_b),
+                &mut ff,
+                rows,
+                h,
+                inter,
+            );
+            self.activate(&mut ff);
+            kernels::linear_f32(
+                &ff,
+                &layer.out_w,
+                Some(&layer.out_b),
+                &mut tmp,
+                rows,
+                inter,
+                h,
+            );
+            kernels::add_inplace_f32(&mut tmp, &x);
+            self.layer_norm_rows(&tmp, &layer.out_ln_w, &layer.out_ln_b, &mut x);
+        }
+        x
+    }
+
+    /// Position ids of one unpadded text, as transformers makes them.
+    fn positions(&self, ids: &[u32]) -> Vec<usize> {
+        match self.config.arch {
+            EncoderArch::Bert => (0..ids.len()).collect(),
+            EncoderArch::Roberta => {
+                // `create_position_ids_from_input_ids`: cumulative count of non-pad tokens,
+                // zero at pad tokens, plus padding_idx.
+                let pad = self.config.pad_token_id;
+                let mut count = 0;
+                ids.iter()
+                    .map(|&id| {
+                        if id == pad {
+                            pad as usize
+                        } else {
+                            count += 1;
+                            count + pad as usize
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn layer_norm_rows(&self, x: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
+        let h = self.config.hidden_size;
+        let eps = self.config.layer_norm_eps;
+        out.par_chunks_mut(h)
+            .zip(x.par_chunks(h))
+            .with_min_len(16)
+            .for_each(|(o, row)| kernels::layer_norm_f32(row, Some(w), Some(b), eps, o));
+    }
+
+    fn activate(&self, x: &mut [f32]) {
+        let chunk = self.config.intermediate_size;
+        match self.config.activation {
+            Activation::GeluErf => x
+                .par_chunks_mut(chunk)
+                .with_min_len(8)
+                .for_each(kernels::gelu_erf_inplace_f32),
+            Activation::GeluTanh => x.par_chunks_mut(chunk).with_min_len(8).for_each(|row| {
+                let k = (2.0f32 / std::f32::consts::PI).sqrt();
+                for v in row {
+                    let u = *v;
+                    *v = 0.5 * u * (1.0 + (k * (u + 0.044_715 * u * u * u)).tanh());
+                }
+            }),
+            Activation::Relu => x
+                .par_iter_mut()
+                .with_min_len(4096)
+                .for_each(|v| *v = v.max(0.0)),
+        }
+    }
+
+    /// Bidirectional multi-head attention of each text over its own tokens. `qkv` rows are
+    /// `[q | k | v]` (`hidden` each, heads contiguous inside); `ctx` rows `[hidden]`. One task
+    /// per text; inside it, per head and query: scores `q·k_j * scale` (core `dot_f32`),
+    /// softmax (core `softmax_f32`), then `out = Σ_j p_j v_j` in key order.
+    fn attention(&self, texts: &[&[u32]], starts: &[usize], qkv: &[f32], ctx: &mut [f32]) {
+        let c = &self.config;
+        let (h, nh, hd) = (c.hidden_size, c.num_heads, c.head_dim());
+        let scale = 1.0 / (hd as f32).sqrt();
+        // Split ctx into one chunk per text.
+        let mut chunks: Vec<(usize, usize, &mut [f32])> = Vec::with_capacity(texts.len());
+        let mut rest = ctx;
+        for (t, ids) in texts.iter().enumerate() {
+            let (mine, tail) = rest.split_at_mut(ids.len() * h);
+            chunks.push((starts[t], ids.len(), mine));
+            rest = tail;
+        }
+        chunks.into_par_iter().for_each(|(start, len, out)| {
+            let rows = &qkv[start * 3 * h..(start + len) * 3 * h];
+            let mut scores = vec![0f32; len];
+            for head in 0..nh {
+                let off = head * hd;
+                for i in 0..len {
+                    let q = &rows[i * 3 * h + off..i * 3 * h + off + hd];
+                    for (j, s) in scores.iter_mut().enumerate() {
+                        let k = &rows[j * 3 * h + h + off..j * 3 * h + h + off + hd];
+                        *s = kernels::dot_f32(q, k) * scale;
+                    }
+                    kernels::softmax_f32(&mut scores);
+                    let o = &mut out[i * h + off..i * h + off + hd];
+                    o.fill(0.0);
+                    for (j, &p) in scores.iter().enumerate() {
+                        let v = &rows[j * 3 * h + 2 * h + off..j * 3 * h + 2 * h + off + hd];
+                        for (a, &vv) in o.iter_mut().zip(v) {
+                            *a = p.mul_add(vv, *a);
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A checked float tensor's elements as f32.
+fn to_f32(t: TensorView<'_>) -> Vec<f32> {
+    let le16 = |d: &[u8]| -> Vec<u16> {
+        d.chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect()
+    };
+    match t.dtype {
+        Dtype::F32 => t
+            .data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => le16(t.data)
+            .into_iter()
+            .map(|b| half::f16::from_bits(b).to_f32())
+            .collect(),
+        Dtype::BF16 => le16(t.data)
+            .into_iter()
+            .map(|b| half::bf16::from_bits(b).to_f32())
+            .collect(),
+        other => unreachable!("dtype {} refused at load", other.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINI: &str = r#"{"model_type": "bert", "vocab_size": 100, "hidden_size": 8,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+        "max_position_embeddings": 32, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu", "pad_token_id": 0}"#;
+
+    #[test]
+    fn config_reads_bert_and_refuses_bad_values_by_name() {
+        let c = EncoderConfig::from_json_str(MINI).unwrap();
+        assert_eq!(c.arch, EncoderArch::Bert);
+        assert_eq!((c.max_tokens(), c.head_dim()), (32, 4));
+        let roberta = MINI
+            .replace("\"bert\"", "\"xlm-roberta\"")
+            .replace("\"pad_token_id\": 0", "\"pad_token_id\": 1");
+        let r = EncoderConfig::from_json_str(&roberta).unwrap();
+        assert_eq!(
+            (r.arch, r.position_offset(), r.max_tokens()),
+            (EncoderArch::Roberta, 2, 30)
+        );
+        for (from, to, needle) in [
+            ("\"bert\"", "\"gpt2\"", "encoder model_type \"gpt2\""),
+            (
+                "\"num_attention_heads\": 2",
+                "\"num_attention_heads\": 3",
+                "does not divide",
+            ),
+            (
+                "\"hidden_size\": 8",
+                "\"hidden_size\": 0",
+                "hidden_size: 0 is outside",
+            ),
+            (
+                "\"hidden_size\": 8",
+                "\"hidden_size\": -8",
+                "not a non-negative integer",
+            ),
+            (
+                "\"layer_norm_eps\": 1e-12",
+                "\"layer_norm_eps\": 0",
+                "layer_norm_eps",
+            ),
+            ("\"gelu\"", "\"swish\"", "hidden_act \"swish\""),
+            (
+                "\"pad_token_id\": 0",
+                "\"pad_token_id\": 100",
+                "pad_token_id",
+            ),
+            (
+                "\"pad_token_id\": 0",
+                "\"pad_token_id\": 0, \"position_embedding_type\": \"relative_key\"",
+                "relative_key",
+            ),
+            (
+                "\"pad_token_id\": 0",
+                "\"pad_token_id\": 0, \"is_decoder\": true",
+                "is_decoder",
+            ),
+        ] {
+            let text = MINI.replace(from, to);
+            assert_ne!(text, MINI, "{from}");
+            let err = EncoderConfig::from_json_str(&text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+}
