@@ -258,12 +258,16 @@ def test_a_system_prompt_shared_by_8_requests_is_computed_once(server):
         )
 
     hits0 = server.metric("torchnative_prefix_cache_hit_tokens_total")
-    first = ask("When do you open?")
-    computed = first.usage.prompt_tokens
-    with cf.ThreadPoolExecutor(7) as pool:
-        rest = list(pool.map(ask, [f"Question number {i}?" for i in range(7)]))
+    prompt0 = server.metric("torchnative_prompt_tokens_total")
+    # All 8 at once: the first to be scheduled computes the system prompt's blocks, the others
+    # wait for them and attach them.
+    questions = ["When do you open?"] + [f"Question number {i}?" for i in range(7)]
+    with cf.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(ask, questions))
     hits = server.metric("torchnative_prefix_cache_hit_tokens_total") - hits0
-    # The system prompt's whole blocks (16 positions) come from the cache for all 7 others.
-    shared = min(r.usage.prompt_tokens for r in rest) - 12
+    computed = server.metric("torchnative_prompt_tokens_total") - prompt0
+    # The system prompt's whole blocks (16 positions) come from the cache for 7 of the 8.
+    shared = min(r.usage.prompt_tokens for r in answers) - 12
     assert hits >= 7 * (shared // 16 * 16 - 16), (hits, computed, shared)
+    assert computed + hits == sum(r.usage.prompt_tokens for r in answers)
     assert server.metric("torchnative_prefix_cache_hit_rate") > 0
