@@ -17,13 +17,16 @@
 //!   [`Matcher::is_accepting`], [`Matcher::rollback`].
 //!
 //! Why this design. A mask must not cost a vocabulary scan with a parse per token. The
-//! recogniser is a pushdown automaton over bytes whose stacks share tails in an arena, so a walk
-//! of the vocabulary trie advances the state byte by byte and drops a whole subtree as soon as
-//! its prefix is rejected. On top of that, the tokens whose fate is decided by the top few
-//! frames of a stack (most of them: inside a string nearly every token is accepted whatever
-//! encloses the string) are computed once per distinct top and cached in the compiled grammar;
-//! at each step only the few tokens that reach below those frames are run against the real
-//! stack (XGrammar's context-independent / context-dependent split). See `matcher.rs`.
+//! recogniser is a pushdown automaton over bytes whose stacks share tails in an arena, expanded
+//! lazily (only the alternatives that take the next byte are pushed), so a walk of the
+//! vocabulary trie advances the state byte by byte and drops a whole subtree as soon as its
+//! prefix is rejected. On top of that, the tokens whose fate is decided by the top few frames of
+//! a stack (most of them: inside a string nearly every token is accepted whatever encloses the
+//! string) are computed once per distinct top and cached in the compiled grammar; at each step
+//! only the few tokens that reach below those frames are run against the real stack (XGrammar's
+//! context-independent / context-dependent split), and FOLLOW sets keep that remainder small.
+//! See `matcher.rs` and `program.rs`. On SmolLM2's 49152-token vocabulary a warm mask costs
+//! about half a microsecond on average (`examples/mask_bench.rs`).
 //!
 //! ```
 //! use std::sync::Arc;

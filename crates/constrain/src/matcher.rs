@@ -9,7 +9,14 @@
 //! with bytes left) are *uncertain*. A mask step is then: OR the accepted sets of the state's
 //! keys, and run only the uncertain tokens against the real stacks (sorted, sharing prefixes).
 //! This is XGrammar's split into context-independent and context-dependent tokens, keyed by the
-//! top frames rather than by one position.
+//! top frames rather than by one position. A token only becomes uncertain when its next byte can
+//! follow the bottom known frame's rule somewhere in the grammar (FOLLOW sets); otherwise it is
+//! rejected outright, which keeps the uncertain lists short (a number's digits would otherwise
+//! make every token uncertain).
+//!
+//! The cache is exact, not a heuristic: a cached mask equals the plain trie walk's mask bit for
+//! bit (`tests/masks.rs` checks both against feeding every token's bytes to a copy of the
+//! matcher).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +24,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::{Error, Result};
 use crate::grammar::Grammar;
-use crate::program::{Node, Program, StepFlags, BOTTOM, ROOT};
+use crate::program::{CanEnd, Node, Program, BOTTOM, ROOT};
 use crate::vocab::TokenVocabulary;
 
 /// How many top frames of a stack key a cached entry.
@@ -93,9 +100,8 @@ struct Levels {
     tops: Vec<u32>,
     start: Vec<usize>,
     arena_len: Vec<usize>,
-    flags: Vec<StepFlags>,
-    /// Whether some path popped below the known frames at an earlier byte.
-    sticky: Vec<bool>,
+    /// Whether some path popped below the known frames to take this or an earlier byte.
+    uncertain: Vec<bool>,
 }
 
 impl Levels {
@@ -106,10 +112,8 @@ impl Levels {
         self.start.push(0);
         self.arena_len.clear();
         self.arena_len.push(arena_len);
-        self.flags.clear();
-        self.flags.push(StepFlags::default());
-        self.sticky.clear();
-        self.sticky.push(false);
+        self.uncertain.clear();
+        self.uncertain.push(false);
     }
 
     fn len(&self) -> usize {
@@ -122,8 +126,7 @@ impl Levels {
             arena.truncate(self.arena_len[n]);
             self.start.truncate(n);
             self.arena_len.truncate(n);
-            self.flags.truncate(n);
-            self.sticky.truncate(n);
+            self.uncertain.truncate(n);
         }
     }
 
@@ -131,24 +134,19 @@ impl Levels {
     fn push(&mut self, program: &Program, arena: &mut Vec<Node>, byte: u8) {
         let last = self.start.len() - 1;
         let from = self.start[last]..self.tops.len();
-        let sticky = self.sticky[last] || self.flags[last].ctx;
+        let before = self.uncertain[last];
         self.start.push(self.tops.len());
         self.arena_len.push(arena.len());
         let flags = program.advance(arena, &mut self.tops, from, byte);
-        self.flags.push(flags);
-        self.sticky.push(sticky);
+        self.uncertain.push(before || flags.ctx);
     }
 
     fn last_has_stacks(&self) -> bool {
         self.tops.len() > *self.start.last().expect("a level")
     }
 
-    fn last_flags(&self) -> StepFlags {
-        *self.flags.last().expect("a level")
-    }
-
-    fn last_sticky(&self) -> bool {
-        *self.sticky.last().expect("a level")
+    fn last_uncertain(&self) -> bool {
+        *self.uncertain.last().expect("a level")
     }
 }
 
@@ -241,19 +239,18 @@ impl CompiledGrammar {
             let d = trie.depth[i] as usize;
             levels.truncate(d, &mut arena);
             levels.push(&self.program, &mut arena, trie.byte[i]);
-            let flags = levels.last_flags();
             let stacks = levels.last_has_stacks();
-            let sticky = levels.last_sticky();
+            let unsure = levels.last_uncertain();
             let toks = &trie.tokens[trie.tok_start[i] as usize..trie.tok_start[i + 1] as usize];
-            if stacks || flags.accept || flags.ctx {
+            if stacks {
                 for &t in toks {
                     set_bit(&mut accepted, t);
                 }
                 n_accepted += toks.len();
-            } else if sticky {
+            } else if unsure {
                 uncertain.extend_from_slice(toks);
             }
-            if stacks || sticky || flags.ctx {
+            if stacks || unsure {
                 i += 1;
             } else {
                 i = trie.end[i] as usize;
@@ -331,12 +328,15 @@ impl Matcher {
     pub fn new(grammar: Arc<CompiledGrammar>) -> Self {
         let mut arena = Vec::new();
         let mut tops = Vec::new();
-        let flags = grammar.program.initial(&mut arena, &mut tops);
+        grammar.program.initial(&mut arena, &mut tops);
+        let accepting = tops
+            .iter()
+            .any(|&t| grammar.program.can_end(&arena, t) == CanEnd::Root);
         Matcher {
             grammar,
             arena,
             tops,
-            accepting: flags.accept,
+            accepting,
             terminated: false,
             history: Default::default(),
             max_rollback: 16,
@@ -365,7 +365,11 @@ impl Matcher {
 
     /// Whether some token other than EOS can follow.
     pub fn can_continue(&self) -> bool {
-        !self.tops.is_empty() && !self.terminated
+        !self.terminated
+            && self
+                .tops
+                .iter()
+                .any(|&t| self.grammar.program.can_continue(&self.arena, t))
     }
 
     /// Whether EOS has been accepted.
@@ -436,7 +440,7 @@ impl Matcher {
                 levels.truncate(d, &mut self.arena);
                 levels.push(&self.grammar.program, &mut self.arena, trie.byte[i]);
                 let stacks = levels.last_has_stacks();
-                if stacks || levels.last_flags().accept {
+                if stacks {
                     for &t in
                         &trie.tokens[trie.tok_start[i] as usize..trie.tok_start[i + 1] as usize]
                     {
@@ -456,9 +460,19 @@ impl Matcher {
 
     /// Sets every disallowed token's logit to minus infinity.
     pub fn apply_mask(mask: &[u64], logits: &mut [f32]) {
-        for (i, l) in logits.iter_mut().enumerate() {
-            if (mask[i >> 6] >> (i & 63)) & 1 == 0 {
-                *l = f32::NEG_INFINITY;
+        for (w, chunk) in logits.chunks_mut(64).enumerate() {
+            let bits = mask.get(w).copied().unwrap_or(0);
+            if bits == u64::MAX {
+                continue;
+            }
+            if bits == 0 {
+                chunk.fill(f32::NEG_INFINITY);
+                continue;
+            }
+            for (i, l) in chunk.iter_mut().enumerate() {
+                if (bits >> i) & 1 == 0 {
+                    *l = f32::NEG_INFINITY;
+                }
             }
         }
     }
@@ -507,7 +521,7 @@ impl Matcher {
                 alive = levels.last_has_stacks();
             }
             valid = levels.len();
-            if levels.len() == bytes.len() + 1 && (alive || levels.last_flags().accept) {
+            if levels.len() == bytes.len() + 1 && alive {
                 set_bit(mask, t);
             }
         }
@@ -571,12 +585,10 @@ impl Matcher {
         }
         let base = self.arena.len();
         let mut cur = self.tops.clone();
-        let mut flags = StepFlags::default();
         for (i, &b) in bytes.iter().enumerate() {
             let mut next = cur;
             let n = next.len();
-            flags = self
-                .grammar
+            self.grammar
                 .program
                 .advance(&mut self.arena, &mut next, 0..n, b);
             next.drain(..n);
@@ -587,7 +599,7 @@ impl Matcher {
                     next.len()
                 ));
             }
-            if next.is_empty() && !(flags.accept && i + 1 == bytes.len()) {
+            if next.is_empty() {
                 self.arena.truncate(base);
                 let shown = String::from_utf8_lossy(bytes);
                 return Err(format!(
@@ -597,8 +609,10 @@ impl Matcher {
             cur = next;
         }
         self.push_history();
+        self.accepting = cur
+            .iter()
+            .any(|&t| self.grammar.program.can_end(&self.arena, t) == CanEnd::Root);
         self.tops = cur;
-        self.accepting = flags.accept;
         if self.arena.len() > self.compact_at {
             self.compact();
         }

@@ -5,14 +5,16 @@
 //! helper rule of alternatives), drops alternatives that can never complete, and lays every
 //! alternative out in one flat array of positions ending in `End`.
 //!
-//! A parse stack is a chain of [`Node`]s (`pos`, `parent`) in an arena: the top is always a
-//! terminal position, the frames below are continuation positions (where to resume once the
-//! frame above completes). For every position the *closure* is precomputed: the frame sequences
-//! to push (ending in a terminal) and whether the position can complete without consuming input.
-//! Advancing a stack by a byte is then: test the top's byte set, replace the top by the closure
-//! of the next position, and on completion pop into the parent frame and apply its closure.
-//! Rule references in tail position are not kept as frames (tail calls), so right recursion
-//! (`x*`) keeps the stack flat. Left recursion makes a closure infinite and is refused.
+//! A parse stack is a chain of [`Node`]s (`pos`, `parent`) in an arena; every frame, the top
+//! included, is a continuation position (where to resume). For every position the *closure* is
+//! precomputed: the frame sequences to push (each ending in a terminal) and whether the position
+//! can complete without consuming input. Stacks are expanded lazily, when the next byte is known:
+//! advancing a stack by a byte pushes only the closure items whose terminal takes that byte
+//! (their last frame becomes the terminal's successor), and when the top's closure can complete
+//! it pops into the parent frame and does the same there. So a character class with many UTF-8
+//! alternatives costs one stack, not one per alternative. Rule references in tail position are
+//! not kept as frames (tail calls), so right recursion (`x*`) keeps the stack flat. Left
+//! recursion makes a closure infinite and is refused.
 
 use std::collections::{HashMap, HashSet};
 
@@ -48,10 +50,18 @@ enum PElem {
 /// What one byte step produced besides the new stacks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct StepFlags {
-    /// Some stack completed `root` at this byte.
-    pub accept: bool,
-    /// Some truncated stack popped below its known frames at this byte.
+    /// Some truncated stack popped below its known frames to take this byte.
     pub ctx: bool,
+}
+
+/// Whether a stack can end with no more input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CanEnd {
+    No,
+    /// It completes `root`.
+    Root,
+    /// It pops below the known frames of a truncated stack.
+    Context,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,6 +69,8 @@ struct Closure {
     items_start: u32,
     items_end: u32,
     returns: bool,
+    /// The union of the items' terminal byte sets.
+    first: [u64; 4],
 }
 
 #[derive(Debug)]
@@ -66,6 +78,10 @@ pub(crate) struct Program {
     /// Per position: the 256-bit byte set (terminals only).
     sets: Vec<[u64; 4]>,
     closures: Vec<Closure>,
+    /// Per position: the rule whose alternative holds it.
+    rule_of: Vec<u32>,
+    /// Per rule: the bytes that can follow it in some context (FOLLOW sets, at the byte level).
+    follow: Vec<[u64; 4]>,
     /// `(start, end)` ranges of `pool`, each one push sequence.
     items: Vec<(u32, u32)>,
     pool: Vec<u32>,
@@ -253,8 +269,13 @@ impl Program {
         let mut pool = Vec::new();
         for (seqs, returns) in c.done {
             let items_start = items.len() as u32;
+            let mut first = [0u64; 4];
             for s in seqs {
                 let st = pool.len() as u32;
+                let term = *s.last().expect("an item ends in a terminal");
+                for (f, t) in first.iter_mut().zip(&sets[term as usize]) {
+                    *f |= t;
+                }
                 pool.extend_from_slice(&s);
                 items.push((st, pool.len() as u32));
             }
@@ -262,11 +283,15 @@ impl Program {
                 items_start,
                 items_end: items.len() as u32,
                 returns,
+                first,
             });
         }
+        let follow = follow_sets(&elems, &sets, &rule_alts);
         Ok(Program {
             sets,
             closures,
+            rule_of,
+            follow,
             items,
             pool,
             start,
@@ -275,42 +300,56 @@ impl Program {
 
     /// Whether terminal position `pos` accepts `byte`.
     #[inline]
-    pub(crate) fn term_has(&self, pos: u32, byte: u8) -> bool {
+    fn term_has(&self, pos: u32, byte: u8) -> bool {
         let s = &self.sets[pos as usize];
         (s[(byte >> 6) as usize] >> (byte & 63)) & 1 != 0
     }
 
-    /// Replaces a frame at `pos` over `parent` by its closure: pushes the resulting stacks' tops
-    /// onto `out`, popping through completed frames.
+    /// Takes `byte` from the stack `(pos, parent)`: pushes the tops of the resulting stacks onto
+    /// `out`, popping through frames that complete first.
     #[inline]
-    pub(crate) fn apply(
+    fn expand(
         &self,
         arena: &mut Vec<Node>,
         mut pos: u32,
         mut parent: u32,
+        byte: u8,
         out: &mut Vec<u32>,
         flags: &mut StepFlags,
     ) {
         loop {
-            let c = self.closures[pos as usize];
-            for &(s, e) in &self.items[c.items_start as usize..c.items_end as usize] {
-                let mut p = parent;
-                for &q in &self.pool[s as usize..e as usize] {
-                    arena.push(Node { pos: q, parent: p });
-                    p = (arena.len() - 1) as u32;
+            let c = &self.closures[pos as usize];
+            if (c.first[(byte >> 6) as usize] >> (byte & 63)) & 1 != 0 {
+                for &(s, e) in &self.items[c.items_start as usize..c.items_end as usize] {
+                    let seq = &self.pool[s as usize..e as usize];
+                    let (&term, frames) = seq.split_last().expect("an item ends in a terminal");
+                    if !self.term_has(term, byte) {
+                        continue;
+                    }
+                    let mut p = parent;
+                    for &q in frames {
+                        arena.push(Node { pos: q, parent: p });
+                        p = (arena.len() - 1) as u32;
+                    }
+                    arena.push(Node {
+                        pos: term + 1,
+                        parent: p,
+                    });
+                    out.push((arena.len() - 1) as u32);
                 }
-                out.push(p);
             }
             if !c.returns {
                 return;
             }
             match parent {
-                ROOT => {
-                    flags.accept = true;
-                    return;
-                }
+                ROOT => return,
                 BOTTOM => {
-                    flags.ctx = true;
+                    // The bottom known frame's rule completes: the byte is the context's, and
+                    // only a byte that can follow that rule somewhere can be taken there.
+                    let f = &self.follow[self.rule_of[pos as usize] as usize];
+                    if (f[(byte >> 6) as usize] >> (byte & 63)) & 1 != 0 {
+                        flags.ctx = true;
+                    }
                     return;
                 }
                 _ => {
@@ -336,22 +375,49 @@ impl Program {
         let out_start = tops.len();
         for k in from {
             let n = arena[tops[k] as usize];
-            if !self.term_has(n.pos, byte) {
-                continue;
-            }
-            self.apply(arena, n.pos + 1, n.parent, tops, &mut flags);
+            self.expand(arena, n.pos, n.parent, byte, tops, &mut flags);
         }
         dedup(arena, tops, out_start);
         flags
     }
 
-    /// The initial state: the closure of `root`.
-    pub(crate) fn initial(&self, arena: &mut Vec<Node>, tops: &mut Vec<u32>) -> StepFlags {
-        let mut flags = StepFlags::default();
-        let start = tops.len();
-        self.apply(arena, self.start, ROOT, tops, &mut flags);
-        dedup(arena, tops, start);
-        flags
+    /// Whether the stack with top `top` can end with no more input.
+    pub(crate) fn can_end(&self, arena: &[Node], top: u32) -> CanEnd {
+        let mut n = arena[top as usize];
+        loop {
+            if !self.closures[n.pos as usize].returns {
+                return CanEnd::No;
+            }
+            match n.parent {
+                ROOT => return CanEnd::Root,
+                BOTTOM => return CanEnd::Context,
+                p => n = arena[p as usize],
+            }
+        }
+    }
+
+    /// Whether the stack with top `top` can take another byte.
+    pub(crate) fn can_continue(&self, arena: &[Node], top: u32) -> bool {
+        let mut n = arena[top as usize];
+        loop {
+            let c = &self.closures[n.pos as usize];
+            if c.first != [0; 4] {
+                return true;
+            }
+            if !c.returns || n.parent >= BOTTOM {
+                return false;
+            }
+            n = arena[n.parent as usize];
+        }
+    }
+
+    /// The initial state: one stack at the start of `root`.
+    pub(crate) fn initial(&self, arena: &mut Vec<Node>, tops: &mut Vec<u32>) {
+        arena.push(Node {
+            pos: self.start,
+            parent: ROOT,
+        });
+        tops.push((arena.len() - 1) as u32);
     }
 }
 
@@ -393,6 +459,85 @@ pub(crate) fn dedup(arena: &[Node], tops: &mut Vec<u32>, start: usize) {
         }
         tops.truncate(w);
     }
+}
+
+fn or(a: &mut [u64; 4], b: &[u64; 4]) -> bool {
+    let mut changed = false;
+    for (x, y) in a.iter_mut().zip(b) {
+        let n = *x | y;
+        changed |= n != *x;
+        *x = n;
+    }
+    changed
+}
+
+/// FOLLOW sets of the byte-level rules: the bytes that can come right after each rule completes.
+fn follow_sets(elems: &[PElem], sets: &[[u64; 4]], rule_alts: &[Vec<u32>]) -> Vec<[u64; 4]> {
+    let n = rule_alts.len();
+    let mut nullable = vec![false; n];
+    let mut first = vec![[0u64; 4]; n];
+    // The FIRST set and nullability of the suffix of an alternative starting at `p`.
+    let suffix = |p: u32, nullable: &[bool], first: &[[u64; 4]]| -> ([u64; 4], bool) {
+        let mut f = [0u64; 4];
+        let mut p = p as usize;
+        loop {
+            match elems[p] {
+                PElem::End => return (f, true),
+                PElem::Term => {
+                    or(&mut f, &sets[p]);
+                    return (f, false);
+                }
+                PElem::Ref(x) => {
+                    or(&mut f, &first[x as usize]);
+                    if !nullable[x as usize] {
+                        return (f, false);
+                    }
+                    p += 1;
+                }
+            }
+        }
+    };
+    loop {
+        let mut changed = false;
+        for r in 0..n {
+            for &a in &rule_alts[r] {
+                let (f, null) = suffix(a, &nullable, &first);
+                changed |= or(&mut first[r], &f);
+                if null && !nullable[r] {
+                    nullable[r] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut follow = vec![[0u64; 4]; n];
+    loop {
+        let mut changed = false;
+        for r in 0..n {
+            for &a in &rule_alts[r] {
+                let mut p = a as usize;
+                while elems[p] != PElem::End {
+                    if let PElem::Ref(b) = elems[p] {
+                        let (f, null) = suffix(p as u32 + 1, &nullable, &first);
+                        let mut add = f;
+                        if null {
+                            let fr = follow[r];
+                            or(&mut add, &fr);
+                        }
+                        changed |= or(&mut follow[b as usize], &add);
+                    }
+                    p += 1;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    follow
 }
 
 struct ClosureBuilder<'a> {

@@ -60,6 +60,11 @@ fn masks_agree_with_brute_force() {
         )
         .unwrap(),
         Grammar::from_gbnf("root ::= (\"a\" | \"ab\" | \"a\" \"b\" \"c\")* (\"x\" | \"xyz\")").unwrap(),
+        // Nesting deeper than the frames a cache entry keys on.
+        Grammar::from_gbnf(
+            "root ::= a\na ::= \"(\" b \")\" | \"1\"\nb ::= \"[\" c \"]\" \" \"? | \"2\"\nc ::= \"{\" a \"}\" | \"3\" a?",
+        )
+        .unwrap(),
         Grammar::from_regex(r"[a-f]{2,5}(\d+|\.e)?[^x]").unwrap(),
         Grammar::from_json_schema(&serde_json::json!({
             "type": "object",
@@ -73,6 +78,17 @@ fn masks_agree_with_brute_force() {
     for (i, g) in grammars.iter().enumerate() {
         walk(g, 11 + i as u64, 24);
     }
+}
+
+#[test]
+fn apply_mask_sets_disallowed_logits_to_minus_infinity() {
+    let mut logits = vec![1.0f32; 130];
+    let mask = [u64::MAX, 0, 0b101];
+    Matcher::apply_mask(&mask, &mut logits);
+    assert!(logits[..64].iter().all(|&l| l == 1.0));
+    assert!(logits[64..128].iter().all(|&l| l == f32::NEG_INFINITY));
+    assert_eq!(logits[128], 1.0);
+    assert_eq!(logits[129], f32::NEG_INFINITY);
 }
 
 #[test]
@@ -142,4 +158,30 @@ fn long_generation_compacts_and_stays_correct() {
     }
     m.accept_token(tok(b"!")).unwrap();
     assert!(m.is_accepting());
+}
+
+#[test]
+fn compiled_grammars_and_matchers_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<CompiledGrammar>();
+    send_sync::<Matcher>();
+    // Two threads share one compiled grammar (and its cache) and agree with a third.
+    let vocab = synthetic_vocab(6);
+    let c = Arc::new(CompiledGrammar::new(&Grammar::json_object(), vocab).unwrap());
+    let run = |c: Arc<CompiledGrammar>| {
+        let mut m = Matcher::new(c);
+        m.accept_bytes(br#"{"a": [1, "x"], "b""#).unwrap();
+        m.allowed_tokens()
+    };
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let c = c.clone();
+            std::thread::spawn(move || run(c))
+        })
+        .collect();
+    let expected = run(c.clone());
+    for h in handles {
+        assert_eq!(h.join().unwrap(), expected);
+    }
+    assert!(c.cache_stats().entries > 0);
 }
