@@ -82,6 +82,13 @@ impl CharSet {
         CharSet::from_ranges(out)
     }
 
+    /// The characters in both sets.
+    pub fn intersect(&self, other: &CharSet) -> Self {
+        let mut both = self.complement();
+        both.ranges.extend_from_slice(&other.complement().ranges);
+        CharSet::from_ranges(both.ranges).complement()
+    }
+
     /// The sorted disjoint inclusive ranges.
     pub fn ranges(&self) -> &[(u32, u32)] {
         &self.ranges
@@ -381,5 +388,8 @@ mod tests {
         assert!(all.complement().is_empty());
         assert_eq!(s.complement().complement(), s);
         assert_eq!(CharSet::any(), all);
+        let t = CharSet::from_ranges([(0x60, 0x70)]);
+        assert_eq!(s.intersect(&t).ranges(), &[(0x61, 0x66)]);
+        assert!(s.intersect(&CharSet::single('z')).is_empty());
     }
 }

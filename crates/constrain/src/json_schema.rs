@@ -4,7 +4,9 @@
 //! be left out), `required`, `additionalProperties` (`false`; a schema when there are no
 //! `properties`; otherwise extra keys are simply never generated, which stays valid), `enum`,
 //! `const`, `anyOf`, a one-element `allOf`, `$ref` to `#`, `#/$defs/...`, `#/definitions/...`
-//! (recursion included), `items`, `minItems`/`maxItems`, `minLength`/`maxLength`. Annotations
+//! (recursion included), `items`, `minItems`/`maxItems`, `minLength`/`maxLength`, `pattern`
+//! (a search, as JSON schema means it; generated strings use only characters that need no JSON
+//! escape) and `format` for `date`, `time`, `date-time`, `uuid`, `ipv4`. Annotations
 //! (`title`, `description`, `default`, `examples`, `$schema`, `$id`, `$comment`, `deprecated`,
 //! `readOnly`, `writeOnly`, `$defs`, `definitions`) and `x-` keys are ignored. Every other keyword
 //! is refused by name, since ignoring it could let through output the schema rejects.
@@ -231,6 +233,29 @@ const SUPPORTED: &[&str] = &[
     "maxItems",
     "minLength",
     "maxLength",
+    "pattern",
+    "format",
+];
+
+/// `format`s generated (as regular expressions over the string's content); others are refused.
+const FORMATS: &[(&str, &str)] = &[
+    ("date", r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"),
+    (
+        "time",
+        r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])",
+    ),
+    (
+        "date-time",
+        r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])",
+    ),
+    (
+        "uuid",
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    ),
+    (
+        "ipv4",
+        r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
+    ),
 ];
 const MAX_DEPTH: usize = 128;
 
@@ -492,6 +517,9 @@ impl Converter<'_> {
     fn typed(&mut self, t: &str, s: &J, path: &str) -> Result<String> {
         match t {
             "string" => {
+                if let Some(inner) = self.pattern(s, path)? {
+                    return Ok(self.new_rule("pattern", format!("\"\\\"\" {inner} \"\\\"\"")));
+                }
                 let min = count(s.get("minLength"), path, "minLength")?.unwrap_or(0);
                 let max = count(s.get("maxLength"), path, "maxLength")?;
                 if max.is_some_and(|m| m < min) {
@@ -514,6 +542,40 @@ impl Converter<'_> {
             "array" => self.array(s, path),
             other => Err(err(path, format!("unknown type '{other}'"))),
         }
+    }
+
+    /// The string content grammar for `pattern` or `format`, when the schema has one.
+    fn pattern(&mut self, s: &J, path: &str) -> Result<Option<String>> {
+        let pattern = match (s.get("pattern"), s.get("format")) {
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    path,
+                    "'pattern' together with 'format' is not supported",
+                ))
+            }
+            (Some(J::Str(p)), None) => p.clone(),
+            (None, Some(J::Str(f))) => match FORMATS.iter().find(|(n, _)| n == f) {
+                Some((_, re)) => format!("^{re}$"),
+                None => {
+                    let known: Vec<&str> = FORMATS.iter().map(|(n, _)| *n).collect();
+                    return Err(err(
+                        path,
+                        format!("unsupported format '{f}' (supported: {})", known.join(", ")),
+                    ));
+                }
+            },
+            _ => return Err(err(path, "'pattern' and 'format' must be strings")),
+        };
+        if s.get("minLength").is_some() || s.get("maxLength").is_some() {
+            return Err(err(
+                path,
+                "'minLength'/'maxLength' together with 'pattern' or 'format' is not supported",
+            ));
+        }
+        crate::regex::json_pattern_expr(&pattern)
+            .map(Some)
+            .map_err(|e| err(path, format!("'pattern' {pattern:?}: {e}")))
     }
 
     fn object(&mut self, s: &J, path: &str) -> Result<String> {

@@ -225,6 +225,50 @@ const TREE: &str = r##"{
         "$ref": "#/$defs/node"
     }"##;
 
+#[test]
+fn patterns_and_formats() {
+    // (The test's validator does not know `pattern`: plain matching here.)
+    let c = compile(
+        &Grammar::from_json_schema_str(r#"{"type": "string", "pattern": "^[a-z]+-\\d{2}$"}"#)
+            .unwrap(),
+    );
+    for good in ["\"ab-12\"", "\"z-00\""] {
+        assert!(matches(&c, good), "{good}");
+    }
+    for bad in ["\"ab-1\"", "\"Ab-12\"", "\"ab-123\"", "\"xab-12 \""] {
+        assert!(!matches(&c, bad), "{bad}");
+    }
+    // Unanchored: a search, as JSON schema defines `pattern`.
+    let c =
+        compile(&Grammar::from_json_schema_str(r#"{"type": "string", "pattern": "ab"}"#).unwrap());
+    assert!(matches(&c, "\"ab\"") && matches(&c, "\"x ab y\""));
+    assert!(!matches(&c, "\"a b\""));
+    let c =
+        compile(&Grammar::from_json_schema_str(r#"{"type": "string", "pattern": "^ab"}"#).unwrap());
+    assert!(matches(&c, "\"abc\"") && !matches(&c, "\"cab\""));
+    for (format, good, bad) in [
+        ("date", "2024-02-29", "2024-2-29"),
+        ("time", "23:59:60.5Z", "24:00:00Z"),
+        (
+            "date-time",
+            "2024-02-29T12:00:00+01:00",
+            "2024-02-29 12:00:00Z",
+        ),
+        (
+            "uuid",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "123e4567e89b12d3a456426614174000",
+        ),
+        ("ipv4", "192.168.0.255", "192.168.0.256"),
+    ] {
+        let c = compile(
+            &Grammar::from_json_schema(&json!({"type": "string", "format": format})).unwrap(),
+        );
+        assert!(matches(&c, &format!("\"{good}\"")), "{format}: {good}");
+        assert!(!matches(&c, &format!("\"{bad}\"")), "{format}: {bad}");
+    }
+}
+
 fn tree_schema() -> Value {
     serde_json::from_str(TREE).unwrap()
 }
@@ -290,8 +334,26 @@ fn json_mode_is_any_object() {
 #[test]
 fn unsupported_keywords_are_refused_by_name() {
     let cases = [
-        (json!({"type": "string", "pattern": "^a$"}), "'pattern'"),
-        (json!({"type": "string", "format": "date"}), "'format'"),
+        (
+            json!({"type": "string", "pattern": "(?=a)b"}),
+            "look-around",
+        ),
+        (
+            json!({"type": "string", "pattern": "^a|b"}),
+            "does not anchor every alternative",
+        ),
+        (
+            json!({"type": "string", "pattern": "a\"b"}),
+            "needs JSON escapes",
+        ),
+        (
+            json!({"type": "string", "format": "email"}),
+            "unsupported format 'email'",
+        ),
+        (
+            json!({"type": "string", "format": "date", "maxLength": 3}),
+            "together with",
+        ),
         (json!({"type": "integer", "minimum": 0}), "'minimum'"),
         (json!({"oneOf": [{"type": "integer"}]}), "'oneOf'"),
         (

@@ -70,7 +70,9 @@ fn masks_agree_with_brute_force() {
             "type": "object",
             "properties": {"name": {"type": "string", "maxLength": 4},
                            "age": {"type": "integer"},
-                           "tags": {"type": "array", "items": {"enum": ["a", "b", 1]}, "maxItems": 2}},
+                           "tags": {"type": "array", "items": {"enum": ["a", "b", 1]}, "maxItems": 2},
+                           "day": {"type": "string", "format": "date"},
+                           "code": {"type": "string", "pattern": "[a-f]+\\d"}},
             "required": ["name"]
         }))
         .unwrap(),
