@@ -48,6 +48,40 @@
 //! # Ok::<(), torchnative_constrain::Error>(())
 //! ```
 
+//! Wiring it into generation (the vocabulary once per model, the compiled grammar once per
+//! grammar, a matcher per sequence; the mask goes on the logits before any sampler, greedy
+//! included):
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use torchnative_constrain::{CompiledGrammar, Grammar, Matcher, TokenVocabulary};
+//! # let file = torchnative_formats::gguf::GgufFile::open(std::path::Path::new("model.gguf"))?;
+//! let tokenizer = torchnative_tokenizer::Tokenizer::from_gguf(&file)?;
+//! let tokens = (0..tokenizer.vocab_size() as u32)
+//!     .map(|id| tokenizer.token_bytes(id).map(|b| b.map(<[u8]>::to_vec)))
+//!     .collect::<Result<Vec<_>, _>>()?;
+//! let vocab = Arc::new(TokenVocabulary::new(tokens, &tokenizer.eos_ids())?);
+//! let format = serde_json::json!({"type": "json_object"});
+//! let grammar = Grammar::from_response_format(&format)?.expect("not plain text");
+//! let compiled = Arc::new(CompiledGrammar::new(&grammar, vocab.clone())?);
+//! let mut matcher = Matcher::new(compiled);
+//! let mut mask = vec![0u64; vocab.mask_words()];
+//! # let mut logits = vec![0f32; vocab.len()];
+//! # let sample = |l: &[f32]| 0u32;
+//! loop {
+//!     matcher.fill_mask(&mut mask);
+//!     Matcher::apply_mask(&mask, &mut logits);
+//!     let id = sample(&logits);
+//!     matcher.accept_token(id)?;
+//!     if matcher.is_terminated() {
+//!         break;
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
 mod error;
 pub mod fuzzing;
 mod gbnf;

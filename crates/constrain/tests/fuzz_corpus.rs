@@ -24,6 +24,14 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Rounds of mutation per target; `TORCHNATIVE_FUZZ_ROUNDS` raises it for a longer local run.
+fn rounds() -> usize {
+    std::env::var("TORCHNATIVE_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1500)
+}
+
 fn replay(target: &str, run: fn(&[u8])) {
     for bytes in corpus(target) {
         for len in 0..=bytes.len() {
@@ -62,26 +70,26 @@ fn mutate(target: &str, run: fn(&[u8]), seed: u64, rounds: usize) {
 #[test]
 fn gbnf_corpus() {
     replay("constrain_gbnf", fuzzing::gbnf);
-    mutate("constrain_gbnf", fuzzing::gbnf, 1, 1500);
+    mutate("constrain_gbnf", fuzzing::gbnf, 1, rounds());
 }
 
 #[test]
 fn json_schema_corpus() {
     replay("constrain_json_schema", fuzzing::json_schema);
-    mutate("constrain_json_schema", fuzzing::json_schema, 2, 1500);
+    mutate("constrain_json_schema", fuzzing::json_schema, 2, rounds());
 }
 
 #[test]
 fn regex_corpus() {
     replay("constrain_regex", fuzzing::regex);
-    mutate("constrain_regex", fuzzing::regex, 3, 1500);
+    mutate("constrain_regex", fuzzing::regex, 3, rounds());
 }
 
 #[test]
 fn random_text_never_panics() {
     let mut rng = Rng::new(42);
     let alphabet = b"\"[]()|*+?{},.-^\\#:=\nroot ax0\t$dU";
-    for _ in 0..3000 {
+    for _ in 0..2 * rounds() {
         let len = rng.below(40);
         let d: Vec<u8> = (0..len)
             .map(|_| alphabet[rng.below(alphabet.len())])
