@@ -734,6 +734,7 @@ impl NativeEngine {
                                 ..Default::default()
                             },
                             counters: Counters::default(),
+                            speculative: Default::default(),
                         });
                     }
                     EngineEvent::Error(e) => return Err(e),

@@ -14,6 +14,7 @@ pub mod paged_kv;
 pub mod rng;
 mod rope;
 pub mod sampling;
+pub mod speculative;
 pub mod stop;
 mod stream;
 pub mod weights;
@@ -32,6 +33,7 @@ pub use llm::{
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use paged_kv::{PagedKvCache, PrefixStats};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};
+pub use speculative::{DraftSource, SpeculativeConfig, SpeculativeStats, Speculator};
 pub use stop::FinishReason;
 pub use stream::TextStream;
 pub use torchnative_tokenizer::ChatMessage;

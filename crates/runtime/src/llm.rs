@@ -20,6 +20,7 @@ use crate::kv_cache::{DenseKvCache, KvCache};
 use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
 use crate::rng::Rng;
 use crate::sampling::{SamplerChain, SamplingContext, SamplingParams};
+use crate::speculative::{SpeculativeStats, Speculator};
 use crate::stop::{FinishReason, StopStep, StopStrings};
 use crate::weights::{open_safetensors, Checkpoint, WeightFormat};
 
@@ -274,6 +275,8 @@ pub struct Completion {
     pub usage: Usage,
     pub timings: Timings,
     pub counters: Counters,
+    /// Drafted and accepted tokens (all zero without speculative decoding).
+    pub speculative: SpeculativeStats,
 }
 
 /// What a generation does, with transformers' names.
@@ -593,7 +596,7 @@ impl Session {
 
     /// Make the cache hold exactly `tokens`: keep the longest common prefix with what it holds,
     /// evaluate the rest. Returns the logits of the last token and how many were reused.
-    fn sync_to(&mut self, tokens: &[u32]) -> Result<usize> {
+    pub(crate) fn sync_to(&mut self, tokens: &[u32]) -> Result<usize> {
         if tokens.is_empty() {
             return Err(invalid("prompt", "is empty (nothing to condition on)"));
         }
@@ -662,6 +665,11 @@ impl Session {
         Ok(out)
     }
 
+    /// The logits row of the last token evaluated.
+    pub(crate) fn last_logits(&self) -> &[f32] {
+        self.ws.logits()
+    }
+
     /// Append one token and return the logits after it (one cached decode step).
     pub fn decode_logits(&mut self, token: u32) -> Result<&[f32]> {
         self.check_capacity(self.tokens.len(), 1)?;
@@ -698,6 +706,29 @@ impl Session {
         config: &GenerationConfig,
         on_text: &mut dyn FnMut(&str) -> Flow,
     ) -> Result<Completion> {
+        self.generate_inner(prompt, config, None, on_text)
+    }
+
+    /// [`Session::generate`] with speculative decoding: `speculator` drafts tokens that one
+    /// forward pass verifies. The result is the plain generation's, token for token (see
+    /// [`crate::speculative`]); `Completion::speculative` counts drafted and accepted tokens.
+    pub fn generate_speculative(
+        &mut self,
+        prompt: &[u32],
+        config: &GenerationConfig,
+        speculator: &mut Speculator,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<Completion> {
+        self.generate_inner(prompt, config, Some(speculator), on_text)
+    }
+
+    fn generate_inner(
+        &mut self,
+        prompt: &[u32],
+        config: &GenerationConfig,
+        mut speculator: Option<&mut Speculator>,
+        on_text: &mut dyn FnMut(&str) -> Flow,
+    ) -> Result<Completion> {
         let start = Instant::now();
         let vocab = self.llm.config().vocab_size;
         let limit = config.max_new_tokens_for(prompt.len())?;
@@ -715,22 +746,70 @@ impl Session {
             ..Default::default()
         };
         let mut logits: Vec<f32> = self.ws.logits()[..vocab].to_vec();
-        let mut step_start = Instant::now();
+        // Speculation: drafts, and a workspace with a logits row per verified position.
+        let k_max = speculator
+            .as_ref()
+            .map_or(0, |s| s.config().max_draft_tokens);
+        let mut drafts: Vec<u32> = Vec::with_capacity(k_max);
+        let mut verify_ws = speculator
+            .as_ref()
+            .map(|_| self.llm.model().workspace(k_max + 1, k_max + 1));
+        let mut spec = SpeculativeStats::default();
         let allocations_before = allocation_count();
+        let mut next = lp.step(&mut logits, &mut self.rng, on_text)?;
+        timings.time_to_first_token = start.elapsed();
         let finish = loop {
-            let first = lp.generated().is_empty();
-            let next = lp.step(&mut logits, &mut self.rng, on_text)?;
-            if first {
-                timings.time_to_first_token = start.elapsed();
-            } else {
-                timings.decode_steps.push(step_start.elapsed());
-            }
             let token = match next {
                 Next::Feed(token) => token,
                 Next::Done(finish) => break finish,
             };
-            step_start = Instant::now();
-            logits.copy_from_slice(&self.decode_logits(token)?[..vocab]);
+            let step_start = Instant::now();
+            // Drafts after `token`: no more than the tokens still allowed after it, and room
+            // in the cache for `token` and all of them.
+            let allowed = lp.remaining().saturating_sub(1);
+            let room = self.capacity().saturating_sub(self.tokens.len() + 1);
+            match speculator.as_deref_mut() {
+                Some(s) => s.propose(lp.history(), allowed.min(room), &mut drafts)?,
+                None => drafts.clear(),
+            }
+            if drafts.is_empty() {
+                logits.copy_from_slice(&self.decode_logits(token)?[..vocab]);
+                next = lp.step(&mut logits, &mut self.rng, on_text)?;
+                timings.decode_steps.push(step_start.elapsed());
+                continue;
+            }
+            let ws = verify_ws.as_mut().expect("a speculator has its workspace");
+            let base = self.tokens.len();
+            self.tokens.push(token);
+            self.tokens.extend_from_slice(&drafts);
+            let c = SeqChunk {
+                seq: 0,
+                tokens: &self.tokens[base..],
+                pos0: base,
+            };
+            let model = &self.llm.inner.model;
+            let cache = &mut self.cache;
+            kernels::install(|| model.forward(&[c], cache, ws, LogitsFor::AllTokens))?;
+            // Sample each position as plain decoding would; keep drafts while they agree.
+            let mut kept = 0;
+            loop {
+                logits.copy_from_slice(&ws.logits()[kept * vocab..(kept + 1) * vocab]);
+                next = lp.step(&mut logits, &mut self.rng, on_text)?;
+                match next {
+                    Next::Feed(t) if kept < drafts.len() && t == drafts[kept] => kept += 1,
+                    _ => break,
+                }
+            }
+            // The cache keeps `token` and the kept drafts.
+            self.tokens.truncate(base + 1 + kept);
+            self.cache.truncate(0, base + 1 + kept)?;
+            spec.drafted += drafts.len();
+            spec.accepted += kept;
+            spec.verify_steps += 1;
+            let per_token = step_start.elapsed() / (kept as u32 + 1);
+            timings
+                .decode_steps
+                .extend(std::iter::repeat_n(per_token, kept + 1));
         };
         let allocations_in_decode_loop = match (allocations_before, allocation_count()) {
             (Some(before), Some(after)) => Some(after - before),
@@ -755,6 +834,7 @@ impl Session {
                 reused_prompt_tokens: reused,
                 allocations_in_decode_loop,
             },
+            speculative: spec,
         })
     }
 
@@ -1021,6 +1101,11 @@ impl TokenLoop {
             }
         }
         Ok(())
+    }
+
+    /// Tokens that may still be generated (the limit less those generated).
+    pub fn remaining(&self) -> usize {
+        self.limit.saturating_sub(self.generated.len())
     }
 
     /// Tokens generated so far (without an EOS).
