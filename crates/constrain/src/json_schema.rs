@@ -359,6 +359,16 @@ fn err(path: &str, message: impl Into<String>) -> Error {
     }
 }
 
+/// Whether `v` is of JSON schema type `t`.
+fn has_type(v: &J, t: &str) -> bool {
+    match (t, v) {
+        ("null", J::Null) | ("boolean", J::Bool(_)) | ("string", J::Str(_)) => true,
+        ("array", J::Arr(_)) | ("object", J::Obj(_)) | ("number", J::Num(_)) => true,
+        ("integer", J::Num(n)) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
 fn literal_of(v: &J) -> String {
     let mut s = String::new();
     v.to_json(&mut s);
@@ -438,17 +448,54 @@ impl Converter<'_> {
             };
             return self.reference(r, path);
         }
-        if let Some(v) = s.get("const") {
-            return Ok(literal_of(v));
-        }
-        if let Some(e) = s.get("enum") {
-            let J::Arr(values) = e else {
-                return Err(err(path, "'enum' must be an array"));
+        if s.get("const").is_some() || s.get("enum").is_some() {
+            let values: Vec<&J> = match (s.get("const"), s.get("enum")) {
+                (Some(v), None) => vec![v],
+                (None, Some(J::Arr(values))) => values.iter().collect(),
+                (None, Some(_)) => return Err(err(path, "'enum' must be an array")),
+                _ => return Err(err(path, "'const' together with 'enum' is not supported")),
             };
-            if values.is_empty() {
-                return Err(err(path, "'enum' is empty: nothing matches"));
+            if let Some(k) = validation
+                .iter()
+                .find(|k| !matches!(**k, "const" | "enum" | "type"))
+            {
+                return Err(err(
+                    path,
+                    format!("'const'/'enum' beside '{k}' is not supported"),
+                ));
             }
-            let alts: Vec<String> = values.iter().map(literal_of).collect();
+            // `type` beside them keeps the values of that type.
+            let types: Option<Vec<&str>> = match s.get("type") {
+                None => None,
+                Some(J::Str(t)) => Some(vec![t.as_str()]),
+                Some(J::Arr(ts)) => Some(
+                    ts.iter()
+                        .filter_map(|t| {
+                            if let J::Str(t) = t {
+                                Some(t.as_str())
+                            } else {
+                                None
+                            }
+                        })
+                        .collect(),
+                ),
+                Some(_) => return Err(err(path, "'type' must be a string or an array")),
+            };
+            let alts: Vec<String> = values
+                .into_iter()
+                .filter(|v| {
+                    types
+                        .as_ref()
+                        .is_none_or(|ts| ts.iter().any(|t| has_type(v, t)))
+                })
+                .map(literal_of)
+                .collect();
+            if alts.is_empty() {
+                return Err(err(
+                    path,
+                    "no 'enum'/'const' value matches: nothing is valid",
+                ));
+            }
             return Ok(format!("( {} )", alts.join(" | ")));
         }
         for key in ["anyOf", "allOf"] {

@@ -204,6 +204,11 @@ fn enums_const_any_of() {
     );
     check(r#"{"const": "x\"y"}"#, &[r#""x\"y""#], &[r#""xy""#]);
     check(
+        r#"{"type": ["string", "null"], "enum": ["a", 1, null, 2.5]}"#,
+        &["\"a\"", "null"],
+        &["1", "2.5"],
+    );
+    check(
         r#"{"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]}"#,
         &["12", "\"ab\"", "\"\""],
         &["\"abc\"", "1.5", "true"],
@@ -373,7 +378,7 @@ fn unsupported_keywords_are_refused_by_name() {
             json!({"type": "object", "properties": {}, "required": ["a"]}),
             "'a' is not in",
         ),
-        (json!({"enum": []}), "'enum' is empty"),
+        (json!({"enum": []}), "nothing is valid"),
         (json!(false), "matches nothing"),
         (
             json!({"type": "array", "maxItems": 100000}),
@@ -381,6 +386,12 @@ fn unsupported_keywords_are_refused_by_name() {
         ),
         (json!({"allOf": [{}, {}]}), "more than one"),
         (json!({"$ref": "#", "type": "integer"}), "beside 'type'"),
+        (
+            json!({"enum": ["abc"], "maxLength": 2}),
+            "beside 'maxLength'",
+        ),
+        (json!({"type": "integer", "const": "1"}), "nothing is valid"),
+        (json!({"enum": [1], "const": 1}), "together with"),
     ];
     for (schema, needle) in cases {
         let e = Grammar::from_json_schema(&schema).unwrap_err().to_string();

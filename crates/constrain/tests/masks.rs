@@ -158,8 +158,19 @@ fn long_generation_compacts_and_stays_correct() {
         m.accept_token(tok(b"12")).unwrap();
         m.accept_token(tok(b"]")).unwrap();
     }
+    // Rollback across compactions, then the masks still agree with brute force.
+    m.accept_token(tok(b"[")).unwrap();
+    m.rollback(3).unwrap();
+    let mut cached = vec![0u64; vocab.mask_words()];
+    m.fill_mask(&mut cached);
+    assert_eq!(cached, brute_force(&m));
+    m.accept_token(tok(b"12")).unwrap();
+    m.fill_mask(&mut cached);
+    assert_eq!(cached, brute_force(&m));
+    m.accept_token(tok(b"]")).unwrap();
     m.accept_token(tok(b"!")).unwrap();
     assert!(m.is_accepting());
+    assert_eq!(m.allowed_tokens(), vocab.eos_ids());
 }
 
 #[test]
