@@ -41,6 +41,9 @@ enum Command {
     Info(InfoArgs),
     /// Show the token ids and pieces of a text.
     Tokenize(TokenizeArgs),
+    /// Sentence embeddings from a BERT-family model directory (sentence-transformers layout:
+    /// pooling and normalisation as its files say).
+    Embed(EmbedArgs),
     /// Measure prompt processing and generation speed, like llama-bench.
     Bench(BenchArgs),
     /// Write a GGUF copy of a model with other tensor types, like llama-quantize.
@@ -188,6 +191,33 @@ struct TokenizeArgs {
 }
 
 #[derive(Args)]
+struct EmbedArgs {
+    /// Model directory: config.json, model.safetensors, tokenizer.json, and the
+    /// sentence-transformers files (modules.json, 1_Pooling/, sentence_bert_config.json).
+    model: std::path::PathBuf,
+    /// A text to embed (repeatable).
+    #[arg(long = "text", value_name = "TEXT")]
+    texts: Vec<String>,
+    /// A file with one text per line (empty lines skipped). Without --text or --file, lines
+    /// are read from standard input.
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
+    /// Cut texts longer than the model's max_seq_length (default: such a text is an error).
+    #[arg(long)]
+    truncate: bool,
+    /// Texts per forward pass (results do not depend on it).
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Kernel threads (default: all cores).
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// One JSON object shaped like OpenAI's /v1/embeddings response; otherwise one line of
+    /// space-separated values per text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     model: Option<String>,
     /// Prompt tokens per prompt-processing test (0 skips it).
@@ -242,6 +272,7 @@ fn main() -> ExitCode {
         Command::Chat(a) => chat(a),
         Command::Info(a) => info(a),
         Command::Tokenize(a) => tokenize(a),
+        Command::Embed(a) => embed(a),
         Command::Bench(a) => bench(a),
         Command::Quantize(a) => quantize(a),
         Command::Serve(a) => serve(a),
@@ -601,6 +632,72 @@ fn tokenize(a: TokenizeArgs) -> CliResult<()> {
         for (id, piece) in ids.iter().zip(&pieces) {
             println!("{id:>8}  {piece:?}");
         }
+    }
+    Ok(())
+}
+
+fn embed(a: EmbedArgs) -> CliResult<()> {
+    use torchnative_runtime::{EmbedOptions, Embedder};
+    if let Some(n) = a.threads {
+        torchnative_runtime::embed::set_threads(n)?;
+    }
+    let mut texts = a.texts.clone();
+    let from_lines = |text: String| {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    if let Some(path) = &a.file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        texts.extend(from_lines(text));
+    } else if texts.is_empty() {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+        texts.extend(from_lines(text));
+    }
+    if texts.is_empty() {
+        return Err("no texts to embed (give --text, --file, or lines on standard input)".into());
+    }
+    let embedder = Embedder::load(&a.model)?;
+    let options = EmbedOptions {
+        truncate: a.truncate,
+    };
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // Check every text's length before embedding any.
+    embedder.tokenize(&refs, &options)?;
+    let mut out = std::io::stdout().lock();
+    let mut data = Vec::new();
+    let mut total_tokens = 0;
+    for (chunk_index, chunk) in refs.chunks(a.batch.max(1)).enumerate() {
+        let e = embedder.embed(chunk, &options)?;
+        for i in 0..e.len() {
+            total_tokens += e.token_counts[i];
+            if a.json {
+                data.push(json!({
+                    "object": "embedding",
+                    "index": chunk_index * a.batch.max(1) + i,
+                    "embedding": e.row(i),
+                }));
+            } else {
+                let line: Vec<String> = e.row(i).iter().map(|v| v.to_string()).collect();
+                writeln!(out, "{}", line.join(" "))?;
+            }
+        }
+    }
+    if a.json {
+        let model = a.model.display().to_string();
+        writeln!(
+            out,
+            "{}",
+            json!({
+                "object": "list",
+                "model": model,
+                "data": data,
+                "usage": {"prompt_tokens": total_tokens, "total_tokens": total_tokens},
+            })
+        )?;
     }
     Ok(())
 }

@@ -481,6 +481,12 @@ impl Embedder {
     }
 }
 
+/// Sets the kernel pool's thread count, process-wide (what `LoadOptions::threads` does for
+/// decoders); embeddings do not depend on it.
+pub fn set_threads(n: usize) -> Result<()> {
+    kernels::set_num_threads(n).map_err(|e| invalid("threads", e.to_string()))
+}
+
 /// One pooling mode over a text's `n x h` token states (`n >= 1`), as sentence-transformers
 /// computes it: sums in token order, then the division.
 fn pool(mode: Pooling, states: &[f32], h: usize, out: &mut [f32]) {
