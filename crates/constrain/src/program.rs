@@ -71,7 +71,14 @@ struct Closure {
     returns: bool,
     /// The union of the items' terminal byte sets.
     first: [u64; 4],
+    /// For closures with many items: where in `byte_table` their per-byte item lists start
+    /// (`NO_TABLE` otherwise).
+    table: u32,
 }
+
+const NO_TABLE: u32 = u32::MAX;
+/// Closures with more items than this get a per-byte index of their items.
+const INDEX_ITEMS: usize = 4;
 
 #[derive(Debug)]
 pub(crate) struct Program {
@@ -82,6 +89,10 @@ pub(crate) struct Program {
     rule_of: Vec<u32>,
     /// Per rule: the bytes that can follow it in some context (FOLLOW sets, at the byte level).
     follow: Vec<[u64; 4]>,
+    /// Per indexed closure, 257 offsets into `byte_items`: the items whose terminal takes byte
+    /// `b` are `byte_items[table[b]..table[b + 1]]`.
+    byte_table: Vec<u32>,
+    byte_items: Vec<u32>,
     /// `(start, end)` ranges of `pool`, each one push sequence.
     items: Vec<(u32, u32)>,
     pool: Vec<u32>,
@@ -284,12 +295,34 @@ impl Program {
                 items_end: items.len() as u32,
                 returns,
                 first,
+                table: NO_TABLE,
             });
+        }
+        let mut byte_table = Vec::new();
+        let mut byte_items = Vec::new();
+        for c in closures.iter_mut() {
+            let range = c.items_start as usize..c.items_end as usize;
+            if range.len() <= INDEX_ITEMS {
+                continue;
+            }
+            c.table = byte_table.len() as u32;
+            for b in 0..=255u8 {
+                byte_table.push(byte_items.len() as u32);
+                for i in range.clone() {
+                    let term = pool[items[i].1 as usize - 1] as usize;
+                    if (sets[term][(b >> 6) as usize] >> (b & 63)) & 1 != 0 {
+                        byte_items.push(i as u32);
+                    }
+                }
+            }
+            byte_table.push(byte_items.len() as u32);
         }
         let follow = follow_sets(&elems, &sets, &rule_alts);
         Ok(Program {
             sets,
             closures,
+            byte_table,
+            byte_items,
             rule_of,
             follow,
             items,
@@ -320,22 +353,20 @@ impl Program {
         loop {
             let c = &self.closures[pos as usize];
             if (c.first[(byte >> 6) as usize] >> (byte & 63)) & 1 != 0 {
-                for &(s, e) in &self.items[c.items_start as usize..c.items_end as usize] {
-                    let seq = &self.pool[s as usize..e as usize];
-                    let (&term, frames) = seq.split_last().expect("an item ends in a terminal");
-                    if !self.term_has(term, byte) {
-                        continue;
+                if c.table != NO_TABLE {
+                    let t = c.table as usize + byte as usize;
+                    let (a, b) = (self.byte_table[t] as usize, self.byte_table[t + 1] as usize);
+                    for &i in &self.byte_items[a..b] {
+                        let (s, e) = self.items[i as usize];
+                        self.push_item(arena, &self.pool[s as usize..e as usize], parent, out);
                     }
-                    let mut p = parent;
-                    for &q in frames {
-                        arena.push(Node { pos: q, parent: p });
-                        p = (arena.len() - 1) as u32;
+                } else {
+                    for &(s, e) in &self.items[c.items_start as usize..c.items_end as usize] {
+                        let seq = &self.pool[s as usize..e as usize];
+                        if self.term_has(seq[seq.len() - 1], byte) {
+                            self.push_item(arena, seq, parent, out);
+                        }
                     }
-                    arena.push(Node {
-                        pos: term + 1,
-                        parent: p,
-                    });
-                    out.push((arena.len() - 1) as u32);
                 }
             }
             if !c.returns {
@@ -359,6 +390,23 @@ impl Program {
                 }
             }
         }
+    }
+
+    /// Pushes an item's frames over `parent`, its terminal already taken: the new top is the
+    /// terminal's successor.
+    #[inline]
+    fn push_item(&self, arena: &mut Vec<Node>, seq: &[u32], parent: u32, out: &mut Vec<u32>) {
+        let (&term, frames) = seq.split_last().expect("an item ends in a terminal");
+        let mut p = parent;
+        for &q in frames {
+            arena.push(Node { pos: q, parent: p });
+            p = (arena.len() - 1) as u32;
+        }
+        arena.push(Node {
+            pos: term + 1,
+            parent: p,
+        });
+        out.push((arena.len() - 1) as u32);
     }
 
     /// The stacks whose tops are `tops[from]`, advanced by `byte`: new tops appended to `tops`
