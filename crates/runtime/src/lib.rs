@@ -1,6 +1,7 @@
 //! The native LLM runtime: models, KV cache, sampler chain, sessions and generation.
 
 mod alloc_count;
+pub mod constraint;
 pub mod embed;
 pub mod encoder;
 pub mod engine;
@@ -20,6 +21,7 @@ mod stream;
 pub mod weights;
 
 pub use alloc_count::{allocation_count, CountingAllocator};
+pub use constraint::{Constraint, ConstraintSyntax};
 pub use embed::{EmbedOptions, Embedder, Embeddings, Pooling, SentenceConfig};
 pub use encoder::{Activation, EncoderArch, EncoderConfig, EncoderModel};
 pub use engine::{Engine, EngineConfig, EngineDone, EngineEvent, EngineRequest, RequestId, Sink};

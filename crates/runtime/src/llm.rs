@@ -2,7 +2,7 @@
 //! [`Session`] (mutable: KV cache, token history, RNG).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use torchnative_core::kernels;
@@ -14,7 +14,10 @@ use torchnative_tokenizer::{
     StreamingDetokenizer, Tokenizer,
 };
 
+use torchnative_constrain::TokenVocabulary;
+
 use crate::alloc_count::allocation_count;
+use crate::constraint::{build_vocabulary, Constraint, ConstraintState};
 use crate::error::{invalid, Result, RuntimeError};
 use crate::kv_cache::{DenseKvCache, KvCache};
 use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
@@ -47,6 +50,8 @@ struct LlmInner {
     defaults: GenerationDefaults,
     source: PathBuf,
     load_time: Duration,
+    /// Every token's bytes with a trie over them, built on the first constrained request.
+    vocabulary: OnceLock<Arc<TokenVocabulary>>,
 }
 
 /// `$TORCHNATIVE_HOME` (default `~/.cache/torchnative`): where models and caches live.
@@ -185,6 +190,7 @@ pub fn load_llm_with_progress(
             defaults,
             source,
             load_time: start.elapsed(),
+            vocabulary: OnceLock::new(),
         }),
     })
 }
@@ -299,6 +305,9 @@ pub struct GenerationConfig {
     pub stop: Vec<String>,
     /// End-of-sequence ids; `None` uses the model's.
     pub eos_token_ids: Option<Vec<u32>>,
+    /// A grammar the output must follow (masked before every sampler; generation ends when
+    /// the grammar is complete and cannot continue).
+    pub constraint: Option<Constraint>,
 }
 
 impl Default for GenerationConfig {
@@ -311,6 +320,7 @@ impl Default for GenerationConfig {
             seed: None,
             stop: Vec::new(),
             eos_token_ids: None,
+            constraint: None,
         }
     }
 }
@@ -436,6 +446,15 @@ impl Llm {
     /// ids. For a GGUF model that is the built-in configuration with its EOS ids.
     pub fn generation_config(&self) -> GenerationConfig {
         GenerationConfig::from_model_defaults(&self.inner.defaults, &self.inner.eos_ids)
+    }
+
+    /// The vocabulary as constrained decoding sees it (built once, on first use).
+    pub fn token_vocabulary(&self) -> Result<Arc<TokenVocabulary>> {
+        if let Some(v) = self.inner.vocabulary.get() {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(build_vocabulary(self)?);
+        Ok(self.inner.vocabulary.get_or_init(|| v).clone())
     }
 
     pub fn source(&self) -> &Path {
@@ -971,6 +990,7 @@ pub struct TokenLoop {
     generated: Vec<u32>,
     piece: String,
     text: String,
+    constraint: Option<ConstraintState>,
 }
 
 impl TokenLoop {
@@ -1022,6 +1042,7 @@ impl TokenLoop {
             generated: Vec::with_capacity(limit),
             piece,
             text,
+            constraint: config.constraint.as_ref().map(ConstraintState::new),
         })
     }
 
@@ -1041,6 +1062,9 @@ impl TokenLoop {
                 }
             }
         }
+        if let Some(c) = &mut self.constraint {
+            c.mask(logits);
+        }
         let mut ctx = SamplingContext {
             history: &self.history,
             n_prompt: self.n_prompt,
@@ -1050,6 +1074,12 @@ impl TokenLoop {
         if self.eos.contains(&token) {
             return Ok(Next::Done(FinishReason::Eos));
         }
+        // A complete grammar that cannot continue ends the generation as EOS would (the
+        // only token it allows next).
+        let complete = match &mut self.constraint {
+            Some(c) => c.accept(token)?,
+            None => false,
+        };
         self.generated.push(token);
         self.history.push(token);
         self.piece.clear();
@@ -1071,6 +1101,9 @@ impl TokenLoop {
             if !emitted.is_empty() && on_text(emitted) == Flow::Cancel {
                 return Ok(Next::Done(FinishReason::Cancelled));
             }
+        }
+        if complete {
+            return Ok(Next::Done(FinishReason::Eos));
         }
         if self.generated.len() >= self.limit {
             return Ok(Next::Done(FinishReason::Length));

@@ -16,9 +16,10 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use torchnative_runtime::constraint::OrderedJson;
 use torchnative_runtime::{
-    ChatMessage, EngineDone, EngineEvent, EngineRequest, Flow, GenerationConfig, Llm, RequestId,
-    RuntimeError,
+    ChatMessage, Constraint, EngineDone, EngineEvent, EngineRequest, Flow, GenerationConfig, Llm,
+    RequestId, RuntimeError,
 };
 
 use crate::AppState;
@@ -162,7 +163,7 @@ struct Params {
     presence_penalty: Option<f32>,
     frequency_penalty: Option<f32>,
     logit_bias: Option<HashMap<String, f32>>,
-    response_format: Option<Value>,
+    response_format: Option<OrderedJson>,
 }
 
 #[derive(Deserialize, Default)]
@@ -300,6 +301,42 @@ fn message_text(content: Option<&Value>) -> Result<String, ApiError> {
 }
 
 /// Check every parameter and build the generation configs (one per choice).
+/// Most distinct `response_format` grammars kept compiled.
+const CONSTRAINT_CACHE: usize = 64;
+
+/// The grammar of a `response_format` (`None` for text), compiled once per distinct value.
+fn response_format_constraint(
+    state: &AppState,
+    format: &OrderedJson,
+) -> Result<Option<Constraint>, ApiError> {
+    let key = format!("{format:?}");
+    if let Some(c) = lock(&state.constraints).get(&key) {
+        return Ok(Some(c.clone()));
+    }
+    let bad = |e: RuntimeError| {
+        let reason = match e {
+            RuntimeError::InvalidArgument { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        ApiError::bad_request(Some("response_format"), reason)
+    };
+    let Some(c) =
+        Constraint::from_response_format_ordered(state.engine.llm(), format).map_err(bad)?
+    else {
+        return Ok(None);
+    };
+    let mut cache = lock(&state.constraints);
+    if cache.len() >= CONSTRAINT_CACHE {
+        cache.clear();
+    }
+    cache.insert(key, c.clone());
+    Ok(Some(c))
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn plan(state: &AppState, kind: Kind, prompt: Vec<u32>, p: &Params) -> Result<Plan, ApiError> {
     let cfg = &state.config;
     if let Some(model) = &p.model {
@@ -438,24 +475,7 @@ fn plan(state: &AppState, kind: Kind, prompt: Vec<u32>, p: &Params) -> Result<Pl
         }
     };
     if let Some(format) = &p.response_format {
-        match format.get("type").and_then(Value::as_str) {
-            Some("text") => {}
-            Some(other) => {
-                return Err(ApiError::bad_request(
-                    Some("response_format"),
-                    format!(
-                        "response_format type '{other}' is not supported yet (constrained \
-                         decoding is not built); only 'text'"
-                    ),
-                ))
-            }
-            None => {
-                return Err(ApiError::bad_request(
-                    Some("response_format"),
-                    "response_format needs a type",
-                ))
-            }
-        }
+        config.constraint = response_format_constraint(state, format)?;
     }
     let configs = (0..n)
         .map(|i| GenerationConfig {

@@ -53,6 +53,10 @@ pub(crate) struct AppState {
     pub engine: Arc<Engine>,
     pub config: ServerConfig,
     pub created: u64,
+    /// Compiled `response_format` grammars by their text (bounded), so that repeated schemas
+    /// are compiled once.
+    pub constraints:
+        std::sync::Mutex<std::collections::HashMap<String, torchnative_runtime::Constraint>>,
 }
 
 /// The router over `engine`.
@@ -65,6 +69,7 @@ pub fn router(engine: Arc<Engine>, config: ServerConfig) -> Router {
         engine,
         config,
         created,
+        constraints: Default::default(),
     });
     Router::new()
         .route("/health", get(api::health))
