@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
-    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Engine,
-    EngineConfig, Flow, GenerationConfig, Llm, LoadOptions, PagedKvCache, SessionOptions,
-    WeightFormat,
+    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Constraint,
+    ConstraintSyntax, DraftSource, Engine, EngineConfig, Flow, GenerationConfig, Llm, LoadOptions,
+    PagedKvCache, SessionOptions, SpeculativeConfig, Speculator, WeightFormat,
 };
 
 /// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
@@ -145,6 +145,34 @@ struct SamplingArgs {
     /// System prompt for chat models.
     #[arg(long)]
     system: Option<String>,
+    /// Constrain the output to a GBNF grammar (llama.cpp's format) read from FILE.
+    #[arg(long, value_name = "FILE", group = "constraint")]
+    grammar_file: Option<std::path::PathBuf>,
+    /// Constrain the output to JSON valid against a schema: inline JSON, or a file name.
+    #[arg(long, value_name = "SCHEMA", group = "constraint")]
+    json_schema: Option<String>,
+    /// Constrain the output to text matching a regular expression (in full).
+    #[arg(long, value_name = "REGEX", group = "constraint")]
+    regex: Option<String>,
+    /// Constrain the output to a JSON object (JSON mode).
+    #[arg(long, group = "constraint")]
+    json_object: bool,
+}
+
+#[derive(Args)]
+struct SpeculativeArgs {
+    /// Speculative decoding with prompt lookup: draft the tokens that followed the last
+    /// earlier occurrence of the text's final n-gram (same output, fewer forward passes when
+    /// the answer repeats the prompt).
+    #[arg(long, conflicts_with = "draft_model")]
+    prompt_lookup: bool,
+    /// Speculative decoding with a draft model of the same vocabulary (a .gguf file or a
+    /// safetensors directory), decoding greedily.
+    #[arg(long, value_name = "MODEL")]
+    draft_model: Option<String>,
+    /// Tokens drafted per verification step.
+    #[arg(long, default_value_t = 3)]
+    draft_tokens: usize,
 }
 
 #[derive(Args)]
@@ -163,6 +191,8 @@ struct RunArgs {
     model: ModelArgs,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    speculative: SpeculativeArgs,
 }
 
 #[derive(Args)]
@@ -344,7 +374,7 @@ fn load(spec: &str, m: &ModelArgs) -> CliResult<Llm> {
 }
 
 /// The model's generation defaults with the options the user gave on top.
-fn generation_config(llm: &Llm, s: &SamplingArgs) -> GenerationConfig {
+fn generation_config(llm: &Llm, s: &SamplingArgs) -> CliResult<GenerationConfig> {
     let mut cfg = llm.generation_config();
     if let Some(n) = s.max_tokens {
         cfg.max_new_tokens = n;
@@ -370,13 +400,54 @@ fn generation_config(llm: &Llm, s: &SamplingArgs) -> GenerationConfig {
     }
     cfg.seed = s.seed;
     cfg.stop = s.stop.clone();
-    cfg
+    cfg.constraint = constraint(llm, s)?;
+    Ok(cfg)
+}
+
+/// The grammar the options name, compiled for `llm`'s vocabulary.
+fn constraint(llm: &Llm, s: &SamplingArgs) -> CliResult<Option<Constraint>> {
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    Ok(Some(if let Some(path) = &s.grammar_file {
+        Constraint::parse(llm, ConstraintSyntax::Gbnf, &read(path)?)?
+    } else if let Some(schema) = &s.json_schema {
+        let text = if schema.trim_start().starts_with('{') {
+            schema.clone()
+        } else {
+            read(std::path::Path::new(schema))?
+        };
+        Constraint::parse(llm, ConstraintSyntax::JsonSchema, &text)?
+    } else if let Some(re) = &s.regex {
+        Constraint::parse(llm, ConstraintSyntax::Regex, re)?
+    } else if s.json_object {
+        Constraint::json_object(llm)?
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// The speculator the options ask for, if any.
+fn speculator(llm: &Llm, a: &SpeculativeArgs, model: &ModelArgs) -> CliResult<Option<Speculator>> {
+    let draft = if a.prompt_lookup {
+        SpeculativeConfig::prompt_lookup(a.draft_tokens).draft
+    } else if let Some(spec) = &a.draft_model {
+        DraftSource::Model(load(spec, model)?)
+    } else {
+        return Ok(None);
+    };
+    let config = SpeculativeConfig {
+        draft,
+        max_draft_tokens: a.draft_tokens,
+    };
+    Ok(Some(Speculator::new(llm, config)?))
 }
 
 fn run(a: RunArgs) -> CliResult<()> {
     let (model, prompt) = split_model_and_text(&a.args);
     let llm = load(&model_spec(model)?, &a.model)?;
-    let cfg = generation_config(&llm, &a.sampling);
+    let cfg = generation_config(&llm, &a.sampling)?;
+    let mut speculator = speculator(&llm, &a.speculative, &a.model)?;
     let ids = if a.raw {
         llm.tokenize(prompt)?
     } else {
@@ -393,18 +464,22 @@ fn run(a: RunArgs) -> CliResult<()> {
         ..Default::default()
     })?;
     let stdout = std::io::stdout();
-    let done = if a.json {
-        session.generate(&ids, &cfg, &mut |_| Flow::Continue)?
-    } else {
-        let mut out = stdout.lock();
-        let done = session.generate(&ids, &cfg, &mut |piece| {
+    let mut out = stdout.lock();
+    let mut on_text = |piece: &str| {
+        if !a.json {
             let _ = out.write_all(piece.as_bytes());
             let _ = out.flush();
-            Flow::Continue
-        })?;
-        let _ = writeln!(out);
-        done
+        }
+        Flow::Continue
     };
+    let done = match speculator.as_mut() {
+        Some(s) => session.generate_speculative(&ids, &cfg, s, &mut on_text)?,
+        None => session.generate(&ids, &cfg, &mut on_text)?,
+    };
+    if !a.json {
+        let _ = writeln!(out);
+    }
+    drop(out);
     if a.json {
         println!("{}", completion_json(&done));
     } else if std::io::stderr().is_terminal() {
@@ -431,6 +506,11 @@ fn completion_json(d: &Completion) -> serde_json::Value {
             "cache_bytes": d.counters.cache_bytes,
             "reused_prompt_tokens": d.counters.reused_prompt_tokens,
             "allocations_in_decode_loop": d.counters.allocations_in_decode_loop,
+        },
+        "speculative": {
+            "drafted_tokens": d.speculative.drafted,
+            "accepted_tokens": d.speculative.accepted,
+            "verify_steps": d.speculative.verify_steps,
         },
     })
 }
@@ -465,7 +545,7 @@ fn install_ctrl_c() -> CliResult<()> {
 fn chat(a: ChatArgs) -> CliResult<()> {
     let llm = load(&model_spec(a.model.as_deref())?, &a.model_args)?;
     install_ctrl_c()?;
-    let cfg = generation_config(&llm, &a.sampling);
+    let cfg = generation_config(&llm, &a.sampling)?;
     let mut session = llm.session(SessionOptions {
         n_ctx: a.model_args.ctx,
         ..Default::default()

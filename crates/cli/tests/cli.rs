@@ -173,3 +173,53 @@ fn chat_in_a_terminal_handles_ctrl_c_reset_and_eof() {
     assert!(second.contains('4') || second.contains("four"), "{second}");
     assert_eq!(report["exit_code"], 0, "{report}");
 }
+
+#[test]
+fn run_with_a_constraint_or_speculation() {
+    let Some(m) = model() else { return };
+    let m = m.to_str().unwrap();
+    let schema = r#"{"type": "object", "properties": {"city": {"type": "string"}, "founded": {"type": "integer"}}, "required": ["city", "founded"], "additionalProperties": false}"#;
+    let text = run_ok(&["run", m, "Describe Rome as JSON.", "--json-schema", schema]);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert!(v["city"].is_string() && v["founded"].is_i64(), "{v}");
+    let grammar = std::env::temp_dir().join(format!("yes-no-{}.gbnf", std::process::id()));
+    std::fs::write(&grammar, "root ::= (\"Yes\" | \"No\") \".\"\n").unwrap();
+    let text = run_ok(&[
+        "run",
+        m,
+        "Is the sky green?",
+        "--grammar-file",
+        grammar.to_str().unwrap(),
+    ]);
+    assert!(["Yes.", "No."].contains(&text.trim()), "{text}");
+    let _ = std::fs::remove_file(&grammar);
+    // Speculation changes the forward passes, not the answer.
+    let prompt = "Repeat twice: the quick brown fox jumps over the lazy dog.";
+    let plain = run_ok(&["run", m, prompt, "--max-tokens", "32", "--json"]);
+    let spec = run_ok(&[
+        "run",
+        m,
+        prompt,
+        "--max-tokens",
+        "32",
+        "--json",
+        "--prompt-lookup",
+    ]);
+    let (plain, spec): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&plain).unwrap(),
+        serde_json::from_str(&spec).unwrap(),
+    );
+    assert_eq!(plain["tokens"], spec["tokens"]);
+    assert!(
+        spec["speculative"]["accepted_tokens"].as_u64().unwrap() > 0,
+        "{spec}"
+    );
+    // Bad constraints are one-line errors naming the syntax.
+    let out = bin()
+        .args(["run", m, "x", "--regex", "(?=a)b"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("regular expression"), "{err}");
+}

@@ -61,7 +61,8 @@ impl Constraint {
             ConstraintSyntax::JsonSchema => ("JSON schema", Grammar::from_json_schema_str(text)),
             ConstraintSyntax::Regex => ("regular expression", Grammar::from_regex(text)),
         };
-        let grammar = grammar.map_err(|e| invalid(what, e.to_string()))?;
+        // The parser's message names the syntax and the place.
+        let grammar = grammar.map_err(|e| invalid("constraint", e.to_string()))?;
         Constraint::compile(llm, &grammar, what)
     }
 
