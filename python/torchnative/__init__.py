@@ -20,12 +20,16 @@ Quick start::
 
     server = torchnative.serve(llm, port=8080)  # the OpenAI HTTP API, in the background
 
+    embedder = torchnative.load_embedder()   # all-MiniLM-L6-v2 (scripts/fetch-encoder.sh)
+    vectors = embedder.embed(["A sentence.", "Another one."])   # 2 x 384, normalised
+
 All model work runs with the GIL released. Errors derive from :class:`TorchnativeError`
 (see :mod:`torchnative.errors`).
 """
 
 from __future__ import annotations
 
+from .embed import Embedder, default_embedder_path, embed, load_embedder
 from .errors import (
     ContextOverflowError,
     InvalidArgumentError,
@@ -54,6 +58,10 @@ from .llm import (
 __all__ = [
     "load_llm",
     "LLM",
+    "load_embedder",
+    "Embedder",
+    "embed",
+    "default_embedder_path",
     "Engine",
     "serve",
     "Server",

@@ -4,6 +4,8 @@
 //! checks, result objects and docstrings. This module only moves values across the boundary and
 //! runs all model work with the GIL released, so other Python threads keep running meanwhile.
 
+mod embed;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -840,5 +842,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeStream>()?;
     m.add_class::<NativeEngine>()?;
     m.add_class::<NativeServer>()?;
+    m.add_function(wrap_pyfunction!(embed::load_embedder, m)?)?;
+    m.add_class::<embed::NativeEmbedder>()?;
     Ok(())
 }
