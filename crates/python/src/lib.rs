@@ -108,6 +108,7 @@ fn config_from_dict(d: &Bound<'_, PyDict>, base: GenerationConfig) -> PyResult<G
         seed: get(d, "seed")?,
         stop: get(d, "stop")?.unwrap_or_default(),
         eos_token_ids: base.eos_token_ids,
+        constraint: None,
     })
 }
 
