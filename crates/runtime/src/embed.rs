@@ -532,6 +532,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn embedder_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Embedder>();
+    }
+
+    #[test]
     fn pooling_modes_follow_sentence_transformers() {
         let p: serde_json::Value = serde_json::from_str(
             r#"{"word_embedding_dimension": 4, "pooling_mode_cls_token": true,

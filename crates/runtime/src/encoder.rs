@@ -594,8 +594,9 @@ impl EncoderModel {
 
     /// Bidirectional multi-head attention of each text over its own tokens. `qkv` rows are
     /// `[q | k | v]` (`hidden` each, heads contiguous inside); `ctx` rows `[hidden]`. One task
-    /// per text; inside it, per head and query: scores `q·k_j * scale` (core `dot_f32`),
-    /// softmax (core `softmax_f32`), then `out = Σ_j p_j v_j` in key order.
+    /// per text; per head, with the head's `q`, `k` and `vᵀ` gathered contiguous:
+    /// `S = q kᵀ` and `ctx = softmax(S * scale) v`, both through `linear_f32` (so each output
+    /// has the kernel's one reduction order), the softmax by `softmax_f32` per row.
     fn attention(&self, texts: &[&[u32]], starts: &[usize], qkv: &[f32], ctx: &mut [f32]) {
         let c = &self.config;
         let (h, nh, hd) = (c.hidden_size, c.num_heads, c.head_dim());
@@ -610,24 +611,29 @@ impl EncoderModel {
         }
         chunks.into_par_iter().for_each(|(start, len, out)| {
             let rows = &qkv[start * 3 * h..(start + len) * 3 * h];
-            let mut scores = vec![0f32; len];
+            let mut q = vec![0f32; len * hd];
+            let mut k = vec![0f32; len * hd];
+            let mut vt = vec![0f32; hd * len];
+            let mut s = vec![0f32; len * len];
+            let mut o = vec![0f32; len * hd];
             for head in 0..nh {
                 let off = head * hd;
                 for i in 0..len {
-                    let q = &rows[i * 3 * h + off..i * 3 * h + off + hd];
-                    for (j, s) in scores.iter_mut().enumerate() {
-                        let k = &rows[j * 3 * h + h + off..j * 3 * h + h + off + hd];
-                        *s = kernels::dot_f32(q, k) * scale;
+                    let r = &rows[i * 3 * h..(i + 1) * 3 * h];
+                    q[i * hd..(i + 1) * hd].copy_from_slice(&r[off..off + hd]);
+                    k[i * hd..(i + 1) * hd].copy_from_slice(&r[h + off..h + off + hd]);
+                    for (d, &v) in r[2 * h + off..2 * h + off + hd].iter().enumerate() {
+                        vt[d * len + i] = v;
                     }
-                    kernels::softmax_f32(&mut scores);
-                    let o = &mut out[i * h + off..i * h + off + hd];
-                    o.fill(0.0);
-                    for (j, &p) in scores.iter().enumerate() {
-                        let v = &rows[j * 3 * h + 2 * h + off..j * 3 * h + 2 * h + off + hd];
-                        for (a, &vv) in o.iter_mut().zip(v) {
-                            *a = p.mul_add(vv, *a);
-                        }
-                    }
+                }
+                kernels::linear_f32(&q, &k, None, &mut s, len, hd, len);
+                for row in s.chunks_exact_mut(len) {
+                    row.iter_mut().for_each(|x| *x *= scale);
+                    kernels::softmax_f32(row);
+                }
+                kernels::linear_f32(&s, &vt, None, &mut o, len, len, hd);
+                for i in 0..len {
+                    out[i * h + off..i * h + off + hd].copy_from_slice(&o[i * hd..(i + 1) * hd]);
                 }
             }
         });
