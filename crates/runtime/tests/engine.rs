@@ -321,6 +321,27 @@ fn bad_engine_configs_are_refused() {
     }
 }
 
+/// Chat prompts of `questions` after the same system prompt, and the length of the prefix all
+/// of them share.
+fn with_system_prompt(llm: &Llm, system: &str, questions: &[&str]) -> (Vec<Vec<u32>>, usize) {
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| {
+            llm.tokenize_chat(&[
+                ChatMessage::new("system", system),
+                ChatMessage::new("user", *q),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let shared = prompts[1..]
+        .iter()
+        .map(|p| prompts[0].iter().zip(p).take_while(|(a, b)| a == b).count())
+        .min()
+        .unwrap_or(0);
+    (prompts, shared)
+}
+
 #[test]
 fn a_shared_system_prompt_is_computed_once_and_results_do_not_change() {
     let Some(llm) = llm() else {
@@ -354,21 +375,7 @@ fn a_shared_system_prompt_is_computed_once_and_results_do_not_change() {
         max_new_tokens: 12,
         ..Default::default()
     };
-    let prompts: Vec<Vec<u32>> = questions
-        .iter()
-        .map(|q| {
-            llm.tokenize_chat(&[
-                ChatMessage::new("system", system),
-                ChatMessage::new("user", *q),
-            ])
-            .unwrap()
-        })
-        .collect();
-    let shared = prompts[0]
-        .iter()
-        .zip(&prompts[1])
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (prompts, shared) = with_system_prompt(&llm, system, &questions);
     let block = EngineConfig::default().kv_block_size;
     assert!(shared >= 3 * block, "a shared prefix of {shared} tokens");
     // The first request alone computes (and caches) the prefix; the 7 others reuse it.
@@ -428,26 +435,7 @@ fn a_prefix_brought_by_8_requests_at_once_is_computed_once() {
         max_new_tokens: 8,
         ..Default::default()
     };
-    let prompts: Vec<Vec<u32>> = questions
-        .iter()
-        .map(|q| {
-            llm.tokenize_chat(&[
-                ChatMessage::new("system", system),
-                ChatMessage::new("user", *q),
-            ])
-            .unwrap()
-        })
-        .collect();
-    let shared = (1..prompts.len())
-        .map(|i| {
-            prompts[0]
-                .iter()
-                .zip(&prompts[i])
-                .take_while(|(a, b)| a == b)
-                .count()
-        })
-        .min()
-        .unwrap();
+    let (prompts, shared) = with_system_prompt(&llm, system, &questions);
     let block = EngineConfig::default().kv_block_size;
     let whole_blocks = shared / block * block;
     assert!(
