@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,11 @@ _FLOAT_ARGS = (
     "presence_penalty",
     "frequency_penalty",
 )
-GENERATION_KWARGS = frozenset(_INT_ARGS + _FLOAT_ARGS + ("do_sample", "stop"))
+# Constrained decoding: at most one of these (the output follows it).
+_CONSTRAINT_ARGS = ("grammar", "json_schema", "regex", "json_object")
+GENERATION_KWARGS = frozenset(_INT_ARGS + _FLOAT_ARGS + ("do_sample", "stop") + _CONSTRAINT_ARGS)
+# Speculative decoding (one-shot requests: LLM.generate, chat and stream).
+SPECULATIVE_KWARGS = frozenset(("draft", "draft_tokens"))
 
 
 def torchnative_home() -> Path:
@@ -102,14 +107,20 @@ def _optional_count(name: str, value: Any, *, minimum: int) -> int | None:
     return value
 
 
-def _generation_config(method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _generation_config(
+    method: str, kwargs: dict[str, Any], *, speculative: bool = False
+) -> dict[str, Any]:
     """Check generation keyword arguments (names, types, integer ranges) and return the config
-    the native layer reads. Float ranges are checked by the runtime."""
-    unknown = sorted(set(kwargs) - GENERATION_KWARGS)
+    the native layer reads. Float ranges and grammars are checked by the runtime."""
+    allowed = GENERATION_KWARGS | SPECULATIVE_KWARGS if speculative else GENERATION_KWARGS
+    unknown = sorted(set(kwargs) - allowed)
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
-        accepted = ", ".join(sorted(GENERATION_KWARGS))
+        accepted = ", ".join(sorted(allowed))
         raise TypeError(f"{method}() got unexpected keyword argument(s) {names}; accepted: {accepted}")
+    given = [k for k in _CONSTRAINT_ARGS if kwargs.get(k) not in (None, False)]
+    if len(given) > 1:
+        raise InvalidArgumentError(f"invalid constraint: give at most one of {', '.join(given)}")
     config: dict[str, Any] = {}
     for name, value in kwargs.items():
         if value is None:
@@ -126,9 +137,9 @@ def _generation_config(method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{name} must be a float, not {type(value).__name__}")
             value = float(value)
-        elif name == "do_sample":
+        elif name in ("do_sample", "json_object"):
             if not isinstance(value, bool):
-                raise TypeError(f"do_sample must be a bool, not {type(value).__name__}")
+                raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
         elif name == "stop":
             if isinstance(value, str):
                 value = [value]
@@ -138,6 +149,25 @@ def _generation_config(method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
                 raise TypeError("stop must be a str or a list of str")
             if any(s == "" for s in value):
                 raise InvalidArgumentError("invalid stop: stop strings must not be empty")
+        elif name in ("grammar", "regex"):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        elif name == "json_schema":
+            if isinstance(value, Mapping):
+                # Key order is kept: properties are generated in the order the schema lists them.
+                value = json.dumps(value)
+            elif not isinstance(value, str):
+                raise TypeError(f"json_schema must be a dict or a JSON str, not {type(value).__name__}")
+        elif name == "draft":
+            if isinstance(value, LLM):
+                value = value._native
+            elif value != "prompt_lookup":
+                raise TypeError('draft must be "prompt_lookup" or a loaded LLM')
+        elif name == "draft_tokens":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"draft_tokens must be an int, not {type(value).__name__}")
+            if not 1 <= value <= 32:
+                raise InvalidArgumentError(f"invalid draft_tokens: {value} must be 1 to 32")
         config[name] = value
     return config
 
@@ -203,6 +233,9 @@ class Result:
     #: them with a counting allocator. Process-wide: other threads' allocations in that time
     #: count too, and a :meth:`LLM.stream` adds one per text piece it hands over.
     allocations_in_decode_loop: int | None = field(default=None, repr=False)
+    #: Speculative decoding: tokens drafted and verified, and of those, kept (0 without it).
+    drafted_tokens: int = field(default=0, repr=False)
+    accepted_tokens: int = field(default=0, repr=False)
 
     @classmethod
     def _from_native(cls, d: dict[str, Any]) -> Result:
@@ -218,6 +251,8 @@ class Result:
                 d["decode_tokens_per_second"],
             ),
             allocations_in_decode_loop=d.get("allocations_in_decode_loop"),
+            drafted_tokens=d.get("drafted_tokens", 0),
+            accepted_tokens=d.get("accepted_tokens", 0),
         )
 
     def __str__(self) -> str:
@@ -291,6 +326,15 @@ class LLM:
     - ``repetition_penalty`` (1.0), ``presence_penalty`` (0.0), ``frequency_penalty`` (0.0).
     - ``seed``: seed of the sampler's random generator (reproducible sampling).
     - ``stop``: a string or list of strings; generation stops before the first occurrence.
+    - Constrained decoding, at most one of: ``json_schema`` (a dict or JSON text; the subset
+      OpenAI's structured outputs accept), ``grammar`` (GBNF text, llama.cpp's format),
+      ``regex`` (matched in full), ``json_object=True`` (any JSON object). The output follows
+      it with any sampler; generation ends when it is complete. Compiled grammars are cached
+      per model.
+    - Speculative decoding (:meth:`generate`, :meth:`chat`, :meth:`stream` only): ``draft``
+      (``"prompt_lookup"``, or a loaded :class:`LLM` of the same vocabulary) and
+      ``draft_tokens`` (3): drafted tokens are verified in one forward pass; the output is
+      exactly the plain decoding's (greedy and seeded sampling alike).
 
     Unknown keyword arguments raise :class:`TypeError`; out-of-range values raise
     :class:`~torchnative.InvalidArgumentError`.
@@ -347,21 +391,21 @@ class LLM:
             InvalidArgumentError: a sampling parameter is out of range.
             TypeError: an unknown keyword argument or a wrongly typed value.
         """
-        config = _generation_config("generate", kwargs)
+        config = _generation_config("generate", kwargs, speculative=True)
         ids = self._prompt_ids(prompt_or_messages)
         return Result._from_native(self._native.generate(ids, config, self._n_ctx))
 
     def chat(self, messages: Sequence[Message], **kwargs: Any) -> Result:
         """Answer a conversation (a list of ``{"role", "content"}`` dicts) through the chat
         template. Same keyword arguments as :meth:`generate`."""
-        config = _generation_config("chat", kwargs)
+        config = _generation_config("chat", kwargs, speculative=True)
         ids = self._native.tokenize_chat(_message_pairs(messages))
         return Result._from_native(self._native.generate(ids, config, self._n_ctx))
 
     def stream(self, prompt_or_messages: PromptOrMessages, **kwargs: Any) -> Stream:
         """Like :meth:`generate`, but return a :class:`Stream` of text pieces as they are
         decoded. Argument errors raise here; errors during generation raise from the stream."""
-        config = _generation_config("stream", kwargs)
+        config = _generation_config("stream", kwargs, speculative=True)
         ids = self._prompt_ids(prompt_or_messages)
         return Stream(self._native.stream(ids, config, self._n_ctx))
 

@@ -15,9 +15,10 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use torchnative_runtime::{
-    load_llm, ChatMessage, Completion, Counters, CountingAllocator, Engine, EngineConfig,
-    EngineEvent, EngineRequest, Flow, GenerationConfig, Llm, LoadOptions, RuntimeError,
-    SamplingParams, Session, SessionOptions, Timings, Usage, WeightFormat,
+    load_llm, ChatMessage, Completion, Constraint, ConstraintSyntax, Counters, CountingAllocator,
+    DraftSource, Engine, EngineConfig, EngineEvent, EngineRequest, Flow, GenerationConfig, Llm,
+    LoadOptions, RuntimeError, SamplingParams, Session, SessionOptions, SpeculativeConfig,
+    Speculator, Timings, Usage, WeightFormat,
 };
 
 /// Counts heap allocations (one relaxed atomic add each) so that results report
@@ -71,16 +72,11 @@ fn to_py_err(py: Python<'_>, err: RuntimeError) -> PyErr {
 /// optional; types already checked there, ranges checked by the runtime). Keys not given keep
 /// `base`, the model's generation config, as transformers' `generate` keeps the model's
 /// generation_config values the caller does not override.
-fn config_from_dict(d: &Bound<'_, PyDict>, base: GenerationConfig) -> PyResult<GenerationConfig> {
-    fn get<'py, T: FromPyObjectOwned<'py>>(
-        d: &Bound<'py, PyDict>,
-        key: &str,
-    ) -> PyResult<Option<T>> {
-        match d.get_item(key)? {
-            Some(v) if !v.is_none() => Ok(Some(v.extract().map_err(Into::into)?)),
-            _ => Ok(None),
-        }
-    }
+fn config_from_dict(
+    d: &Bound<'_, PyDict>,
+    llm: &Llm,
+    base: GenerationConfig,
+) -> PyResult<GenerationConfig> {
     let s = base.sampling.clone();
     let max_new_tokens: Option<usize> = get(d, "max_new_tokens")?;
     Ok(GenerationConfig {
@@ -108,8 +104,72 @@ fn config_from_dict(d: &Bound<'_, PyDict>, base: GenerationConfig) -> PyResult<G
         seed: get(d, "seed")?,
         stop: get(d, "stop")?.unwrap_or_default(),
         eos_token_ids: base.eos_token_ids,
-        constraint: None,
+        constraint: constraint_from_dict(d, llm)?,
     })
+}
+
+/// A key of the config dict, `None` when absent or None.
+fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
+    match d.get_item(key)? {
+        Some(v) if !v.is_none() => Ok(Some(v.extract().map_err(Into::into)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The constraint the config names (`grammar`, `json_schema`, `regex` text or `json_object`;
+/// the Python layer allows at most one), compiled through the model's cache.
+fn constraint_from_dict(d: &Bound<'_, PyDict>, llm: &Llm) -> PyResult<Option<Constraint>> {
+    let py = d.py();
+    let compile = |syntax, text: &str| {
+        llm.constraint(syntax, text)
+            .map(Some)
+            .map_err(|e| to_py_err(py, e))
+    };
+    for (key, syntax) in [
+        ("grammar", ConstraintSyntax::Gbnf),
+        ("json_schema", ConstraintSyntax::JsonSchema),
+        ("regex", ConstraintSyntax::Regex),
+    ] {
+        if let Some(text) = get::<String>(d, key)? {
+            return compile(syntax, &text);
+        }
+    }
+    if get::<bool>(d, "json_object")?.unwrap_or(false) {
+        return compile(ConstraintSyntax::JsonObject, "");
+    }
+    Ok(None)
+}
+
+/// The speculative decoding the config asks for (`draft`: "prompt_lookup" or a `NativeLlm`,
+/// `draft_tokens`), checked against the target before any work.
+fn speculator_from_dict(d: &Bound<'_, PyDict>, llm: &Llm) -> PyResult<Option<Speculator>> {
+    let py = d.py();
+    let Some(draft) = d.get_item("draft")?.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let k = get::<usize>(d, "draft_tokens")?.unwrap_or(3);
+    let source = if let Ok(name) = draft.extract::<String>() {
+        if name != "prompt_lookup" {
+            return Err(to_py_err(
+                py,
+                RuntimeError::InvalidArgument {
+                    what: "draft".into(),
+                    reason: format!("'{name}' (use \"prompt_lookup\" or a loaded LLM)"),
+                },
+            ));
+        }
+        SpeculativeConfig::prompt_lookup(k).draft
+    } else {
+        let native: PyRef<'_, NativeLlm> = draft.extract()?;
+        DraftSource::Model(native.llm.clone())
+    };
+    let config = SpeculativeConfig {
+        draft: source,
+        max_draft_tokens: k,
+    };
+    Speculator::new(llm, config)
+        .map(Some)
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// A generation config as the dict `NativeLlm.generation_config` returns.
@@ -153,6 +213,8 @@ fn completion_dict<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound<'py, 
         "allocations_in_decode_loop",
         c.counters.allocations_in_decode_loop,
     )?;
+    d.set_item("drafted_tokens", c.speculative.drafted)?;
+    d.set_item("accepted_tokens", c.speculative.accepted)?;
     Ok(d)
 }
 
@@ -213,7 +275,8 @@ impl NativeLlm {
         n_ctx: Option<usize>,
         send_pieces: bool,
     ) -> PyResult<NativeStream> {
-        let cfg = config_from_dict(config, self.llm.generation_config())?;
+        let cfg = config_from_dict(config, &self.llm, self.llm.generation_config())?;
+        let mut speculator = speculator_from_dict(config, &self.llm)?;
         // An `Llm` is a cheap handle of the same model; the cache is allocated in the
         // worker thread, not under the GIL.
         let llm = NativeLlm {
@@ -221,7 +284,10 @@ impl NativeLlm {
         };
         Ok(NativeStream::spawn(send_pieces, move |on_text| {
             let mut session = llm.one_shot_session(ids.len(), &cfg, n_ctx)?;
-            session.generate(&ids, &cfg, on_text)
+            match speculator.as_mut() {
+                Some(s) => session.generate_speculative(&ids, &cfg, s, on_text),
+                None => session.generate(&ids, &cfg, on_text),
+            }
         }))
     }
 }
@@ -373,7 +439,8 @@ impl NativeSession {
         send_pieces: bool,
     ) -> PyResult<NativeStream> {
         let mut session = self.take(py)?;
-        let cfg = match config_from_dict(config, session.llm().generation_config()) {
+        let llm = session.llm().clone();
+        let cfg = match config_from_dict(config, &llm, llm.generation_config()) {
             Ok(cfg) => cfg,
             Err(e) => {
                 *lock(&self.slot) = Some(session);
@@ -688,7 +755,8 @@ impl NativeEngine {
         ids: Vec<u32>,
         config: &Bound<'_, PyDict>,
     ) -> PyResult<NativeStream> {
-        let cfg = config_from_dict(config, self.engine.llm().generation_config())?;
+        let llm = self.engine.llm();
+        let cfg = config_from_dict(config, llm, llm.generation_config())?;
         let (tx, rx) = std::sync::mpsc::channel();
         let request = EngineRequest {
             prompt: ids,

@@ -32,7 +32,7 @@ impl std::fmt::Debug for Constraint {
 }
 
 /// The kinds of text a constraint can be written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConstraintSyntax {
     /// llama.cpp's GBNF.
     Gbnf,
@@ -40,6 +40,8 @@ pub enum ConstraintSyntax {
     JsonSchema,
     /// A regular expression, matched in full.
     Regex,
+    /// Any JSON object (JSON mode); the text is ignored.
+    JsonObject,
 }
 
 impl Constraint {
@@ -60,6 +62,7 @@ impl Constraint {
             ConstraintSyntax::Gbnf => ("GBNF grammar", Grammar::from_gbnf(text)),
             ConstraintSyntax::JsonSchema => ("JSON schema", Grammar::from_json_schema_str(text)),
             ConstraintSyntax::Regex => ("regular expression", Grammar::from_regex(text)),
+            ConstraintSyntax::JsonObject => ("JSON object", Ok(Grammar::json_object())),
         };
         // The parser's message names the syntax and the place.
         let grammar = grammar.map_err(|e| invalid("constraint", e.to_string()))?;

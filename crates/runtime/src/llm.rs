@@ -1,8 +1,9 @@
 //! Loading a model and its text side, and the roles around it: [`Llm`] (immutable, shared) and
 //! [`Session`] (mutable: KV cache, token history, RNG).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use torchnative_core::kernels;
@@ -17,7 +18,7 @@ use torchnative_tokenizer::{
 use torchnative_constrain::TokenVocabulary;
 
 use crate::alloc_count::allocation_count;
-use crate::constraint::{build_vocabulary, Constraint, ConstraintState};
+use crate::constraint::{build_vocabulary, Constraint, ConstraintState, ConstraintSyntax};
 use crate::error::{invalid, Result, RuntimeError};
 use crate::kv_cache::{DenseKvCache, KvCache};
 use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
@@ -52,7 +53,12 @@ struct LlmInner {
     load_time: Duration,
     /// Every token's bytes with a trie over them, built on the first constrained request.
     vocabulary: OnceLock<Arc<TokenVocabulary>>,
+    /// Constraints compiled by [`Llm::constraint`], by syntax and text (bounded).
+    constraints: Mutex<HashMap<(ConstraintSyntax, String), Constraint>>,
 }
+
+/// Most constraints an [`Llm`] keeps compiled.
+const CONSTRAINT_CACHE: usize = 64;
 
 /// `$TORCHNATIVE_HOME` (default `~/.cache/torchnative`): where models and caches live.
 pub fn torchnative_home() -> PathBuf {
@@ -191,6 +197,7 @@ pub fn load_llm_with_progress(
             source,
             load_time: start.elapsed(),
             vocabulary: OnceLock::new(),
+            constraints: Mutex::new(HashMap::new()),
         }),
     })
 }
@@ -455,6 +462,28 @@ impl Llm {
         }
         let v = Arc::new(build_vocabulary(self)?);
         Ok(self.inner.vocabulary.get_or_init(|| v).clone())
+    }
+
+    /// `text` in `syntax` compiled for this model, from a cache of the last distinct ones (a
+    /// compiled grammar also caches masks, so reusing it makes later requests faster).
+    pub fn constraint(&self, syntax: ConstraintSyntax, text: &str) -> Result<Constraint> {
+        let key = (syntax, text.to_owned());
+        let cache = || {
+            self.inner
+                .constraints
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        };
+        if let Some(c) = cache().get(&key) {
+            return Ok(c.clone());
+        }
+        let c = Constraint::parse(self, syntax, text)?;
+        let mut cache = cache();
+        if cache.len() >= CONSTRAINT_CACHE {
+            cache.clear();
+        }
+        cache.insert(key, c.clone());
+        Ok(c)
     }
 
     pub fn source(&self) -> &Path {
