@@ -27,15 +27,24 @@ pub enum Architecture {
     Qwen2,
     /// `Qwen3ForCausalLM`.
     Qwen3,
+    /// `Phi3ForCausalLM` (Phi-3, Phi-3.5, Phi-4-mini): fused `qkv_proj` and `gate_up_proj`.
+    Phi3,
+    /// `Gemma2ForCausalLM`.
+    Gemma2,
+    /// `Gemma3ForCausalLM` (`model_type` `gemma3_text`: the text decoder of Gemma 3).
+    Gemma3,
 }
 
 impl Architecture {
     /// All supported architectures.
-    pub const ALL: [Architecture; 4] = [
+    pub const ALL: [Architecture; 7] = [
         Architecture::Llama,
         Architecture::Mistral,
         Architecture::Qwen2,
         Architecture::Qwen3,
+        Architecture::Phi3,
+        Architecture::Gemma2,
+        Architecture::Gemma3,
     ];
 
     /// The `model_type` in `config.json` (also the `general.architecture` in GGUF).
@@ -45,7 +54,24 @@ impl Architecture {
             Architecture::Mistral => "mistral",
             Architecture::Qwen2 => "qwen2",
             Architecture::Qwen3 => "qwen3",
+            Architecture::Phi3 => "phi3",
+            Architecture::Gemma2 => "gemma2",
+            Architecture::Gemma3 => "gemma3_text",
         }
+    }
+
+    /// Whether the runtime reads this architecture from GGUF files (llama.cpp's tensor layout
+    /// and metadata for it). The others run from safetensors only.
+    pub fn runs_from_gguf(self) -> bool {
+        matches!(
+            self,
+            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2 | Architecture::Qwen3
+        )
+    }
+
+    /// Gemma 2 and 3: `(1 + w)` RMSNorm weights, sandwich norms, scaled embeddings.
+    pub fn is_gemma(self) -> bool {
+        matches!(self, Architecture::Gemma2 | Architecture::Gemma3)
     }
 
     /// The transformers class in `config.json`'s `architectures`.
@@ -55,6 +81,9 @@ impl Architecture {
             Architecture::Mistral => "MistralForCausalLM",
             Architecture::Qwen2 => "Qwen2ForCausalLM",
             Architecture::Qwen3 => "Qwen3ForCausalLM",
+            Architecture::Phi3 => "Phi3ForCausalLM",
+            Architecture::Gemma2 => "Gemma2ForCausalLM",
+            Architecture::Gemma3 => "Gemma3ForCausalLM",
         }
     }
 
@@ -100,6 +129,21 @@ pub enum RopeScaling {
         /// DeepSeek-style mscale_all_dim, when given.
         mscale_all_dim: Option<f32>,
     },
+    /// LongRoPE (Phi-3's `longrope`, formerly `su`): per-frequency divisors, the short set for
+    /// sequences up to `original_max_position_embeddings` tokens and the long set beyond; cos
+    /// and sin are multiplied by `attention_factor` either way.
+    LongRope {
+        /// Divisors of the inverse frequencies for short sequences (`rope_dim / 2` of them).
+        short_factor: Vec<f32>,
+        /// Divisors for sequences longer than `original_max_position_embeddings`.
+        long_factor: Vec<f32>,
+        /// Context length the model was pretrained with.
+        original_max_position_embeddings: usize,
+        /// Scale of cos/sin, resolved as transformers resolves it: the given
+        /// `attention_factor`, else `sqrt(1 + ln(factor) / ln(original))` with `factor` the
+        /// given one or `max_position_embeddings / original` (1.0 when `factor <= 1`).
+        attention_factor: f32,
+    },
     /// Llama 3.1 piecewise frequency scaling.
     Llama3 {
         /// Divisor for low frequencies.
@@ -111,6 +155,15 @@ pub enum RopeScaling {
         /// Context length the model was trained with before extension.
         original_max_position_embeddings: usize,
     },
+}
+
+/// The MLP's gate activation (`gate_act(x W_gate) * (x W_up)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// SiLU (SwiGLU): `hidden_act: "silu"`.
+    Silu,
+    /// GELU, tanh approximation (GeGLU): `gelu_pytorch_tanh`.
+    GeluTanh,
 }
 
 /// What a decoder-only transformer needs to be built, independent of the file format.
@@ -138,6 +191,14 @@ pub struct DecoderConfig {
     pub rope_theta: f32,
     /// RoPE scaling, if any.
     pub rope_scaling: Option<RopeScaling>,
+    /// Dimensions of each q/k head that RoPE rotates (the first ones; `head_dim` unless
+    /// `partial_rotary_factor` says less).
+    pub rope_dim: usize,
+    /// RoPE base of the sliding-window layers when it differs from `rope_theta` (Gemma 3's
+    /// `rope_local_base_freq`); those layers take plain RoPE with it.
+    pub local_rope_theta: Option<f32>,
+    /// MLP gate activation.
+    pub activation: Activation,
     /// RMSNorm epsilon.
     pub norm_eps: f32,
     /// The output projection reuses the token embedding.
@@ -151,10 +212,22 @@ pub struct DecoderConfig {
     pub mlp_bias: bool,
     /// Per-head RMSNorm on q and k before RoPE (Qwen3).
     pub qk_norm: bool,
-    /// Every layer attends to at most this many previous positions.
+    /// Layers with sliding-window attention attend to at most this many previous positions.
     pub sliding_window: Option<usize>,
+    /// Which layers use `sliding_window`: `None` means every layer; `Some(v)` has one entry per
+    /// layer (Gemma's alternating local/global layers).
+    pub sliding_layers: Option<Vec<bool>>,
     /// Logits are squashed to `cap * tanh(logits / cap)` when set.
     pub final_logit_softcap: Option<f32>,
+    /// Attention scores are squashed to `cap * tanh(s / cap)` after scaling (Gemma 2).
+    pub attn_logit_softcap: Option<f32>,
+    /// Attention scores are scaled by `query_pre_attn_scalar^-1/2` instead of
+    /// `head_dim^-1/2` (Gemma).
+    pub query_pre_attn_scalar: Option<f32>,
+    /// Gemma's layout: RMSNorm weights stored as offsets from 1 (`x * (1 + w)`), norms after
+    /// attention and after the MLP as well as before them, token embeddings multiplied by
+    /// `sqrt(hidden_size)`.
+    pub gemma_norms: bool,
     /// Beginning-of-sequence token.
     pub bos_token_id: Option<u32>,
     /// End-of-sequence tokens (GGUF: eos and eot).
@@ -321,20 +394,29 @@ impl DecoderConfig {
         };
         let architecture = hf_architecture(&f)?;
         use Architecture::*;
+        let gemma = architecture.is_gemma();
 
-        if let Some(act) = f.str("hidden_act")? {
-            if act != "silu" {
+        // Gemma configs name the activation `hidden_activation`; the others `hidden_act`.
+        let act_key = match (gemma, f.get("hidden_activation")) {
+            (true, Some(_)) => "hidden_activation",
+            _ => "hidden_act",
+        };
+        let activation = match f.str(act_key)? {
+            None if gemma => Activation::GeluTanh,
+            None | Some("silu") => Activation::Silu,
+            Some("gelu_pytorch_tanh") => Activation::GeluTanh,
+            Some(act) => {
                 return Err(FormatError::Unsupported(format!(
-                    "config.json: hidden_act '{act}'; supported: silu"
-                )));
+                    "config.json: {act_key} '{act}'; supported: silu, gelu_pytorch_tanh"
+                )))
             }
-        }
-        if let Some(p) = f.f32("partial_rotary_factor")? {
-            if p != 1.0 {
-                return Err(FormatError::Unsupported(format!(
-                    "config.json: partial_rotary_factor {p}; supported: 1.0"
-                )));
-            }
+        };
+        if architecture == Gemma3 && f.bool("use_bidirectional_attention")? == Some(true) {
+            return Err(FormatError::Unsupported(
+                "config.json: use_bidirectional_attention true (Gemma 3 as an encoder); \
+                 supported: false"
+                    .into(),
+            ));
         }
 
         let n_layers = f.required_usize("num_hidden_layers")?;
@@ -343,8 +425,9 @@ impl DecoderConfig {
         let n_kv_heads = f.usize("num_key_value_heads")?.unwrap_or(n_heads);
         let head_dim = match f.usize("head_dim")? {
             Some(d) => d,
-            // Qwen3Config defaults head_dim to 128 instead of deriving it.
+            // Qwen3Config defaults head_dim to 128 instead of deriving it; Gemma's to 256.
             None if architecture == Qwen3 => 128,
+            None if gemma => 256,
             None => {
                 if n_heads == 0 || hidden_size % n_heads != 0 {
                     return Err(malformed(format!(
@@ -361,27 +444,53 @@ impl DecoderConfig {
                 Llama => 2048,
                 Mistral => 4096 * 32,
                 Qwen2 | Qwen3 => 32768,
+                Phi3 => 4096,
+                Gemma2 => 8192,
+                Gemma3 => 131_072,
             });
 
-        let (rope_theta, rope_scaling) = hf_rope(&f, context_length)?;
+        let rope = hf_rope(&f, architecture, head_dim, context_length)?;
         // transformers' defaults when the key is absent (an explicit null means none).
-        let default_bos_eos = match architecture {
-            Llama | Mistral => Some((1, 2)),
-            Qwen2 | Qwen3 => None,
+        let (default_bos, default_eos, default_pad) = match architecture {
+            Llama | Mistral => (Some(1), Some(2), None),
+            Qwen2 | Qwen3 => (None, None, None),
+            Phi3 => (Some(1), Some(32000), Some(32000)),
+            Gemma2 | Gemma3 => (Some(2), Some(1), Some(0)),
         };
         let attention_bias = match architecture {
-            Llama | Qwen3 => f.bool("attention_bias")?.unwrap_or(false),
-            Mistral => false,
+            Llama | Qwen3 | Gemma2 | Gemma3 => f.bool("attention_bias")?.unwrap_or(false),
+            Mistral | Phi3 => false,
             Qwen2 => true,
         };
         let attention_out_bias = match architecture {
-            Llama | Qwen3 => attention_bias,
-            Mistral | Qwen2 => false,
+            Llama | Qwen3 | Gemma2 | Gemma3 => attention_bias,
+            Mistral | Qwen2 | Phi3 => false,
         };
         let mlp_bias = match architecture {
             Llama => f.bool("mlp_bias")?.unwrap_or(false),
             _ => false,
         };
+        // Absent key: the class default (Gemma 2 caps at 30 and 50); null: none.
+        let softcap = |key: &str, default: Option<f32>| -> Result<Option<f32>> {
+            match map.contains_key(key) {
+                true => f.f32(key),
+                false => Ok(default),
+            }
+        };
+        let final_logit_softcap = match architecture {
+            Gemma2 => softcap("final_logit_softcapping", Some(30.0))?,
+            _ => f.f32("final_logit_softcapping")?,
+        };
+        // Gemma 3's attention takes no softcap in transformers whatever the config says.
+        let attn_logit_softcap = match architecture {
+            Gemma2 => softcap("attn_logit_softcapping", Some(50.0))?,
+            _ => None,
+        };
+        let query_pre_attn_scalar = match gemma {
+            true => Some(f.f32("query_pre_attn_scalar")?.unwrap_or(256.0)),
+            false => None,
+        };
+        let (sliding_window, sliding_layers) = hf_sliding_window(&f, architecture, n_layers)?;
 
         let config = DecoderConfig {
             architecture,
@@ -393,25 +502,38 @@ impl DecoderConfig {
             intermediate_size: f.required_usize("intermediate_size")?,
             vocab_size: f.required_usize("vocab_size")?,
             context_length,
-            rope_theta,
-            rope_scaling,
-            norm_eps: f.f32("rms_norm_eps")?.unwrap_or(1e-6),
-            tie_word_embeddings: f.bool("tie_word_embeddings")?.unwrap_or(false),
+            rope_theta: rope.theta,
+            rope_scaling: rope.scaling,
+            rope_dim: rope.dim,
+            local_rope_theta: rope.local_theta,
+            activation,
+            norm_eps: f.f32("rms_norm_eps")?.unwrap_or(match architecture {
+                Phi3 => 1e-5,
+                _ => 1e-6,
+            }),
+            tie_word_embeddings: f.bool("tie_word_embeddings")?.unwrap_or(gemma),
             attention_bias,
             attention_out_bias,
             mlp_bias,
-            qk_norm: architecture == Qwen3,
-            sliding_window: hf_sliding_window(&f, architecture, n_layers)?,
-            final_logit_softcap: f.f32("final_logit_softcapping")?,
+            qk_norm: matches!(architecture, Qwen3 | Gemma3),
+            sliding_window,
+            sliding_layers,
+            final_logit_softcap,
+            attn_logit_softcap,
+            query_pre_attn_scalar,
+            gemma_norms: gemma,
             bos_token_id: match map.contains_key("bos_token_id") {
                 true => f.token_id("bos_token_id")?,
-                false => default_bos_eos.map(|(bos, _)| bos),
+                false => default_bos,
             },
             eos_token_ids: match map.contains_key("eos_token_id") {
                 true => f.token_ids("eos_token_id")?,
-                false => default_bos_eos.map(|(_, eos)| eos).into_iter().collect(),
+                false => default_eos.into_iter().collect(),
             },
-            pad_token_id: f.token_id("pad_token_id")?,
+            pad_token_id: match map.contains_key("pad_token_id") {
+                true => f.token_id("pad_token_id")?,
+                false => default_pad,
+            },
         };
         config.validate("config.json")?;
         Ok(config)
@@ -426,7 +548,8 @@ impl DecoderConfig {
         let g = GgufFields { file };
         let arch_name = g.required_str("general.architecture")?;
         let architecture = Architecture::from_model_type(arch_name)
-            .ok_or_else(|| Architecture::unsupported("GGUF general.architecture", arch_name))?;
+            .filter(|a| a.runs_from_gguf())
+            .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
         let key = |k: &str| format!("{arch_name}.{k}");
 
         if file.tensor("rope_freqs.weight").is_some() {
@@ -509,6 +632,9 @@ impl DecoderConfig {
             context_length,
             rope_theta: g.f32(&key("rope.freq_base"))?.unwrap_or(10_000.0),
             rope_scaling: gguf_rope_scaling(&g, arch_name, context_length)?,
+            rope_dim: head_dim,
+            local_rope_theta: None,
+            activation: Activation::Silu,
             norm_eps: g.required_f32(&key("attention.layer_norm_rms_epsilon"))?,
             tie_word_embeddings: !has("output.weight"),
             attention_bias: has("blk.0.attn_q.bias"),
@@ -516,7 +642,11 @@ impl DecoderConfig {
             mlp_bias: has("blk.0.ffn_up.bias"),
             qk_norm: has("blk.0.attn_q_norm.weight"),
             sliding_window: g.usize(&key("attention.sliding_window"))?,
+            sliding_layers: None,
             final_logit_softcap: g.f32(&key("final_logit_softcapping"))?,
+            attn_logit_softcap: None,
+            query_pre_attn_scalar: None,
+            gemma_norms: false,
             bos_token_id: g.token_id("tokenizer.ggml.bos_token_id")?,
             eos_token_ids,
             pad_token_id: g.token_id("tokenizer.ggml.padding_token_id")?,
@@ -596,6 +726,35 @@ impl DecoderConfig {
                     MAX_CONTEXT,
                 )?;
             }
+            Some(RopeScaling::LongRope {
+                short_factor,
+                long_factor,
+                original_max_position_embeddings,
+                attention_factor,
+            }) => {
+                bounded(
+                    "longrope original_max_position_embeddings",
+                    *original_max_position_embeddings,
+                    MAX_CONTEXT,
+                )?;
+                positive("longrope attention_factor", *attention_factor)?;
+                for (name, factors) in
+                    [("short_factor", short_factor), ("long_factor", long_factor)]
+                {
+                    if factors.len() != self.rope_dim / 2 {
+                        return Err(malformed(format!(
+                            "{source}: longrope {name} has {} entries, expected {} (rotary \
+                             dims {} / 2)",
+                            factors.len(),
+                            self.rope_dim / 2,
+                            self.rope_dim
+                        )));
+                    }
+                    for (i, &x) in factors.iter().enumerate() {
+                        positive(&format!("longrope {name}[{i}]"), x)?;
+                    }
+                }
+            }
             Some(RopeScaling::Llama3 {
                 factor,
                 low_freq_factor,
@@ -621,6 +780,36 @@ impl DecoderConfig {
         if let Some(w) = self.sliding_window {
             bounded("sliding window", w, MAX_CONTEXT)?;
         }
+        if let Some(layers) = &self.sliding_layers {
+            if layers.len() != self.n_layers {
+                return Err(malformed(format!(
+                    "{source}: sliding-window layer list has {} entries for {} layers",
+                    layers.len(),
+                    self.n_layers
+                )));
+            }
+            if layers.contains(&true) && self.sliding_window.is_none() {
+                return Err(malformed(format!(
+                    "{source}: sliding-window layers but no sliding_window size"
+                )));
+            }
+        }
+        if self.rope_dim == 0 || self.rope_dim % 2 != 0 || self.rope_dim > self.head_dim {
+            return Err(malformed(format!(
+                "{source}: rotary dims {} (head dim {} x partial_rotary_factor) must be even and \
+                 within 2..={}",
+                self.rope_dim, self.head_dim, self.head_dim
+            )));
+        }
+        if let Some(t) = self.local_rope_theta {
+            positive("local rope theta (rope_local_base_freq)", t)?;
+        }
+        if let Some(cap) = self.attn_logit_softcap {
+            positive("attention logit softcap", cap)?;
+        }
+        if let Some(q) = self.query_pre_attn_scalar {
+            positive("query_pre_attn_scalar", q)?;
+        }
         let ids = self
             .bos_token_id
             .iter()
@@ -638,6 +827,14 @@ impl DecoderConfig {
 
 fn hf_architecture(f: &JsonFields) -> Result<Architecture> {
     if let Some(model_type) = f.str("model_type")? {
+        if model_type == "gemma3" {
+            // The multimodal checkpoint: vision tower + `text_config` + language_model weights.
+            return Err(FormatError::Unsupported(
+                "config.json model_type 'gemma3' (Gemma3ForConditionalGeneration, text and \
+                 vision); supported: its text decoder saved alone (model_type gemma3_text)"
+                    .into(),
+            ));
+        }
         return Architecture::from_model_type(model_type)
             .ok_or_else(|| Architecture::unsupported("config.json model_type", model_type));
     }
@@ -653,11 +850,27 @@ fn hf_architecture(f: &JsonFields) -> Result<Architecture> {
         .ok_or_else(|| Architecture::unsupported("config.json architectures", class))
 }
 
-const ROPE_TYPES: &str = "default, linear, dynamic, yarn, llama3";
+const ROPE_TYPES: &str = "default, linear, dynamic, yarn, llama3, longrope";
+
+/// RoPE as one config describes it.
+struct HfRope {
+    theta: f32,
+    scaling: Option<RopeScaling>,
+    /// Rotated dims per head.
+    dim: usize,
+    /// Base of the sliding-window layers (Gemma 3).
+    local_theta: Option<f32>,
+}
 
 /// RoPE base and scaling from `rope_parameters` (transformers v5) or `rope_theta` +
-/// `rope_scaling` (older files).
-fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeScaling>)> {
+/// `rope_scaling` (older files); Gemma 3's per-layer-type sets (`full_attention`,
+/// `sliding_attention`) or its older `rope_local_base_freq`.
+fn hf_rope(
+    f: &JsonFields,
+    arch: Architecture,
+    head_dim: usize,
+    context_length: usize,
+) -> Result<HfRope> {
     let (params_key, params) = match (f.get("rope_parameters"), f.get("rope_scaling")) {
         (Some(p), _) => ("rope_parameters", Some(p)),
         (None, Some(p)) => ("rope_scaling", Some(p)),
@@ -669,15 +882,123 @@ fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeSca
         Some(Value::Object(m)) => m,
         Some(v) => return Err(f.bad(params_key, v, "an object")),
     };
-    let file = format!("config.json {params_key}");
-    let p = JsonFields {
-        file: &file,
-        map: params,
+
+    // Rotated dims: `int(head_dim * partial_rotary_factor)`, the factor in the parameter set
+    // (v5) or at the top level.
+    let partial = match (
+        params.get("partial_rotary_factor"),
+        f.get("partial_rotary_factor"),
+    ) {
+        (Some(v), _) | (None, Some(v)) if !v.is_null() => Some(
+            v.as_f64()
+                .ok_or_else(|| f.bad("partial_rotary_factor", v, "a number"))?,
+        ),
+        _ => None,
     };
-    let theta = match p.f32("rope_theta")? {
-        Some(t) => t,
-        None => f.f32("rope_theta")?.unwrap_or(10_000.0),
+    let dim = match partial {
+        None => head_dim,
+        Some(1.0) => head_dim,
+        Some(p) if arch == Architecture::Phi3 && p > 0.0 && p < 1.0 => {
+            (head_dim as f64 * p) as usize
+        }
+        Some(p) => {
+            return Err(FormatError::Unsupported(format!(
+                "config.json: partial_rotary_factor {p} for {}; supported: 1.0{}",
+                arch.model_type(),
+                if arch == Architecture::Phi3 {
+                    " or a fraction in (0, 1)"
+                } else {
+                    " (partial rotary runs for phi3 only)"
+                }
+            )))
+        }
     };
+
+    if arch == Architecture::Gemma3 {
+        let nested = ["full_attention", "sliding_attention"]
+            .iter()
+            .any(|k| params.contains_key(*k));
+        let (global, local_theta) = if nested {
+            let sub = |k: &str| -> Result<&Map<String, Value>> {
+                match params.get(k) {
+                    None | Some(Value::Null) => Ok(&empty),
+                    Some(Value::Object(m)) => Ok(m),
+                    Some(v) => Err(f.bad(&format!("{params_key}.{k}"), v, "an object")),
+                }
+            };
+            let global = rope_set(
+                f,
+                &format!("config.json {params_key}.full_attention"),
+                sub("full_attention")?,
+                arch,
+                f.f32("rope_theta")?.unwrap_or(1_000_000.0),
+                dim,
+                context_length,
+            )?;
+            let local_file = format!("config.json {params_key}.sliding_attention");
+            let local = rope_set(
+                f,
+                &local_file,
+                sub("sliding_attention")?,
+                arch,
+                f.f32("rope_local_base_freq")?.unwrap_or(10_000.0),
+                dim,
+                context_length,
+            )?;
+            if let Some(s) = local.1 {
+                return Err(FormatError::Unsupported(format!(
+                    "{local_file}: scaling {s:?} on the sliding-window layers; supported: default"
+                )));
+            }
+            (global, local.0)
+        } else {
+            let global = rope_set(
+                f,
+                &format!("config.json {params_key}"),
+                params,
+                arch,
+                f.f32("rope_theta")?.unwrap_or(1_000_000.0),
+                dim,
+                context_length,
+            )?;
+            (global, f.f32("rope_local_base_freq")?.unwrap_or(10_000.0))
+        };
+        return Ok(HfRope {
+            theta: global.0,
+            scaling: global.1,
+            dim,
+            local_theta: Some(local_theta),
+        });
+    }
+    let (theta, scaling) = rope_set(
+        f,
+        &format!("config.json {params_key}"),
+        params,
+        arch,
+        f.f32("rope_theta")?.unwrap_or(10_000.0),
+        dim,
+        context_length,
+    )?;
+    Ok(HfRope {
+        theta,
+        scaling,
+        dim,
+        local_theta: None,
+    })
+}
+
+/// One flat RoPE parameter set: `(theta, scaling)`.
+fn rope_set(
+    f: &JsonFields,
+    file: &str,
+    params: &Map<String, Value>,
+    arch: Architecture,
+    default_theta: f32,
+    dim: usize,
+    context_length: usize,
+) -> Result<(f32, Option<RopeScaling>)> {
+    let p = JsonFields { file, map: params };
+    let theta = p.f32("rope_theta")?.unwrap_or(default_theta);
     let rope_type = match (p.str("rope_type")?, p.str("type")?) {
         (Some(t), _) | (None, Some(t)) => t,
         (None, None) if params.is_empty() || p.get("rope_theta").is_some() => "default",
@@ -688,6 +1009,18 @@ fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeSca
                 params.keys().cloned().collect::<Vec<_>>().join(", ")
             )))
         }
+    };
+    // Phi3Config reads the old names `su` and `yarn` as LongRoPE and accepts nothing else.
+    let rope_type = match (arch, rope_type) {
+        (Architecture::Phi3, "su" | "yarn") => "longrope",
+        (_, "su") => "longrope",
+        (Architecture::Phi3, t @ ("default" | "longrope")) => t,
+        (Architecture::Phi3, other) => {
+            return Err(FormatError::Unsupported(format!(
+                "{file} rope_type '{other}' for phi3; supported: default, longrope (su)"
+            )))
+        }
+        (_, t) => t,
     };
     let factor = || {
         p.f32("factor")?
@@ -727,6 +1060,48 @@ fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeSca
                 original_max_position_embeddings: original(None)?,
             })
         }
+        "longrope" => {
+            // transformers gives a top-level original_max_position_embeddings priority (Phi3Config
+            // always has one, 4096 by default).
+            let original = match f.usize("original_max_position_embeddings")? {
+                Some(o) => o,
+                None if arch == Architecture::Phi3 => 4096,
+                None => original(Some(context_length))?,
+            };
+            if original == 0 {
+                return Err(malformed(format!(
+                    "{file}: longrope original_max_position_embeddings is 0"
+                )));
+            }
+            let factor = match p.get("factor") {
+                Some(_) => factor()? as f64,
+                None => context_length as f64 / original as f64,
+            };
+            let attention_factor = match p.f32("attention_factor")? {
+                Some(a) => a,
+                None if factor <= 1.0 => 1.0,
+                None => (1.0 + factor.ln() / (original as f64).ln()).sqrt() as f32,
+            };
+            let list = |k: &str| -> Result<Vec<f32>> {
+                let v = p
+                    .get(k)
+                    .ok_or_else(|| malformed(format!("{file}: longrope scaling needs {k}")))?;
+                let expected = format!("a list of {} numbers (rotary dims {dim} / 2)", dim / 2);
+                let items = v.as_array().ok_or_else(|| p.bad(k, v, &expected))?;
+                let values: Option<Vec<f32>> =
+                    items.iter().map(|x| x.as_f64().map(|x| x as f32)).collect();
+                match values {
+                    Some(values) if values.len() == dim / 2 => Ok(values),
+                    _ => Err(p.bad(k, v, &expected)),
+                }
+            };
+            Some(RopeScaling::LongRope {
+                short_factor: list("short_factor")?,
+                long_factor: list("long_factor")?,
+                original_max_position_embeddings: original,
+                attention_factor,
+            })
+        }
         other => {
             return Err(FormatError::Unsupported(format!(
                 "{file} rope_type '{other}'; supported: {ROPE_TYPES}"
@@ -736,42 +1111,63 @@ fn hf_rope(f: &JsonFields, context_length: usize) -> Result<(f32, Option<RopeSca
     Ok((theta, scaling))
 }
 
-/// Sliding-window attention applied uniformly to all layers, or none. Mixed layouts
-/// (Qwen's `max_window_layers`, mixed `layer_types`) are refused.
-fn hf_sliding_window(f: &JsonFields, arch: Architecture, n_layers: usize) -> Result<Option<usize>> {
+/// Sliding-window attention: `(window, which layers)`, `None` layers meaning all of them.
+/// Qwen's `max_window_layers` and mixed `layer_types` are refused outside Gemma.
+fn hf_sliding_window(
+    f: &JsonFields,
+    arch: Architecture,
+    n_layers: usize,
+) -> Result<(Option<usize>, Option<Vec<bool>>)> {
     match arch {
-        Architecture::Llama => Ok(None),
+        Architecture::Llama => Ok((None, None)),
         Architecture::Mistral => match f.map.get("sliding_window") {
-            None => Ok(Some(4096)), // MistralConfig's default
-            Some(_) => f.usize("sliding_window"),
+            None => Ok((Some(4096), None)), // MistralConfig's default
+            Some(_) => Ok((f.usize("sliding_window")?, None)),
         },
+        Architecture::Phi3 => Ok((f.usize("sliding_window")?, None)),
+        Architecture::Gemma2 | Architecture::Gemma3 => {
+            let layers = match f.get("layer_types") {
+                Some(v) => layer_types(f, v, n_layers)?,
+                None => {
+                    // Gemma 2 alternates from a sliding first layer; Gemma 3 has one global
+                    // layer after every `sliding_window_pattern - 1` local ones.
+                    let pattern = match arch {
+                        Architecture::Gemma2 => 2,
+                        _ => f
+                            .usize("sliding_window_pattern")?
+                            .or(f.usize("_sliding_window_pattern")?)
+                            .unwrap_or(6),
+                    };
+                    if pattern == 0 {
+                        return Err(malformed("config.json: sliding_window_pattern is 0"));
+                    }
+                    (0..n_layers).map(|i| (i + 1) % pattern != 0).collect()
+                }
+            };
+            let window = match f.map.get("sliding_window") {
+                None => Some(4096), // the Gemma configs' default
+                Some(_) => f.usize("sliding_window")?,
+            };
+            if layers.contains(&true) && window.is_none() {
+                return Err(malformed(
+                    "config.json: sliding_attention layers but sliding_window is null",
+                ));
+            }
+            Ok((window, Some(layers)))
+        }
         Architecture::Qwen2 | Architecture::Qwen3 => {
             let sliding = match f.get("layer_types") {
-                Some(Value::Array(types)) => {
-                    if types.len() != n_layers {
-                        return Err(malformed(format!(
-                            "config.json: layer_types has {} entries for {n_layers} layers",
-                            types.len()
-                        )));
-                    }
-                    let n_sliding = types
-                        .iter()
-                        .filter(|t| t.as_str() == Some("sliding_attention"))
-                        .count();
-                    let n_full = types
-                        .iter()
-                        .filter(|t| t.as_str() == Some("full_attention"))
-                        .count();
-                    if n_sliding + n_full != n_layers || (n_sliding > 0 && n_full > 0) {
+                Some(v) => {
+                    let layers = layer_types(f, v, n_layers)?;
+                    let n_sliding = layers.iter().filter(|&&s| s).count();
+                    if n_sliding > 0 && n_sliding < n_layers {
                         return Err(FormatError::Unsupported(format!(
-                            "config.json: layer_types {}; supported: all full_attention or all \
-                             sliding_attention",
-                            Value::Array(types.clone())
+                            "config.json: layer_types {v}; supported: all full_attention or all \
+                             sliding_attention"
                         )));
                     }
                     n_sliding > 0
                 }
-                Some(v) => return Err(f.bad("layer_types", v, "a list")),
                 None => {
                     if !f.bool("use_sliding_window")?.unwrap_or(false) {
                         false
@@ -791,13 +1187,66 @@ fn hf_sliding_window(f: &JsonFields, arch: Architecture, n_layers: usize) -> Res
                 }
             };
             if !sliding {
-                return Ok(None);
+                return Ok((None, None));
             }
-            f.usize("sliding_window")?.map(Some).ok_or_else(|| {
+            let w = f.usize("sliding_window")?.ok_or_else(|| {
                 malformed("config.json: sliding attention layers but no sliding_window size")
-            })
+            })?;
+            Ok((Some(w), None))
         }
     }
+}
+
+/// `layer_types` as one flag per layer (true: `sliding_attention`).
+fn layer_types(f: &JsonFields, v: &Value, n_layers: usize) -> Result<Vec<bool>> {
+    let types = v
+        .as_array()
+        .ok_or_else(|| f.bad("layer_types", v, "a list"))?;
+    if types.len() != n_layers {
+        return Err(malformed(format!(
+            "config.json: layer_types has {} entries for {n_layers} layers",
+            types.len()
+        )));
+    }
+    types
+        .iter()
+        .map(|t| match t.as_str() {
+            Some("sliding_attention") => Ok(true),
+            Some("full_attention") => Ok(false),
+            _ => Err(FormatError::Unsupported(format!(
+                "config.json: layer_types entry {t}; supported: full_attention, \
+                 sliding_attention"
+            ))),
+        })
+        .collect()
+}
+
+/// The refusal for a GGUF `general.architecture` the runtime does not read, naming what is
+/// missing where the architecture itself runs from safetensors.
+fn gguf_unsupported_architecture(name: &str) -> FormatError {
+    let part = match name {
+        "phi3" => "llama.cpp's phi3 layout (fused attn_qkv and ffn_up tensors, rope_factors_long/short \
+                   tensors) is not read from GGUF; the safetensors checkpoint runs (model_type phi3)",
+        "gemma2" => "llama.cpp's gemma2 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
+                     stored with the +1 folded in, softcap metadata) is not read from GGUF; the \
+                     safetensors checkpoint runs (model_type gemma2)",
+        "gemma3" => "llama.cpp's gemma3 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
+                     stored with the +1 folded in, sliding-window pattern and local RoPE base \
+                     metadata) is not read from GGUF; the safetensors checkpoint runs (model_type \
+                     gemma3_text)",
+        _ => {
+            let names: Vec<_> = Architecture::ALL
+                .iter()
+                .filter(|a| a.runs_from_gguf())
+                .map(|a| a.model_type())
+                .collect();
+            return FormatError::Unsupported(format!(
+                "GGUF general.architecture '{name}'; supported: {}",
+                names.join(", ")
+            ));
+        }
+    };
+    FormatError::Unsupported(format!("GGUF general.architecture '{name}': {part}"))
 }
 
 /// Typed access to GGUF metadata with messages naming the key.

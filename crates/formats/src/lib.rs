@@ -18,5 +18,5 @@ pub mod safetensors;
 
 pub use error::{FormatError, Result};
 
-pub use config::{Architecture, DecoderConfig, GenerationDefaults, RopeScaling};
+pub use config::{Activation, Architecture, DecoderConfig, GenerationDefaults, RopeScaling};
 pub use hub::{resolve_model, ModelLocation};

@@ -89,9 +89,54 @@ pub fn gguf_to_hf(name: &str) -> Option<String> {
     Some(format!("{HF_LAYER}{layer}.{h}"))
 }
 
+/// Per-layer tensors of the Phi-3 and Gemma layouts that the llama table does not hold:
+/// (HF suffix, llama.cpp's GGUF suffix for that architecture). Only the HF side is read today
+/// (these architectures run from safetensors); the GGUF names document llama.cpp's layout.
+const PHI3_FUSED: [(&str, &str); 2] = [
+    ("self_attn.qkv_proj.weight", "attn_qkv.weight"),
+    // gate rows then up rows, one matrix of 2 x intermediate_size rows.
+    ("mlp.gate_up_proj.weight", "ffn_up.weight"),
+];
+const GEMMA_NORMS: [(&str, &str); 4] = [
+    ("input_layernorm.weight", "attn_norm.weight"),
+    ("post_attention_layernorm.weight", "attn_post_norm.weight"),
+    ("pre_feedforward_layernorm.weight", "ffn_norm.weight"),
+    ("post_feedforward_layernorm.weight", "ffn_post_norm.weight"),
+];
+
+/// The per-layer tensors of `arch` as (HF suffix, GGUF suffix), before the config's optional
+/// biases and q/k norms are filtered.
+fn layer_tensors(arch: Architecture) -> Vec<(&'static str, &'static str)> {
+    match arch {
+        Architecture::Phi3 => {
+            let fused_away = [
+                "self_attn.q_proj.weight",
+                "self_attn.k_proj.weight",
+                "self_attn.v_proj.weight",
+                "mlp.gate_proj.weight",
+                "mlp.up_proj.weight",
+            ];
+            let mut v: Vec<_> = per_layer()
+                .filter(|(hf, _)| !fused_away.contains(hf))
+                .collect();
+            v.extend(PHI3_FUSED);
+            v
+        }
+        Architecture::Gemma2 | Architecture::Gemma3 => {
+            let mut v: Vec<_> = per_layer()
+                .filter(|(hf, _)| !hf.ends_with("layernorm.weight"))
+                .collect();
+            v.extend(GEMMA_NORMS);
+            v
+        }
+        _ => per_layer().collect(),
+    }
+}
+
 /// Every tensor a checkpoint of `config` holds, in the given naming: the embedding, final
 /// norm, output projection unless tied, and per layer the norms, projections, and the biases
-/// and q/k norms the config enables.
+/// and q/k norms the config enables (Phi-3: fused `qkv_proj` and `gate_up_proj`; Gemma: the
+/// four norms of its sandwich layout).
 pub fn expected_tensors(config: &DecoderConfig, naming: Naming) -> Vec<String> {
     let pick = |(hf, gguf): (&str, &str)| match naming {
         Naming::HuggingFace => hf.to_string(),
@@ -116,9 +161,10 @@ pub fn expected_tensors(config: &DecoderConfig, naming: Naming) -> Vec<String> {
         Naming::HuggingFace => HF_LAYER,
         Naming::Gguf => GGUF_LAYER,
     };
-    for layer in 0..config.n_layers {
-        for pair in per_layer().filter(|(hf, _)| wanted(hf)) {
-            names.push(format!("{prefix}{layer}.{}", pick(pair)));
+    let layer = layer_tensors(config.architecture);
+    for i in 0..config.n_layers {
+        for &pair in layer.iter().filter(|(hf, _)| wanted(hf)) {
+            names.push(format!("{prefix}{i}.{}", pick(pair)));
         }
     }
     names

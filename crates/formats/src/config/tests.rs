@@ -84,6 +84,9 @@ fn smollm2_legacy_config() {
             context_length: 8192,
             rope_theta: 100000.0,
             rope_scaling: None,
+            rope_dim: 64,
+            local_rope_theta: None,
+            activation: Activation::Silu,
             norm_eps: 1e-5,
             tie_word_embeddings: true,
             attention_bias: false,
@@ -91,7 +94,11 @@ fn smollm2_legacy_config() {
             mlp_bias: false,
             qk_norm: false,
             sliding_window: None,
+            sliding_layers: None,
             final_logit_softcap: None,
+            attn_logit_softcap: None,
+            query_pre_attn_scalar: None,
+            gemma_norms: false,
             bos_token_id: Some(1),
             eos_token_ids: vec![2],
             pad_token_id: Some(2),
@@ -243,22 +250,30 @@ fn legacy_rope_scaling_spellings() {
 
 #[test]
 fn unsupported_options_are_refused_by_name() {
-    let gemma = with(SMOLLM2, "model_type", Value::String("gemma2".into()));
-    let msg = err(&gemma);
+    let falcon = with(SMOLLM2, "model_type", Value::String("falcon".into()));
+    let msg = err(&falcon);
     assert!(
-        msg.contains("'gemma2'") && msg.contains("llama, mistral, qwen2, qwen3"),
+        msg.contains("'falcon'")
+            && msg.contains("llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text"),
         "{msg}"
     );
     let gelu = with(SMOLLM2, "hidden_act", Value::String("gelu".into()));
-    assert!(err(&gelu).contains("hidden_act 'gelu'; supported: silu"));
+    assert!(err(&gelu).contains("hidden_act 'gelu'; supported: silu, gelu_pytorch_tanh"));
     let longrope = with(
         SMOLLM2,
         "rope_scaling",
         serde_json::json!({"rope_type": "longrope", "factor": 2.0}),
     );
     let msg = err(&longrope);
+    assert!(msg.contains("longrope scaling needs short_factor"), "{msg}");
+    let unknown = with(
+        SMOLLM2,
+        "rope_scaling",
+        serde_json::json!({"rope_type": "mrope", "factor": 2.0}),
+    );
+    let msg = err(&unknown);
     assert!(
-        msg.contains("'longrope'") && msg.contains("yarn, llama3"),
+        msg.contains("'mrope'") && msg.contains("yarn, llama3, longrope"),
         "{msg}"
     );
     let partial = with(SMOLLM2, "partial_rotary_factor", serde_json::json!(0.5));
@@ -421,12 +436,27 @@ mod gguf {
                 .to_string()
         };
         let mut m = qwen3_metadata();
-        m[0].1 = V::String("gemma2".into());
+        m[0].1 = V::String("falcon".into());
         let msg = err(&m, &QWEN3_TENSORS);
         assert!(
-            msg.contains("'gemma2'") && msg.contains("llama, mistral, qwen2, qwen3"),
+            msg.contains("'falcon'") && msg.contains("supported: llama, mistral, qwen2, qwen3"),
             "{msg}"
         );
+        // Architectures that run from safetensors only say which part of llama.cpp's layout
+        // is not read.
+        for (arch, part) in [
+            ("phi3", "fused attn_qkv and ffn_up"),
+            ("gemma2", "attn_post_norm / ffn_post_norm"),
+            ("gemma3", "model_type gemma3_text"),
+        ] {
+            let mut m = qwen3_metadata();
+            m[0].1 = V::String(arch.into());
+            let msg = err(&m, &QWEN3_TENSORS);
+            assert!(
+                msg.contains(&format!("'{arch}'")) && msg.contains(part),
+                "{msg}"
+            );
+        }
         let msg = err(
             &qwen3_metadata(),
             &["token_embd.weight", "rope_freqs.weight"],
@@ -458,4 +488,253 @@ mod gguf {
         ));
         assert!(err(&m, &QWEN3_TENSORS).contains("'longrope'; supported: none, linear, yarn"));
     }
+}
+
+/// The tiny Phi-3 with LongRoPE that the runtime's parity test builds (transformers 5.24 file).
+const PHI3_LONGROPE: &str = r#"{
+  "architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+  "dtype": "float32", "embd_pdrop": 0.0, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 96,
+  "max_position_embeddings": 256, "model_type": "phi3", "num_attention_heads": 4,
+  "num_hidden_layers": 2, "num_key_value_heads": 2, "original_max_position_embeddings": 16,
+  "pad_token_id": 0, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05,
+  "rope_parameters": {"long_factor": [1.5, 3.5, 5.5, 7.5, 9.5, 11.5],
+    "original_max_position_embeddings": 16, "partial_rotary_factor": 0.75,
+    "rope_theta": 10000.0, "rope_type": "longrope",
+    "short_factor": [1.0, 1.1, 1.2, 1.3, 1.4, 1.5]},
+  "sliding_window": null, "tie_word_embeddings": false, "transformers_version": "5.24.0",
+  "use_cache": true, "vocab_size": 320}"#;
+
+const GEMMA2: &str = r#"{
+  "architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": 2.0, "bos_token_id": 1, "dtype": "float32", "eos_token_id": 2,
+  "final_logit_softcapping": 3.0, "head_dim": 16, "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 64, "initializer_range": 0.02, "intermediate_size": 96,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+  "max_position_embeddings": 256, "model_type": "gemma2", "num_attention_heads": 4,
+  "num_hidden_layers": 3, "num_key_value_heads": 2, "pad_token_id": 0,
+  "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-05,
+  "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "sliding_window": 8,
+  "tie_word_embeddings": true, "transformers_version": "5.24.0",
+  "use_bidirectional_attention": null, "use_cache": true, "vocab_size": 320}"#;
+
+const GEMMA3_TEXT: &str = r#"{
+  "_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"],
+  "attention_bias": false, "attention_dropout": 0.0, "attn_logit_softcapping": null,
+  "bos_token_id": 1, "dtype": "float32", "eos_token_id": 2, "final_logit_softcapping": 3.0,
+  "head_dim": 16, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 64,
+  "initializer_range": 0.02, "intermediate_size": 96,
+  "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+  "max_position_embeddings": 256, "model_type": "gemma3_text", "num_attention_heads": 4,
+  "num_hidden_layers": 3, "num_key_value_heads": 2, "pad_token_id": 0,
+  "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-05,
+  "rope_parameters": {"full_attention": {"factor": 2.0, "rope_theta": 1000000.0,
+    "rope_type": "linear"}, "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}},
+  "sliding_window": 8, "tie_word_embeddings": true, "transformers_version": "5.24.0",
+  "use_bidirectional_attention": false, "use_cache": true, "vocab_size": 320}"#;
+
+fn without(base: &str, key: &str) -> String {
+    let mut v: Value = serde_json::from_str(base).unwrap();
+    v.as_object_mut().unwrap().remove(key);
+    v.to_string()
+}
+
+#[test]
+fn phi3_longrope_partial_rotary() {
+    let c = DecoderConfig::from_hf_config_json(PHI3_LONGROPE).unwrap();
+    assert_eq!(c.architecture, Architecture::Phi3);
+    assert_eq!((c.head_dim, c.rope_dim, c.rope_theta), (16, 12, 10000.0));
+    assert!(!c.attention_bias && !c.tie_word_embeddings && c.sliding_window.is_none());
+    // factor = 256 / 16 = 16: attention factor sqrt(1 + ln 16 / ln 16) = sqrt 2.
+    let Some(RopeScaling::LongRope {
+        short_factor,
+        long_factor,
+        original_max_position_embeddings,
+        attention_factor,
+    }) = c.rope_scaling
+    else {
+        panic!("{:?}", c.rope_scaling)
+    };
+    assert_eq!(short_factor, vec![1.0, 1.1, 1.2, 1.3, 1.4, 1.5]);
+    assert_eq!(long_factor[5], 11.5);
+    assert_eq!(original_max_position_embeddings, 16);
+    assert_eq!(attention_factor, std::f32::consts::SQRT_2);
+    // The old name `su` (and Phi3Config's reading of `yarn`) is LongRoPE; other types are not.
+    let mut v: Value = serde_json::from_str(PHI3_LONGROPE).unwrap();
+    v["rope_parameters"]["rope_type"] = Value::String("su".into());
+    let su = DecoderConfig::from_hf_config_json(&v.to_string()).unwrap();
+    assert!(matches!(
+        su.rope_scaling,
+        Some(RopeScaling::LongRope { .. })
+    ));
+    v["rope_parameters"]["rope_type"] = Value::String("linear".into());
+    let msg = err(&v.to_string());
+    assert!(
+        msg.contains("rope_type 'linear' for phi3; supported: default, longrope"),
+        "{msg}"
+    );
+    // An explicit attention_factor wins; factor <= 1 means none.
+    v["rope_parameters"]["rope_type"] = Value::String("longrope".into());
+    v["rope_parameters"]["attention_factor"] = serde_json::json!(1.25);
+    let c = DecoderConfig::from_hf_config_json(&v.to_string()).unwrap();
+    assert!(matches!(
+        c.rope_scaling,
+        Some(RopeScaling::LongRope { attention_factor, .. }) if attention_factor == 1.25
+    ));
+}
+
+#[test]
+fn phi3_bad_longrope_configs_name_the_field() {
+    let mut v: Value = serde_json::from_str(PHI3_LONGROPE).unwrap();
+    v["rope_parameters"]
+        .as_object_mut()
+        .unwrap()
+        .remove("long_factor");
+    let msg = err(&v.to_string());
+    assert!(msg.contains("longrope scaling needs long_factor"), "{msg}");
+    let mut v: Value = serde_json::from_str(PHI3_LONGROPE).unwrap();
+    v["rope_parameters"]["short_factor"] = serde_json::json!([1.0, 2.0]);
+    let msg = err(&v.to_string());
+    assert!(
+        msg.contains("short_factor") && msg.contains("a list of 6 numbers (rotary dims 12 / 2)"),
+        "{msg}"
+    );
+    let mut v: Value = serde_json::from_str(PHI3_LONGROPE).unwrap();
+    v["rope_parameters"]["long_factor"] = serde_json::json!([1.0, 2.0, 3.0, 4.0, 5.0, -6.0]);
+    let msg = err(&v.to_string());
+    assert!(msg.contains("longrope long_factor[5] is -6"), "{msg}");
+    let mut v: Value = serde_json::from_str(PHI3_LONGROPE).unwrap();
+    v["rope_parameters"]["partial_rotary_factor"] = serde_json::json!(0.0625);
+    let msg = err(&v.to_string());
+    assert!(msg.contains("rotary dims 1"), "{msg}");
+    // Partial rotary is a Phi-3 feature here.
+    let llama = with(LLAMA_V5, "partial_rotary_factor", serde_json::json!(0.5));
+    assert!(err(&llama).contains("partial rotary runs for phi3 only"));
+    assert!(err(&without(PHI3_LONGROPE, "intermediate_size"))
+        .contains("required key intermediate_size is missing"));
+}
+
+#[test]
+fn gemma2_layout_softcaps_and_alternating_windows() {
+    let c = DecoderConfig::from_hf_config_json(GEMMA2).unwrap();
+    assert_eq!(c.architecture, Architecture::Gemma2);
+    assert_eq!(c.activation, Activation::GeluTanh);
+    assert!(c.gemma_norms && c.tie_word_embeddings && !c.qk_norm);
+    assert_eq!(
+        (
+            c.attn_logit_softcap,
+            c.final_logit_softcap,
+            c.query_pre_attn_scalar
+        ),
+        (Some(2.0), Some(3.0), Some(24.0))
+    );
+    assert_eq!(c.sliding_window, Some(8));
+    assert_eq!(c.sliding_layers, Some(vec![true, false, true]));
+    assert_eq!((c.local_rope_theta, c.rope_dim), (None, 16));
+    // Absent keys take Gemma2Config's defaults: caps 30 / 50, scalar 256, alternating layers
+    // from a sliding first one, head_dim 256.
+    let mut bare = without(GEMMA2, "attn_logit_softcapping");
+    for k in [
+        "final_logit_softcapping",
+        "query_pre_attn_scalar",
+        "layer_types",
+        "head_dim",
+    ] {
+        bare = without(&bare, k);
+    }
+    let c = DecoderConfig::from_hf_config_json(&bare).unwrap();
+    assert_eq!(
+        (
+            c.attn_logit_softcap,
+            c.final_logit_softcap,
+            c.query_pre_attn_scalar
+        ),
+        (Some(50.0), Some(30.0), Some(256.0))
+    );
+    assert_eq!(c.sliding_layers, Some(vec![true, false, true]));
+    assert_eq!(c.head_dim, 256);
+    // Explicit nulls turn the caps off.
+    let off = with(GEMMA2, "attn_logit_softcapping", Value::Null);
+    let c = DecoderConfig::from_hf_config_json(&off).unwrap();
+    assert_eq!(c.attn_logit_softcap, None);
+}
+
+#[test]
+fn gemma3_text_local_and_global_rope() {
+    let c = DecoderConfig::from_hf_config_json(GEMMA3_TEXT).unwrap();
+    assert_eq!(c.architecture, Architecture::Gemma3);
+    assert!(c.qk_norm && c.gemma_norms);
+    assert_eq!(c.rope_theta, 1e6);
+    assert_eq!(c.rope_scaling, Some(RopeScaling::Linear { factor: 2.0 }));
+    assert_eq!(c.local_rope_theta, Some(10000.0));
+    assert_eq!(c.sliding_layers, Some(vec![true, true, false]));
+    // transformers passes no softcap to Gemma 3's attention.
+    assert_eq!(c.attn_logit_softcap, None);
+    // Older spelling: rope_theta + rope_local_base_freq + rope_scaling, sliding_window_pattern.
+    let mut v: Value = serde_json::from_str(&without(GEMMA3_TEXT, "rope_parameters")).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("layer_types");
+    o.insert("rope_theta".into(), serde_json::json!(500000.0));
+    o.insert("rope_local_base_freq".into(), serde_json::json!(20000.0));
+    o.insert("sliding_window_pattern".into(), serde_json::json!(2));
+    o.insert(
+        "rope_scaling".into(),
+        serde_json::json!({"rope_type": "linear", "factor": 8.0}),
+    );
+    let c = DecoderConfig::from_hf_config_json(&v.to_string()).unwrap();
+    assert_eq!(
+        (c.rope_theta, c.local_rope_theta),
+        (500000.0, Some(20000.0))
+    );
+    assert_eq!(c.rope_scaling, Some(RopeScaling::Linear { factor: 8.0 }));
+    assert_eq!(c.sliding_layers, Some(vec![true, false, true]));
+}
+
+#[test]
+fn gemma_bad_configs_name_the_field() {
+    let mut v: Value = serde_json::from_str(GEMMA3_TEXT).unwrap();
+    v["rope_parameters"]["sliding_attention"] =
+        serde_json::json!({"rope_type": "linear", "factor": 2.0});
+    let msg = err(&v.to_string());
+    assert!(
+        msg.contains("rope_parameters.sliding_attention") && msg.contains("supported: default"),
+        "{msg}"
+    );
+    let msg = err(&with(
+        GEMMA3_TEXT,
+        "layer_types",
+        serde_json::json!(["sliding_attention"]),
+    ));
+    assert!(
+        msg.contains("layer_types has 1 entries for 3 layers"),
+        "{msg}"
+    );
+    let msg = err(&with(
+        GEMMA3_TEXT,
+        "layer_types",
+        serde_json::json!(["sliding_attention", "chunked_attention", "full_attention"]),
+    ));
+    assert!(msg.contains("\"chunked_attention\""), "{msg}");
+    let msg = err(&with(GEMMA2, "sliding_window", Value::Null));
+    assert!(msg.contains("sliding_window is null"), "{msg}");
+    let msg = err(&with(
+        GEMMA3_TEXT,
+        "use_bidirectional_attention",
+        Value::Bool(true),
+    ));
+    assert!(msg.contains("use_bidirectional_attention"), "{msg}");
+    let msg = err(&with(
+        GEMMA2,
+        "hidden_activation",
+        Value::String("relu".into()),
+    ));
+    assert!(msg.contains("hidden_activation 'relu'"), "{msg}");
+    let msg = err(&with(GEMMA2, "query_pre_attn_scalar", serde_json::json!(0)));
+    assert!(msg.contains("query_pre_attn_scalar"), "{msg}");
+    let msg = err(&with(
+        GEMMA3_TEXT,
+        "model_type",
+        Value::String("gemma3".into()),
+    ));
+    assert!(msg.contains("gemma3_text"), "{msg}");
 }

@@ -79,6 +79,16 @@ impl HfSource {
             Architecture::Llama | Architecture::Mistral => "llama",
             Architecture::Qwen2 => "qwen2",
             Architecture::Qwen3 => "qwen3",
+            other => {
+                return Err(unsupported(
+                    dir,
+                    format!(
+                        "architecture {}: no GGUF layout written for it; supported: llama, \
+                         mistral, qwen2, qwen3",
+                        other.model_type()
+                    ),
+                ))
+            }
         };
         let expected = expected_tensors(&config, Naming::HuggingFace);
         let checkpoint = SafetensorsModel::open_dir(dir, Some(&expected))?;
