@@ -1,11 +1,13 @@
-//! Decoder-only transformer (llama, mistral, qwen2, qwen3, SmolLM2) built from one block:
-//! RMSNorm -> attention (GQA, RoPE, optional q/k norm, biases, sliding window) -> residual ->
-//! RMSNorm -> SwiGLU MLP -> residual. Weights are immutable after load and shared between
-//! sessions; everything mutable lives in the [`Workspace`] and the KV cache.
+//! Decoder-only transformer (llama, mistral, qwen2, qwen3, SmolLM2, phi3, gemma2, gemma3) built
+//! from one block: RMSNorm -> attention (GQA, RoPE, optional q/k norm, biases, sliding window,
+//! softcap) -> [RMSNorm] -> residual -> RMSNorm -> SwiGLU / GeGLU MLP -> [RMSNorm] -> residual.
+//! The bracketed norms are Gemma's sandwich norms; Phi-3's fused `qkv_proj` / `gate_up_proj`
+//! are split into their projections at load. Weights are immutable after load and shared
+//! between sessions; everything mutable lives in the [`Workspace`] and the KV cache.
 
 use torchnative_core::kernels::{self, AttentionParams, RopeStyle, RopeTable};
 use torchnative_formats::names::{expected_tensors, gguf_qk_rows_interleaved, Naming};
-use torchnative_formats::DecoderConfig;
+use torchnative_formats::{Activation, Architecture, DecoderConfig, RopeScaling};
 use torchnative_quant::ActivationScratch;
 
 use crate::error::{invalid, Result, RuntimeError};
@@ -28,7 +30,7 @@ fn fault_on(_: Fault) -> bool {
     false
 }
 use crate::kv_cache::{KvCache, KvLayerView, KvShape};
-use crate::rope::inv_freq;
+use crate::rope::{inv_freq, local_inv_freq, long_inv_freq};
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
 
 struct Layer {
@@ -50,6 +52,14 @@ struct Layer {
     gate_bias: Option<Vec<f32>>,
     up_bias: Option<Vec<f32>>,
     down_bias: Option<Vec<f32>>,
+    /// Gemma: RMSNorm of the attention output before the residual add.
+    post_attn_norm: Option<Vec<f32>>,
+    /// Gemma: RMSNorm of the MLP output before the residual add.
+    post_ffn_norm: Option<Vec<f32>>,
+    /// This layer's attention window (`None`: every earlier position).
+    sliding_window: Option<usize>,
+    /// This layer takes the local RoPE table (Gemma 3's sliding layers).
+    local_rope: bool,
 }
 
 /// The immutable model: config, weights, RoPE table.
@@ -62,7 +72,15 @@ pub struct DecoderModel {
     norm: Vec<f32>,
     layers: Vec<Layer>,
     rope: RopeTable,
+    /// Plain RoPE with the sliding layers' own base (Gemma 3).
+    rope_local: Option<RopeTable>,
+    /// LongRoPE's long-sequence table and the pretrained length beyond which it is used.
+    rope_long: Option<(RopeTable, usize)>,
     rope_style: RopeStyle,
+    /// Attention score scale (`head_dim^-1/2`, Gemma's `query_pre_attn_scalar^-1/2`).
+    attn_scale: f32,
+    /// Token embeddings are multiplied by this (Gemma: `sqrt(hidden_size)`).
+    embed_scale: Option<f32>,
     stats: LoadStats,
 }
 
@@ -151,7 +169,17 @@ impl DecoderModel {
         } else {
             Some(m("lm_head.weight", c.vocab_size, d, &mut stats)?)
         };
-        let norm = checkpoint.vector("model.norm.weight", d, &mut stats)?;
+        // Gemma stores RMSNorm weights as offsets from 1; the kernels take `1 + w` (in f32, as
+        // transformers adds them).
+        let norm_weight = |mut w: Vec<f32>| {
+            if c.gemma_norms {
+                w.iter_mut().for_each(|x| *x += 1.0);
+            }
+            w
+        };
+        let norm = norm_weight(checkpoint.vector("model.norm.weight", d, &mut stats)?);
+        let phi3 = c.architecture == Architecture::Phi3;
+        let ff = c.intermediate_size;
         let mut layers = Vec::with_capacity(c.n_layers);
         for i in 0..c.n_layers {
             let p = format!("model.layers.{i}.");
@@ -165,47 +193,102 @@ impl DecoderModel {
                 }
             };
             let mat = |s: &str, r, cc, st: &mut LoadStats| m(&format!("{p}{s}"), r, cc, st);
+            let rows = |s: &str, total, part: std::ops::Range<usize>, st: &mut LoadStats| {
+                checkpoint.matrix_rows(&format!("{p}{s}"), total, d, part, format, st)
+            };
+            let (q, k, v) = if phi3 {
+                let qkv = "self_attn.qkv_proj.weight";
+                let total = nq + 2 * nkv;
+                (
+                    rows(qkv, total, 0..nq, &mut stats)?,
+                    rows(qkv, total, nq..nq + nkv, &mut stats)?,
+                    rows(qkv, total, nq + nkv..total, &mut stats)?,
+                )
+            } else {
+                (
+                    mat("self_attn.q_proj.weight", nq, d, &mut stats)?,
+                    mat("self_attn.k_proj.weight", nkv, d, &mut stats)?,
+                    mat("self_attn.v_proj.weight", nkv, d, &mut stats)?,
+                )
+            };
+            let (gate, up) = if phi3 {
+                let gu = "mlp.gate_up_proj.weight";
+                (
+                    rows(gu, 2 * ff, 0..ff, &mut stats)?,
+                    rows(gu, 2 * ff, ff..2 * ff, &mut stats)?,
+                )
+            } else {
+                (
+                    mat("mlp.gate_proj.weight", ff, d, &mut stats)?,
+                    mat("mlp.up_proj.weight", ff, d, &mut stats)?,
+                )
+            };
+            let (ffn_norm_name, post_attn, post_ffn) = if c.gemma_norms {
+                (
+                    "pre_feedforward_layernorm.weight",
+                    Some(norm_weight(vecn(
+                        "post_attention_layernorm.weight",
+                        d,
+                        &mut stats,
+                    )?)),
+                    Some(norm_weight(vecn(
+                        "post_feedforward_layernorm.weight",
+                        d,
+                        &mut stats,
+                    )?)),
+                )
+            } else {
+                ("post_attention_layernorm.weight", None, None)
+            };
+            let sliding = c.sliding_layers.as_ref().is_none_or(|l| l[i]);
             layers.push(Layer {
-                attn_norm: vecn("input_layernorm.weight", d, &mut stats)?,
-                q: mat("self_attn.q_proj.weight", nq, d, &mut stats)?,
-                k: mat("self_attn.k_proj.weight", nkv, d, &mut stats)?,
-                v: mat("self_attn.v_proj.weight", nkv, d, &mut stats)?,
+                attn_norm: norm_weight(vecn("input_layernorm.weight", d, &mut stats)?),
+                q,
+                k,
+                v,
                 o: mat("self_attn.o_proj.weight", d, nq, &mut stats)?,
                 q_bias: opt("self_attn.q_proj.bias", nq, c.attention_bias, &mut stats)?,
                 k_bias: opt("self_attn.k_proj.bias", nkv, c.attention_bias, &mut stats)?,
                 v_bias: opt("self_attn.v_proj.bias", nkv, c.attention_bias, &mut stats)?,
                 o_bias: opt("self_attn.o_proj.bias", d, c.attention_out_bias, &mut stats)?,
-                q_norm: opt("self_attn.q_norm.weight", hd, c.qk_norm, &mut stats)?,
-                k_norm: opt("self_attn.k_norm.weight", hd, c.qk_norm, &mut stats)?,
-                ffn_norm: vecn("post_attention_layernorm.weight", d, &mut stats)?,
-                gate: mat("mlp.gate_proj.weight", c.intermediate_size, d, &mut stats)?,
-                up: mat("mlp.up_proj.weight", c.intermediate_size, d, &mut stats)?,
-                down: mat("mlp.down_proj.weight", d, c.intermediate_size, &mut stats)?,
-                gate_bias: opt(
-                    "mlp.gate_proj.bias",
-                    c.intermediate_size,
-                    c.mlp_bias,
-                    &mut stats,
-                )?,
-                up_bias: opt(
-                    "mlp.up_proj.bias",
-                    c.intermediate_size,
-                    c.mlp_bias,
-                    &mut stats,
-                )?,
+                q_norm: opt("self_attn.q_norm.weight", hd, c.qk_norm, &mut stats)?.map(norm_weight),
+                k_norm: opt("self_attn.k_norm.weight", hd, c.qk_norm, &mut stats)?.map(norm_weight),
+                ffn_norm: norm_weight(vecn(ffn_norm_name, d, &mut stats)?),
+                gate,
+                up,
+                down: mat("mlp.down_proj.weight", d, ff, &mut stats)?,
+                gate_bias: opt("mlp.gate_proj.bias", ff, c.mlp_bias, &mut stats)?,
+                up_bias: opt("mlp.up_proj.bias", ff, c.mlp_bias, &mut stats)?,
                 down_bias: opt("mlp.down_proj.bias", d, c.mlp_bias, &mut stats)?,
+                post_attn_norm: post_attn,
+                post_ffn_norm: post_ffn,
+                sliding_window: if sliding { c.sliding_window } else { None },
+                local_rope: sliding && c.local_rope_theta.is_some(),
             });
             progress(i + 1, c.n_layers);
         }
+        let table = |freqs: &[f32], factor: f32| {
+            RopeTable::from_inv_freq(freqs, c.context_length, factor)
+                .map_err(|e| RuntimeError::Kernel(e.to_string()))
+        };
         let (freqs, attention_factor) = inv_freq(c)?;
-        let rope = RopeTable::from_inv_freq(&freqs, c.context_length, attention_factor)
-            .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
+        let rope = table(&freqs, attention_factor)?;
+        let rope_local = local_inv_freq(c).map(|f| table(&f, 1.0)).transpose()?;
+        let rope_long = long_inv_freq(c)
+            .map(|(f, from)| table(&f, attention_factor).map(|t| (t, from)))
+            .transpose()?;
         let rope_style = match &checkpoint {
             Checkpoint::Gguf(_) if gguf_qk_rows_interleaved(c.architecture) => {
                 RopeStyle::Interleaved
             }
             _ => RopeStyle::HalfRotation,
         };
+        let attn_scale = match c.query_pre_attn_scalar {
+            Some(s) => s.powf(-0.5),
+            None => 1.0 / (hd as f32).sqrt(),
+        };
+        // transformers makes sqrt(hidden) a tensor of the weights' dtype (f32 here).
+        let embed_scale = c.gemma_norms.then(|| (c.hidden_size as f64).sqrt() as f32);
         Ok(DecoderModel {
             config,
             checkpoint,
@@ -215,7 +298,11 @@ impl DecoderModel {
             norm,
             layers,
             rope,
+            rope_local,
+            rope_long,
             rope_style,
+            attn_scale,
+            embed_scale,
             stats,
         })
     }
@@ -272,6 +359,8 @@ impl DecoderModel {
                 .sum::<usize>()
                 + l.attn_norm.len()
                 + l.ffn_norm.len()
+                + l.post_attn_norm.as_ref().map_or(0, Vec::len)
+                + l.post_ffn_norm.as_ref().map_or(0, Vec::len)
                 + [
                     &l.q_bias,
                     &l.k_bias,
@@ -440,8 +529,11 @@ impl DecoderModel {
         // Embedding lookup straight from the (possibly packed) rows.
         let tokens = chunks.iter().flat_map(|ch| ch.tokens.iter());
         for (row, &tok) in tokens.enumerate() {
-            self.embed
-                .row_into(map, tok as usize, &mut ws.x[row * d..(row + 1) * d])?;
+            let x = &mut ws.x[row * d..(row + 1) * d];
+            self.embed.row_into(map, tok as usize, x)?;
+            if let Some(scale) = self.embed_scale {
+                x.iter_mut().for_each(|v| *v *= scale);
+            }
         }
 
         for (li, layer) in self.layers.iter().enumerate() {
@@ -474,6 +566,7 @@ impl DecoderModel {
             let mut row0 = 0;
             for ch in chunks {
                 let n = ch.tokens.len();
+                let table = self.rope_table(layer, ch.pos0 + n);
                 for t in 0..n {
                     let r = row0 + t;
                     let pos = ch.pos0 + t;
@@ -482,7 +575,7 @@ impl DecoderModel {
                         c.n_heads,
                         hd,
                         pos,
-                        &self.rope,
+                        table,
                         rope_style,
                     );
                     kernels::rope_f32(
@@ -490,7 +583,7 @@ impl DecoderModel {
                         c.n_kv_heads,
                         hd,
                         pos,
-                        &self.rope,
+                        table,
                         rope_style,
                     );
                 }
@@ -529,9 +622,9 @@ impl DecoderModel {
                         KvLayerView::Paged { .. } => kv_len,
                     },
                     q_pos0: ch.pos0,
-                    scale: 1.0 / (hd as f32).sqrt(),
-                    sliding_window: c.sliding_window,
-                    softcap: None,
+                    scale: self.attn_scale,
+                    sliding_window: layer.sliding_window,
+                    softcap: c.attn_logit_softcap,
                 };
                 if fault_on(Fault::NonCausalMask) {
                     // Every query placed at the chunk's last position sees every key.
@@ -559,7 +652,13 @@ impl DecoderModel {
                 &mut ws.act,
             )?;
             add_bias(&mut ws.proj[..m * d], layer.o_bias.as_deref());
-            kernels::add_inplace_f32(&mut ws.x[..m * d], &ws.proj[..m * d]);
+            add_residual(
+                &mut ws.x[..m * d],
+                &ws.proj[..m * d],
+                layer.post_attn_norm.as_deref(),
+                c.norm_eps,
+                &mut ws.h[..m * d],
+            );
 
             kernels::rms_norm_rows_f32(
                 &ws.x[..m * d],
@@ -577,12 +676,25 @@ impl DecoderModel {
             )?;
             add_bias(&mut ws.gate[..m * ff], layer.gate_bias.as_deref());
             add_bias(&mut ws.up[..m * ff], layer.up_bias.as_deref());
-            kernels::silu_mul_inplace_f32(&ws.gate[..m * ff], &mut ws.up[..m * ff]);
+            match c.activation {
+                Activation::Silu => {
+                    kernels::silu_mul_inplace_f32(&ws.gate[..m * ff], &mut ws.up[..m * ff])
+                }
+                Activation::GeluTanh => {
+                    gelu_tanh_mul_inplace(&ws.gate[..m * ff], &mut ws.up[..m * ff])
+                }
+            }
             layer
                 .down
                 .forward(map, &ws.up[..m * ff], m, &mut ws.proj[..m * d], &mut ws.act)?;
             add_bias(&mut ws.proj[..m * d], layer.down_bias.as_deref());
-            kernels::add_inplace_f32(&mut ws.x[..m * d], &ws.proj[..m * d]);
+            add_residual(
+                &mut ws.x[..m * d],
+                &ws.proj[..m * d],
+                layer.post_ffn_norm.as_deref(),
+                c.norm_eps,
+                &mut ws.h[..m * d],
+            );
         }
 
         for ch in chunks {
@@ -631,6 +743,23 @@ impl DecoderModel {
 }
 
 impl DecoderModel {
+    /// The RoPE table of `layer` for a chunk ending at position `end` (exclusive): the local one
+    /// on Gemma 3's sliding layers; LongRoPE's long one when the chunk reaches beyond the
+    /// pretrained context, as transformers picks per forward call by its last position (so a
+    /// prompt prefilled in chunks across that length caches its first keys with the short
+    /// table, as transformers' own cached decode does).
+    fn rope_table(&self, layer: &Layer, end: usize) -> &RopeTable {
+        if layer.local_rope {
+            if let Some(t) = &self.rope_local {
+                return t;
+            }
+        }
+        match &self.rope_long {
+            Some((t, from)) if end > *from => t,
+            _ => &self.rope,
+        }
+    }
+
     fn rope_style_for_this_pass(&self) -> RopeStyle {
         match (fault_on(Fault::FlippedRopePairing), self.rope_style) {
             (false, style) => style,
@@ -656,6 +785,41 @@ fn validate_config(c: &DecoderConfig) -> Result<()> {
             "head_dim",
             format!("{} must be positive and even", c.head_dim),
         );
+    }
+    if c.rope_dim == 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim {
+        return bad(
+            "rope_dim",
+            format!(
+                "{} must be positive, even and at most head_dim {}",
+                c.rope_dim, c.head_dim
+            ),
+        );
+    }
+    if let Some(RopeScaling::LongRope {
+        short_factor,
+        long_factor,
+        ..
+    }) = &c.rope_scaling
+    {
+        if short_factor.len() != c.rope_dim / 2 || long_factor.len() != c.rope_dim / 2 {
+            return bad(
+                "rope_scaling",
+                format!(
+                    "longrope short_factor / long_factor have {} / {} entries, expected {}",
+                    short_factor.len(),
+                    long_factor.len(),
+                    c.rope_dim / 2
+                ),
+            );
+        }
+    }
+    if let Some(l) = &c.sliding_layers {
+        if l.len() != c.n_layers {
+            return bad(
+                "sliding_layers",
+                format!("{} entries for {} layers", l.len(), c.n_layers),
+            );
+        }
     }
     for (name, v) in [
         ("hidden_size", c.hidden_size),
@@ -722,6 +886,29 @@ fn attend(view: &KvLayerView, q: &[f32], out: &mut [f32], p: AttentionParams) ->
         }
     }
     .map_err(|e| RuntimeError::Kernel(e.to_string()))
+}
+
+/// `x += y`, or `x += rms_norm(y)` with Gemma's post-attention / post-MLP norm (`scratch`
+/// holds the normed rows).
+fn add_residual(x: &mut [f32], y: &[f32], norm: Option<&[f32]>, eps: f32, scratch: &mut [f32]) {
+    match norm {
+        None => kernels::add_inplace_f32(x, y),
+        Some(w) => {
+            kernels::rms_norm_rows_f32(y, w, eps, scratch);
+            kernels::add_inplace_f32(x, scratch);
+        }
+    }
+}
+
+/// GeGLU: `up *= gelu_tanh(gate)`, torch's `gelu(approximate="tanh")`:
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`. Each element alone (batch invariant).
+fn gelu_tanh_mul_inplace(gate: &[f32], up: &mut [f32]) {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    const KAPPA: f32 = 0.044_715;
+    for (&x, u) in gate.iter().zip(up.iter_mut()) {
+        let inner = SQRT_2_OVER_PI * (x + KAPPA * x * x * x);
+        *u *= 0.5 * x * (1.0 + inner.tanh());
+    }
 }
 
 fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {

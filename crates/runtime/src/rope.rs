@@ -5,15 +5,61 @@ use torchnative_formats::{DecoderConfig, RopeScaling};
 
 use crate::error::{Result, RuntimeError};
 
-/// Inverse frequencies (`rot_dim / 2` of them) and the attention factor that scales cos/sin.
-pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
-    let dim = config.head_dim;
-    let base = config.rope_theta;
-    let plain: Vec<f32> = (0..dim / 2)
+/// `1 / base^(2i / dim)` for `i < dim / 2`, in f32 as transformers computes it.
+fn plain_inv_freq(dim: usize, base: f32) -> Vec<f32> {
+    (0..dim / 2)
         .map(|i| 1.0 / base.powf((2 * i) as f32 / dim as f32))
-        .collect();
+        .collect()
+}
+
+/// LongRoPE's frequencies for one factor set: `1 / (factor_i * base^(2i / dim))`.
+fn longrope_inv_freq(dim: usize, base: f32, factors: &[f32]) -> Vec<f32> {
+    (0..dim / 2)
+        .map(|i| 1.0 / (factors[i] * base.powf((2 * i) as f32 / dim as f32)))
+        .collect()
+}
+
+/// The inverse frequencies LongRoPE uses for sequences longer than its pretrained context,
+/// and that length: transformers switches a whole forward call to them once its last position
+/// reaches `original_max_position_embeddings`. `None` for every other RoPE.
+pub fn long_inv_freq(config: &DecoderConfig) -> Option<(Vec<f32>, usize)> {
+    match &config.rope_scaling {
+        Some(RopeScaling::LongRope {
+            long_factor,
+            original_max_position_embeddings,
+            ..
+        }) => Some((
+            longrope_inv_freq(config.rope_dim, config.rope_theta, long_factor),
+            *original_max_position_embeddings,
+        )),
+        _ => None,
+    }
+}
+
+/// Plain RoPE frequencies of the sliding-window layers when they have their own base
+/// (Gemma 3's `rope_local_base_freq`).
+pub fn local_inv_freq(config: &DecoderConfig) -> Option<Vec<f32>> {
+    config
+        .local_rope_theta
+        .map(|base| plain_inv_freq(config.rope_dim, base))
+}
+
+/// Inverse frequencies (`rope_dim / 2` of them) and the attention factor that scales cos/sin.
+/// For LongRoPE these are the short-sequence ones ([`long_inv_freq`] has the others).
+pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
+    let dim = config.rope_dim;
+    let base = config.rope_theta;
+    let plain = plain_inv_freq(dim, base);
     match &config.rope_scaling {
         None => Ok((plain, 1.0)),
+        Some(RopeScaling::LongRope {
+            short_factor,
+            attention_factor,
+            ..
+        }) => Ok((
+            longrope_inv_freq(dim, base, short_factor),
+            *attention_factor,
+        )),
         Some(RopeScaling::Linear { factor }) => {
             Ok((plain.iter().map(|f| f / factor).collect(), 1.0))
         }

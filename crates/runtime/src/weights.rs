@@ -365,6 +365,63 @@ impl Checkpoint {
         }
         let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
         self.check_shape(name, &raw, &[rows, cols])?;
+        self.matrix_from_raw(name, raw, rows, cols, format, stats)
+    }
+
+    /// Rows `part` of a `total_rows x cols` matrix as a matrix of their own (one projection of
+    /// a fused one: Phi-3's `qkv_proj`, `gate_up_proj`). Packed rows stay in the map.
+    pub fn matrix_rows(
+        &self,
+        name: &str,
+        total_rows: usize,
+        cols: usize,
+        part: Range<usize>,
+        format: WeightFormat,
+        stats: &mut LoadStats,
+    ) -> Result<Matrix> {
+        let load_err = |reason: String| RuntimeError::Load {
+            path: String::new(),
+            reason,
+        };
+        if part.start >= part.end || part.end > total_rows {
+            return Err(load_err(format!(
+                "tensor '{name}': rows {part:?} outside its {total_rows} rows"
+            )));
+        }
+        let rows = part.end - part.start;
+        if let Some(t) = self.tensor(name, &[total_rows, cols])? {
+            let all = captured_f32(name, t)?;
+            let data = f32_matrix_data(all[part.start * cols..part.end * cols].to_vec(), format);
+            let m = Matrix { rows, cols, data };
+            stats.owned_weight_bytes += m.owned_bytes();
+            return Ok(m);
+        }
+        let raw = self.raw(name)?.ok_or_else(|| self.missing(name))?;
+        self.check_shape(name, &raw, &[total_rows, cols])?;
+        if raw.data.len() % total_rows != 0 {
+            return Err(load_err(format!(
+                "tensor '{name}': {} bytes are not {total_rows} whole rows",
+                raw.data.len()
+            )));
+        }
+        let row_bytes = raw.data.len() / total_rows;
+        let slice = RawTensor {
+            shape: vec![rows, cols],
+            kind: raw.kind,
+            data: &raw.data[part.start * row_bytes..part.end * row_bytes],
+        };
+        self.matrix_from_raw(name, slice, rows, cols, format, stats)
+    }
+
+    fn matrix_from_raw(
+        &self,
+        name: &str,
+        raw: RawTensor,
+        rows: usize,
+        cols: usize,
+        format: WeightFormat,
+        stats: &mut LoadStats,
+    ) -> Result<Matrix> {
         let data = match (format, raw.kind) {
             (WeightFormat::Native, RawKind::Ggml(ty)) if quant::supports_matmul(ty) => {
                 let base = self.map().as_ptr() as usize;
@@ -444,24 +501,28 @@ fn captured_matrix(
         stats.mapped_weight_bytes += rows * cols * 4;
         MatrixData::Shared(t.clone())
     } else {
-        let f = captured_f32(name, t)?;
-        match format {
-            WeightFormat::F16 => {
-                let mut out = vec![f16::ZERO; f.len()];
-                kernels::f32_to_f16(&f, &mut out);
-                MatrixData::F16(out)
-            }
-            WeightFormat::BF16 => {
-                let mut out = vec![bf16::ZERO; f.len()];
-                kernels::f32_to_bf16(&f, &mut out);
-                MatrixData::BF16(out)
-            }
-            WeightFormat::F32 | WeightFormat::Native => MatrixData::F32(f),
-        }
+        f32_matrix_data(captured_f32(name, t)?, format)
     };
     let m = Matrix { rows, cols, data };
     stats.owned_weight_bytes += m.owned_bytes();
     Ok(m)
+}
+
+/// f32 values held in the requested format (f32 for `Native`: there is nothing packed).
+fn f32_matrix_data(f: Vec<f32>, format: WeightFormat) -> MatrixData {
+    match format {
+        WeightFormat::F16 => {
+            let mut out = vec![f16::ZERO; f.len()];
+            kernels::f32_to_f16(&f, &mut out);
+            MatrixData::F16(out)
+        }
+        WeightFormat::BF16 => {
+            let mut out = vec![bf16::ZERO; f.len()];
+            kernels::f32_to_bf16(&f, &mut out);
+            MatrixData::BF16(out)
+        }
+        WeightFormat::F32 | WeightFormat::Native => MatrixData::F32(f),
+    }
 }
 
 fn le_u16(data: &[u8]) -> impl Iterator<Item = u16> + '_ {
