@@ -147,15 +147,15 @@ pub fn tiny_model(
     (model_dir, model)
 }
 
-/// Prefill `prompt` from an empty cache, then one decode step per reference greedy token, and
-/// compare every logit with the tolerance rule; `Err` names the first row that breaks it.
-pub fn forward_matches_reference(
+/// Our logits along the reference's path: prefill `prompt` from an empty cache (every
+/// position), then one cached decode step per reference greedy token: `(prefill, decode)`.
+pub fn forward_logits(
     model: &torchnative_runtime::DecoderModel,
     prompt: &[u32],
-    r: &Reference,
-) -> Result<(), String> {
+    greedy: &[u32],
+) -> Result<(Vec<f32>, Vec<f32>), String> {
     use torchnative_runtime::{DenseKvCache, LogitsFor, SeqChunk};
-    let cap = prompt.len() + r.greedy.len();
+    let cap = prompt.len() + greedy.len();
     let mut cache = DenseKvCache::new(model.kv_shape(), cap, 1).unwrap();
     let mut ws = model.workspace(cap, cap);
     let whole = SeqChunk {
@@ -166,9 +166,9 @@ pub fn forward_matches_reference(
     model
         .forward(&[whole], &mut cache, &mut ws, LogitsFor::AllTokens)
         .map_err(|e| e.to_string())?;
-    close_to_truth("prefill", ws.logits(), &r.prefill32, &r.prefill64, r.vocab)?;
+    let prefill = ws.logits().to_vec();
     let mut decode = Vec::new();
-    for (k, &t) in r.greedy.iter().enumerate() {
+    for (k, &t) in greedy.iter().enumerate() {
         let chunk = [t];
         let step = SeqChunk {
             seq: 0,
@@ -180,5 +180,26 @@ pub fn forward_matches_reference(
             .map_err(|e| e.to_string())?;
         decode.extend_from_slice(ws.logits());
     }
+    Ok((prefill, decode))
+}
+
+/// Largest `|ours - f64|` and largest `|transformers f32 - f64|` over all rows.
+pub fn worst_errors(ours: &[f32], upstream32: &[f32], truth64: &[f32], vocab: usize) -> (f32, f32) {
+    let max = |v: Vec<f32>| v.into_iter().fold(0.0, f32::max);
+    (
+        max(max_abs_diff_rows(ours, truth64, vocab)),
+        max(max_abs_diff_rows(upstream32, truth64, vocab)),
+    )
+}
+
+/// Prefill `prompt` from an empty cache, then one decode step per reference greedy token, and
+/// compare every logit with the tolerance rule; `Err` names the first row that breaks it.
+pub fn forward_matches_reference(
+    model: &torchnative_runtime::DecoderModel,
+    prompt: &[u32],
+    r: &Reference,
+) -> Result<(), String> {
+    let (prefill, decode) = forward_logits(model, prompt, &r.greedy)?;
+    close_to_truth("prefill", &prefill, &r.prefill32, &r.prefill64, r.vocab)?;
     close_to_truth("decode", &decode, &r.decode32, &r.decode64, r.vocab)
 }

@@ -24,7 +24,8 @@ The request names a command:
       "continuation": [ids...]?}]}
   {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
-  {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3", "seed": S, "out_dir": DIR}
+  {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text",
+   "seed": S, "out_dir": DIR}
       Saves a tiny randomly initialised model of that architecture (safetensors + config).
 """
 import json
@@ -157,10 +158,55 @@ def cmd_tiny(req):
         cfg = transformers.Qwen2Config(**common, rope_theta=10000.0)
     elif arch == "qwen3":
         cfg = transformers.Qwen3Config(**common, head_dim=16, rope_theta=10000.0)
+    elif arch == "phi3":
+        # Fused qkv_proj / gate_up_proj, default RoPE, no sliding window.
+        cfg = transformers.Phi3Config(**common, rope_theta=10000.0, pad_token_id=0)
+    elif arch == "phi3_longrope":
+        # LongRoPE over 12 of 16 head dims, trained context 16 of 256: prompts longer than 16
+        # take the long factors, and the attention factor is sqrt(1 + ln 16 / ln 16).
+        rot_half = 6
+        cfg = transformers.Phi3Config(
+            **{**common, "max_position_embeddings": 256}, pad_token_id=0,
+            original_max_position_embeddings=16,
+            rope_parameters={
+                "rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                "short_factor": [1.0 + 0.1 * i for i in range(rot_half)],
+                "long_factor": [1.5 + 2.0 * i for i in range(rot_half)],
+            },
+        )
+    elif arch == "gemma2":
+        # Window 8 on even layers, attention and final logit softcaps small enough to bite,
+        # query_pre_attn_scalar different from head_dim.
+        cfg = transformers.Gemma2Config(
+            **{**common, "num_hidden_layers": 3, "tie_word_embeddings": True}, pad_token_id=0,
+            head_dim=16, query_pre_attn_scalar=24, sliding_window=8, rope_theta=10000.0,
+            attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+            hidden_activation="gelu_pytorch_tanh",
+        )
+    elif arch == "gemma3_text":
+        # Layers sliding, sliding, full (window 8); local RoPE base 10000, global base 1e6 with
+        # linear scaling; q/k norms; final logit softcap.
+        cfg = transformers.Gemma3TextConfig(
+            **{**common, "num_hidden_layers": 3, "tie_word_embeddings": True}, pad_token_id=0,
+            head_dim=16, query_pre_attn_scalar=16, sliding_window=8,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+            },
+            final_logit_softcapping=3.0,
+        )
     else:
         raise SystemExit(f"unknown arch {arch}")
     torch.manual_seed(req.get("seed", 0))
     m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    if arch.startswith(("gemma", "phi3")):
+        # Weights of std 0.02 leave attention nearly uniform and logits far below the softcaps;
+        # larger weights make the caps, GeGLU's curvature, the windows and RoPE factors matter.
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, 0.15)
     # Random init leaves norms at 1 and biases at 0; perturb them so a test can see if they are
     # ignored.
     with torch.no_grad():
