@@ -25,7 +25,7 @@ const CASES: &[Case] = &[
     Case {
         // original_max_position_embeddings 16: 10 + 4 stays short, 20 + 8 is long from the
         // prefill on, 12 + 8 crosses to the long factors during decode (cached keys keep the
-        // short ones, as in transformers).
+        // short ones, as in transformers' cached forward pass).
         arch: "phi3_longrope",
         what: "LongRoPE over 12 of 16 dims, short / long / crossing",
         runs: &[(10, 4), (20, 8), (12, 8)],
@@ -132,7 +132,7 @@ fn tiny_phi3_and_gemma_greedy_continuations_equal_transformers_generate() {
         let vocab = model.config().vocab_size as u32;
         // For phi3_longrope (pretrained length 16) the first stays on the long factors and the
         // second on the short ones: transformers' Phi-3 `generate` recomputes the whole prefix
-        // when a sequence first grows past 16 (a cached forward pass does not; see the
+        // when a sequence first grows past 16 (its cached forward pass does not; see the
         // crossing case above), which the runtime does not do.
         let prompts: Vec<Vec<u32>> = vec![prompt(20, i as u32, vocab), prompt(4, 7, vocab)];
         let n = 12;
@@ -160,6 +160,97 @@ fn tiny_phi3_and_gemma_greedy_continuations_equal_transformers_generate() {
                 case.arch
             );
         }
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
+/// Every position's logits of `tokens` fed in `chunks` (sizes) after `pos0` cached positions of
+/// sequence `seq`.
+fn chunked_logits(
+    model: &DecoderModel,
+    cache: &mut DenseKvCache,
+    seq: usize,
+    tokens: &[u32],
+    chunks: &[usize],
+) -> Vec<f32> {
+    let mut ws = model.workspace(tokens.len(), tokens.len());
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &n in chunks {
+        let c = SeqChunk {
+            seq,
+            tokens: &tokens[at..at + n],
+            pos0: at,
+        };
+        model
+            .forward(&[c], cache, &mut ws, LogitsFor::AllTokens)
+            .unwrap();
+        out.extend_from_slice(ws.logits());
+        at += n;
+    }
+    assert_eq!(at, tokens.len());
+    out
+}
+
+/// The runtime's batch invariance holds for the new layouts too: a token's logits are the same
+/// bits whether its prompt is evaluated whole or in chunks, and alone or batched with another
+/// sequence (per-layer windows, local RoPE, softcaps, fused projections). LongRoPE is checked
+/// below its pretrained length, where the table does not depend on the chunk.
+#[test]
+fn tiny_phi3_and_gemma_logits_do_not_depend_on_chunking_or_batch() {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    for (i, case) in CASES.iter().enumerate() {
+        let work = torchnative_testing::temp_dir("chunks-arch");
+        let (_, model) = tiny_model(&python, case.arch, 200 + i, &work);
+        let vocab = model.config().vocab_size as u32;
+        let len = if case.arch == "phi3_longrope" { 16 } else { 24 };
+        let p = prompt(len, i as u32, vocab);
+        let fresh = || DenseKvCache::new(model.kv_shape(), len, 2).unwrap();
+        let whole = chunked_logits(&model, &mut fresh(), 0, &p, &[len]);
+        for split in [&[5, 4, len - 9][..], &[1; 24][..len]] {
+            let chunked = chunked_logits(&model, &mut fresh(), 0, &p, split);
+            assert!(
+                whole
+                    .iter()
+                    .zip(&chunked)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{}: chunks {split:?} change the logits",
+                case.arch
+            );
+        }
+        // Batched with another sequence's decode step: the last row of each chunk.
+        let mut cache = fresh();
+        let other = prompt(len - 1, 9, vocab);
+        chunked_logits(&model, &mut cache, 1, &other, &[len - 1]);
+        let mut ws = model.workspace(len + 1, 2);
+        let extra = [7u32];
+        let batch = [
+            SeqChunk {
+                seq: 0,
+                tokens: &p,
+                pos0: 0,
+            },
+            SeqChunk {
+                seq: 1,
+                tokens: &extra,
+                pos0: len - 1,
+            },
+        ];
+        model
+            .forward(&batch, &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
+            .unwrap();
+        let v = vocab as usize;
+        let last_alone = &whole[(len - 1) * v..len * v];
+        assert!(
+            ws.logits()[..v]
+                .iter()
+                .zip(last_alone)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{}: batching with another sequence changes the logits",
+            case.arch
+        );
         let _ = std::fs::remove_dir_all(&work);
     }
 }
