@@ -720,6 +720,9 @@ impl Worker {
             }
         }
         if self.running.is_empty() {
+            // The gauges must show the slots just freed: the worker may now sleep until the
+            // next request.
+            self.publish();
             return;
         }
         self.attach_computed_prefixes();

@@ -250,6 +250,16 @@ fn cancelling_frees_the_slot_and_bad_requests_are_refused_alone() {
     let d = finish_after_cancel(&rx);
     assert_eq!(d.finish_reason, FinishReason::Cancelled);
     assert!(d.tokens.len() < 200);
+    // The gauges show the freed slot even though the worker now idles (no next step).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while engine.stats().running.load(Ordering::Relaxed) != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "running gauge stuck after a cancel"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(engine.stats().kv_blocks_used.load(Ordering::Relaxed), 0);
     // Refusals before any work: an out-of-range token, an empty prompt, a context overflow.
     let vocab = llm.config().vocab_size as u32;
     let short = GenerationConfig {
