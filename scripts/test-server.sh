@@ -23,5 +23,6 @@ if [[ ! -x "$TORCHNATIVE_CLI" ]]; then
     cargo build --profile ci -p torchnative-cli >&2
 fi
 export TORCHNATIVE_MODEL="${TORCHNATIVE_MODEL:-$(scripts/fetch-model.sh)}"
+export TORCHNATIVE_ENCODER="${TORCHNATIVE_ENCODER:-$(scripts/fetch-encoder.sh)}"
 cd "$ROOT/crates/server/tests/openai"
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

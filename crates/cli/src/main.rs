@@ -94,6 +94,10 @@ struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body_bytes: usize,
+    /// Also serve /v1/embeddings with this sentence-embedding model directory (BERT/RoBERTa
+    /// with its sentence-transformers files); its id is the directory's name.
+    #[arg(long, value_name = "DIR")]
+    embedding_model: Option<std::path::PathBuf>,
     #[arg(long, default_value = "native")]
     dtype: String,
     /// Kernel threads (default: all cores).
@@ -1038,11 +1042,24 @@ fn serve(a: ServeArgs) -> CliResult<()> {
             kv_block_size: block,
         },
     )?;
+    let embeddings = match &a.embedding_model {
+        Some(dir) => Some(torchnative_server::EmbeddingModel {
+            name: dir
+                .file_name()
+                .map_or("embeddings".into(), |n| n.to_string_lossy().into_owned()),
+            embedder: std::sync::Arc::new(
+                torchnative_runtime::Embedder::load(dir)
+                    .map_err(|e| format!("--embedding-model {}: {e}", dir.display()))?,
+            ),
+        }),
+        None => None,
+    };
     let config = torchnative_server::ServerConfig {
         model_name: model_name.clone(),
         api_key: a.api_key.clone(),
         max_body_bytes: a.max_body_bytes,
         max_tokens_limit: a.max_tokens_limit,
+        embeddings,
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(ip, a.port);

@@ -113,15 +113,182 @@ pub(crate) async fn models(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     check_auth(&state, &headers)?;
+    let names = std::iter::once(&state.config.model_name)
+        .chain(state.config.embeddings.as_ref().map(|e| &e.name));
+    let data: Vec<Value> = names
+        .map(|id| {
+            json!({
+                "id": id,
+                "object": "model",
+                "created": state.created,
+                "owned_by": "torchnative",
+            })
+        })
+        .collect();
+    Ok(Json(json!({"object": "list", "data": data})))
+}
+
+#[derive(Deserialize)]
+struct EmbeddingsRequest {
+    model: Option<String>,
+    input: Value,
+    encoding_format: Option<String>,
+    dimensions: Option<Value>,
+}
+
+/// `POST /v1/embeddings`: texts (a string or a list) or token ids (a list of ints or of lists)
+/// through the served encoder, computed off the async threads.
+pub(crate) async fn embeddings(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    check_auth(&state, &headers)?;
+    let req: EmbeddingsRequest = parse_body(body)?;
+    let Some(served) = state.config.embeddings.clone() else {
+        return Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            kind: "invalid_request_error",
+            message: "no embedding model is served (start the server with --embedding-model)"
+                .into(),
+            param: Some("model"),
+            code: Some("model_not_found"),
+        });
+    };
+    if let Some(model) = &req.model {
+        if model != &served.name {
+            return Err(ApiError {
+                status: StatusCode::NOT_FOUND,
+                kind: "invalid_request_error",
+                message: format!(
+                    "the embedding model '{model}' is not served (this server has '{}')",
+                    served.name
+                ),
+                param: Some("model"),
+                code: Some("model_not_found"),
+            });
+        }
+    }
+    // The official client asks for base64 (little-endian f32 bytes) unless told otherwise.
+    let base64 = match req.encoding_format.as_deref() {
+        None | Some("float") => false,
+        Some("base64") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                Some("encoding_format"),
+                format!("'{other}' (use 'float' or 'base64')"),
+            ))
+        }
+    };
+    if req.dimensions.is_some() {
+        return Err(ApiError::bad_request(
+            Some("dimensions"),
+            "this model has a fixed embedding size; 'dimensions' is not supported",
+        ));
+    }
+    let input = EmbeddingInput::parse(&req.input)?;
+    let embedder = served.embedder.clone();
+    let result = tokio::task::spawn_blocking(move || match &input {
+        EmbeddingInput::Texts(texts) => {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs, &Default::default())
+        }
+        EmbeddingInput::Tokens(ids) => embedder.embed_tokens(ids),
+    })
+    .await
+    .map_err(|e| ApiError::bad_request(None, format!("embedding failed: {e}")))?;
+    let e = result.map_err(|e| ApiError::bad_request(Some("input"), e.to_string()))?;
+    let data: Vec<Value> = (0..e.len())
+        .map(|i| {
+            let embedding = if base64 {
+                let bytes: Vec<u8> = e.row(i).iter().flat_map(|v| v.to_le_bytes()).collect();
+                json!(base64_encode(&bytes))
+            } else {
+                json!(e.row(i))
+            };
+            json!({"object": "embedding", "index": i, "embedding": embedding})
+        })
+        .collect();
+    let tokens: usize = e.token_counts.iter().sum();
     Ok(Json(json!({
         "object": "list",
-        "data": [{
-            "id": state.config.model_name,
-            "object": "model",
-            "created": state.created,
-            "owned_by": "torchnative",
-        }],
+        "data": data,
+        "model": served.name,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     })))
+}
+
+/// Standard base64 with padding (RFC 4648).
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// What `/v1/embeddings` accepts as `input`.
+enum EmbeddingInput {
+    Texts(Vec<String>),
+    Tokens(Vec<Vec<u32>>),
+}
+
+impl EmbeddingInput {
+    fn parse(v: &Value) -> Result<EmbeddingInput, ApiError> {
+        let bad = |m: &str| ApiError::bad_request(Some("input"), m.to_owned());
+        let ids = |v: &Value| -> Result<Vec<u32>, ApiError> {
+            v.as_array()
+                .ok_or_else(|| bad("token lists must be arrays of integers"))?
+                .iter()
+                .map(|t| {
+                    t.as_u64()
+                        .and_then(|t| u32::try_from(t).ok())
+                        .ok_or_else(|| bad("token ids must be non-negative integers"))
+                })
+                .collect()
+        };
+        let input = match v {
+            Value::String(s) => EmbeddingInput::Texts(vec![s.clone()]),
+            Value::Array(items) if items.iter().all(Value::is_string) => EmbeddingInput::Texts(
+                items
+                    .iter()
+                    .map(|s| s.as_str().unwrap_or_default().to_owned())
+                    .collect(),
+            ),
+            Value::Array(items) if items.iter().all(Value::is_number) => {
+                EmbeddingInput::Tokens(vec![ids(v)?])
+            }
+            Value::Array(items) if items.iter().all(Value::is_array) => {
+                EmbeddingInput::Tokens(items.iter().map(ids).collect::<Result<_, _>>()?)
+            }
+            _ => {
+                return Err(bad(
+                    "must be a string, a list of strings, or token id lists",
+                ))
+            }
+        };
+        let empty = match &input {
+            EmbeddingInput::Texts(t) => t.is_empty(),
+            EmbeddingInput::Tokens(t) => t.is_empty(),
+        };
+        if empty {
+            return Err(bad("is empty"));
+        }
+        Ok(input)
+    }
 }
 
 fn check_auth(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
@@ -847,4 +1014,22 @@ fn stream(
         }
     });
     Sse::new(s).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        for (input, want) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64_encode(input.as_bytes()), want);
+        }
+    }
 }

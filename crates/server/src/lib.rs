@@ -1,7 +1,7 @@
 //! `torchnative serve`: the OpenAI HTTP API over the batching [`Engine`].
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (both with SSE streaming and
-//! `stream_options.include_usage`), `GET /v1/models`, `GET /health`, `GET /metrics`
+//! `stream_options.include_usage`), `POST /v1/embeddings` (when an encoder is served), `GET /v1/models`, `GET /health`, `GET /metrics`
 //! (Prometheus text). Errors have OpenAI's shape (`{"error": {"message", "type", "param",
 //! "code"}}`) and status codes: 400 bad request, 401 missing or wrong API key, 404 unknown model
 //! or route, 413 body too large, 429 admission queue full (with `Retry-After`), 503 engine
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
-use torchnative_runtime::Engine;
+use torchnative_runtime::{Embedder, Engine};
 
 pub use api::ApiError;
 
@@ -34,6 +34,16 @@ pub struct ServerConfig {
     pub max_tokens_limit: usize,
     /// Largest `n` (choices per request).
     pub max_n: usize,
+    /// The encoder `/v1/embeddings` serves, if any.
+    pub embeddings: Option<EmbeddingModel>,
+}
+
+/// A sentence-embedding model served beside the language model.
+#[derive(Clone, Debug)]
+pub struct EmbeddingModel {
+    /// The model id clients name (and `/v1/models` lists).
+    pub name: String,
+    pub embedder: Arc<Embedder>,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +54,7 @@ impl Default for ServerConfig {
             max_body_bytes: 1 << 20,
             max_tokens_limit: 4096,
             max_n: 8,
+            embeddings: None,
         }
     }
 }
@@ -77,6 +88,7 @@ pub fn router(engine: Arc<Engine>, config: ServerConfig) -> Router {
         .route("/v1/models", get(api::models))
         .route("/v1/chat/completions", post(api::chat_completions))
         .route("/v1/completions", post(api::completions))
+        .route("/v1/embeddings", post(api::embeddings))
         .fallback(api::not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import struct
 import os
 import re
 import subprocess
@@ -20,6 +21,8 @@ import pytest
 
 CLI = os.environ.get("TORCHNATIVE_CLI", "")
 MODEL = os.environ.get("TORCHNATIVE_MODEL", "")
+# The sentence-embedding model (scripts/fetch-encoder.sh) served at /v1/embeddings.
+ENCODER = os.environ.get("TORCHNATIVE_ENCODER", "")
 NAME = Path(MODEL).stem
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -66,7 +69,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server():
-    s = Server("--parallel", "4", "--ctx-per-request", "1024")
+    if not (ENCODER and Path(ENCODER).is_dir()):
+        pytest.fail("TORCHNATIVE_ENCODER must name the embedding model directory")
+    s = Server("--parallel", "4", "--ctx-per-request", "1024", "--embedding-model", ENCODER)
     yield s
     s.close()
 
@@ -93,7 +98,7 @@ def chat(client: openai.OpenAI, content: str, **kw):
 def test_models_health_and_a_greedy_chat_equal_to_torchnative_run(server):
     assert json.loads(server.get("/health"))["status"] == "ok"
     client = server.client()
-    assert [m.id for m in client.models.list().data] == [NAME]
+    assert [m.id for m in client.models.list().data] == [NAME, Path(ENCODER).name]
     r = chat(client, "What is the capital of France?", max_tokens=20)
     want = cli_run("What is the capital of France?", 20)
     assert r.choices[0].message.content == want["text"]
@@ -321,3 +326,34 @@ def test_response_format_json_schema_and_json_mode(server):
     r = chat(client, "Reply with a JSON object with keys name and age for a cat called Tom aged 3.",
              response_format={"type": "json_object"}, max_tokens=120)
     assert isinstance(json.loads(r.choices[0].message.content), dict)
+
+
+def test_embeddings_equal_torchnative_embed(server):
+    client = server.client()
+    name = Path(ENCODER).name
+    assert name in [m.id for m in client.models.list().data]
+    texts = ["The river museum opened in 1921.", "A lighthouse on a rocky island.", "Hi"]
+    r = client.embeddings.create(model=name, input=texts)
+    cli = subprocess.run(
+        [CLI, "embed", ENCODER, "--json", *[a for t in texts for a in ("--text", t)]],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    want = json.loads(cli.stdout)
+    # The client asks for base64 (exact f32 values); the CLI prints the shortest decimal of each
+    # f32, which rounds back to the same f32.
+    f32 = lambda xs: [struct.unpack("f", struct.pack("f", x))[0] for x in xs]  # noqa: E731
+    assert [d.embedding for d in r.data] == [f32(d["embedding"]) for d in want["data"]]
+    floats = client.embeddings.create(model=name, input=texts, encoding_format="float")
+    assert [d.embedding for d in floats.data] == [d["embedding"] for d in want["data"]]
+    assert r.usage.prompt_tokens == want["usage"]["prompt_tokens"] > 0
+    one = client.embeddings.create(model=name, input=texts[0])
+    assert one.data[0].embedding == r.data[0].embedding, "batch invariant"
+    ids = client.embeddings.create(model=name, input=[[101, 7592, 102]])
+    assert len(ids.data[0].embedding) == len(r.data[0].embedding)
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model="no-such-encoder", input="x")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model=name, input="word " * 400)
+    assert e.value.body["param"] == "input"
+    with pytest.raises(openai.BadRequestError):
+        client.embeddings.create(model=name, input=[])
