@@ -9,6 +9,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{malformed, FormatError, Result};
+use torchnative_quant::GgmlType;
+
 use crate::gguf::{GgufFile, MetadataValue};
 use crate::json::UniqueMap;
 use crate::mapped::read_text;
@@ -65,7 +67,11 @@ impl Architecture {
     pub fn runs_from_gguf(self) -> bool {
         matches!(
             self,
-            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2 | Architecture::Qwen3
+            Architecture::Llama
+                | Architecture::Mistral
+                | Architecture::Qwen2
+                | Architecture::Qwen3
+                | Architecture::Phi3
         )
     }
 
@@ -582,15 +588,18 @@ impl DecoderConfig {
                 )));
             }
         }
-        if let Some(rot) = g.usize(&key("rope.dimension_count"))? {
-            if rot != head_dim {
+        let phi3 = architecture == Architecture::Phi3;
+        let rope_dim = match g.usize(&key("rope.dimension_count"))? {
+            None => head_dim,
+            Some(rot) if rot == head_dim || (phi3 && rot <= head_dim) => rot,
+            Some(rot) => {
                 return Err(FormatError::Unsupported(format!(
                     "GGUF {} {rot} (partial rotary embedding) with head dim {head_dim}; \
-                     supported: RoPE over the whole head",
+                     supported: RoPE over the whole head (partial for phi3)",
                     key("rope.dimension_count")
                 )));
             }
-        }
+        };
         let context_length = g.required_usize(&key("context_length"))?;
 
         let tokens = g.get("tokenizer.ggml.tokens").ok_or_else(|| {
@@ -631,8 +640,11 @@ impl DecoderConfig {
             vocab_size,
             context_length,
             rope_theta: g.f32(&key("rope.freq_base"))?.unwrap_or(10_000.0),
-            rope_scaling: gguf_rope_scaling(&g, arch_name, context_length)?,
-            rope_dim: head_dim,
+            rope_scaling: match gguf_longrope(file, &g, arch_name, context_length)? {
+                Some(longrope) => Some(longrope),
+                None => gguf_rope_scaling(&g, arch_name, context_length)?,
+            },
+            rope_dim,
             local_rope_theta: None,
             activation: Activation::Silu,
             norm_eps: g.required_f32(&key("attention.layer_norm_rms_epsilon"))?,
@@ -641,7 +653,10 @@ impl DecoderConfig {
             attention_out_bias: has("blk.0.attn_output.bias"),
             mlp_bias: has("blk.0.ffn_up.bias"),
             qk_norm: has("blk.0.attn_q_norm.weight"),
-            sliding_window: g.usize(&key("attention.sliding_window"))?,
+            // llama.cpp's phi3 converter writes 0 for "no window".
+            sliding_window: g
+                .usize(&key("attention.sliding_window"))?
+                .filter(|&w| !(phi3 && w == 0)),
             sliding_layers: None,
             final_logit_softcap: g.f32(&key("final_logit_softcapping"))?,
             attn_logit_softcap: None,
@@ -1225,15 +1240,17 @@ fn layer_types(f: &JsonFields, v: &Value, n_layers: usize) -> Result<Vec<bool>> 
 /// missing where the architecture itself runs from safetensors.
 fn gguf_unsupported_architecture(name: &str) -> FormatError {
     let part = match name {
-        "phi3" => "llama.cpp's phi3 layout (fused attn_qkv and ffn_up tensors, rope_factors_long/short \
-                   tensors) is not read from GGUF; the safetensors checkpoint runs (model_type phi3)",
-        "gemma2" => "llama.cpp's gemma2 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
+        "gemma2" => {
+            "llama.cpp's gemma2 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
                      stored with the +1 folded in, softcap metadata) is not read from GGUF; the \
-                     safetensors checkpoint runs (model_type gemma2)",
-        "gemma3" => "llama.cpp's gemma3 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
+                     safetensors checkpoint runs (model_type gemma2)"
+        }
+        "gemma3" => {
+            "llama.cpp's gemma3 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
                      stored with the +1 folded in, sliding-window pattern and local RoPE base \
                      metadata) is not read from GGUF; the safetensors checkpoint runs (model_type \
-                     gemma3_text)",
+                     gemma3_text)"
+        }
         _ => {
             let names: Vec<_> = Architecture::ALL
                 .iter()
@@ -1316,6 +1333,84 @@ impl<'a> GgufFields<'a> {
             })
             .transpose()
     }
+}
+
+/// LongRoPE as llama.cpp's phi3 converter writes it: the factors as the tensors
+/// `rope_factors_long.weight` / `rope_factors_short.weight` (f32, `rope_dim / 2` each), the
+/// pretrained length in `{arch}.rope.scaling.original_context_length` and the attention factor
+/// in `{arch}.rope.scaling.attn_factor`. `None` when the file has no factor tensors.
+fn gguf_longrope(
+    file: &GgufFile,
+    g: &GgufFields,
+    arch: &str,
+    context_length: usize,
+) -> Result<Option<RopeScaling>> {
+    let (long, short) = (
+        file.tensor("rope_factors_long.weight"),
+        file.tensor("rope_factors_short.weight"),
+    );
+    let (long, short) = match (long, short) {
+        (None, None) => return Ok(None),
+        (Some(l), Some(s)) => (l, s),
+        (l, _) => {
+            return Err(FormatError::NotFound(format!(
+                "GGUF tensor {} (LongRoPE needs both factor tensors)",
+                match l {
+                    None => "rope_factors_long.weight",
+                    Some(_) => "rope_factors_short.weight",
+                }
+            )))
+        }
+    };
+    let factors = |info: &crate::gguf::TensorInfo| -> Result<Vec<f32>> {
+        if info.ggml_type != GgmlType::F32 || info.dims.len() != 1 {
+            return Err(malformed(format!(
+                "GGUF tensor {} is {} with dims {:?}, expected a 1-d F32 vector",
+                info.name, info.ggml_type, info.dims
+            )));
+        }
+        let data = file.tensor_data(info);
+        if data.len() as u64 != info.dims[0] * 4 {
+            return Err(malformed(format!(
+                "GGUF tensor {} holds {} bytes for {} values",
+                info.name,
+                data.len(),
+                info.dims[0]
+            )));
+        }
+        Ok(data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    };
+    let key = |k: &str| format!("{arch}.rope.scaling.{k}");
+    let original = g
+        .usize(&key("original_context_length"))?
+        .ok_or_else(|| GgufFields::missing(&key("original_context_length")))?;
+    if original == 0 {
+        return Err(malformed(format!(
+            "GGUF {} is 0",
+            key("original_context_length")
+        )));
+    }
+    // The converter's value; else as transformers derives it from the context lengths.
+    let attention_factor = match g.f32(&key("attn_factor"))? {
+        Some(a) => a,
+        None => {
+            let factor = context_length as f64 / original as f64;
+            if factor <= 1.0 {
+                1.0
+            } else {
+                (1.0 + factor.ln() / (original as f64).ln()).sqrt() as f32
+            }
+        }
+    };
+    Ok(Some(RopeScaling::LongRope {
+        short_factor: factors(short)?,
+        long_factor: factors(long)?,
+        original_max_position_embeddings: original,
+        attention_factor,
+    }))
 }
 
 /// RoPE scaling keys as llama.cpp writes them (`{arch}.rope.scaling.*`).

@@ -69,13 +69,14 @@ fn split_layer<'a>(name: &'a str, prefix: &str) -> Option<(usize, &'a str)> {
     Some((index.parse().ok()?, suffix))
 }
 
-/// The GGUF name of an HF tensor, if the map knows it.
+/// The GGUF name of an HF tensor, if the map knows it (Phi-3's fused projections included;
+/// GGUF `ffn_up` maps back to `up_proj`, the name of every other architecture).
 pub fn hf_to_gguf(name: &str) -> Option<String> {
     if let Some((_, g)) = GLOBAL.iter().find(|(h, _)| *h == name) {
         return Some(g.to_string());
     }
     let (layer, suffix) = split_layer(name, HF_LAYER)?;
-    let (_, g) = per_layer().find(|(h, _)| *h == suffix)?;
+    let (_, g) = per_layer().chain(PHI3_FUSED).find(|(h, _)| *h == suffix)?;
     Some(format!("{GGUF_LAYER}{layer}.{g}"))
 }
 
@@ -90,8 +91,8 @@ pub fn gguf_to_hf(name: &str) -> Option<String> {
 }
 
 /// Per-layer tensors of the Phi-3 and Gemma layouts that the llama table does not hold:
-/// (HF suffix, llama.cpp's GGUF suffix for that architecture). Only the HF side is read today
-/// (these architectures run from safetensors); the GGUF names document llama.cpp's layout.
+/// (HF suffix, llama.cpp's GGUF suffix for that architecture). Phi-3 GGUFs are read with these
+/// names; Gemma runs from safetensors only, its GGUF names document llama.cpp's layout.
 const PHI3_FUSED: [(&str, &str); 2] = [
     ("self_attn.qkv_proj.weight", "attn_qkv.weight"),
     // gate rows then up rows, one matrix of 2 x intermediate_size rows.

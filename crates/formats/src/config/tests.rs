@@ -348,7 +348,8 @@ mod gguf {
     }
 
     fn file(metadata: &[(String, V)], tensor_names: &[&str]) -> GgufFile {
-        let data = [0u8; 4 * 48];
+        // Every value 1.0 (LongRoPE factor tensors are read).
+        let data: Vec<u8> = (0..48).flat_map(|_| 1.0f32.to_le_bytes()).collect();
         let tensors: Vec<TensorToWrite> = tensor_names
             .iter()
             .map(|&name| {
@@ -428,6 +429,69 @@ mod gguf {
         ));
     }
 
+    fn phi3_metadata() -> Vec<(String, V)> {
+        let kv = |k: &str, v: V| (k.to_string(), v);
+        vec![
+            kv("general.architecture", V::String("phi3".into())),
+            kv("phi3.block_count", V::U32(1)),
+            kv("phi3.context_length", V::U32(256)),
+            kv("phi3.embedding_length", V::U32(8)),
+            kv("phi3.feed_forward_length", V::U32(24)),
+            kv("phi3.attention.head_count", V::U32(1)),
+            kv("phi3.attention.head_count_kv", V::U32(1)),
+            kv("phi3.attention.layer_norm_rms_epsilon", V::F32(1e-5)),
+            kv("phi3.rope.dimension_count", V::U32(8)),
+            kv("phi3.rope.freq_base", V::F32(1e4)),
+            kv("phi3.attention.sliding_window", V::U32(0)),
+            kv("phi3.rope.scaling.original_context_length", V::U32(16)),
+            kv("phi3.rope.scaling.attn_factor", V::F32(1.25)),
+            kv(
+                "tokenizer.ggml.tokens",
+                V::Array((0..6).map(|i| V::String(format!("t{i}"))).collect()),
+            ),
+        ]
+    }
+
+    /// llama.cpp's phi3 layout: fused tensors, LongRoPE factors as tensors, window 0 = none.
+    #[test]
+    fn phi3_from_gguf_with_longrope_tensors() {
+        let tensors = [
+            "token_embd.weight",
+            "rope_factors_long.weight",
+            "rope_factors_short.weight",
+        ];
+        let c = DecoderConfig::from_gguf(&file(&phi3_metadata(), &tensors)).unwrap();
+        assert_eq!(c.architecture, Architecture::Phi3);
+        assert_eq!((c.head_dim, c.rope_dim, c.sliding_window), (8, 8, None));
+        assert_eq!(
+            c.rope_scaling,
+            Some(RopeScaling::LongRope {
+                short_factor: vec![1.0; 4],
+                long_factor: vec![1.0; 4],
+                original_max_position_embeddings: 16,
+                attention_factor: 1.25,
+            })
+        );
+        let names = crate::names::expected_tensors(&c, crate::names::Naming::Gguf);
+        assert!(names.contains(&"blk.0.attn_qkv.weight".to_string()));
+        assert!(names.contains(&"blk.0.ffn_up.weight".to_string()));
+        assert!(!names.iter().any(|n| n.contains("ffn_gate")));
+        // One factor tensor without the other, and a missing original length, are named.
+        let msg = DecoderConfig::from_gguf(&file(&phi3_metadata(), &tensors[..2]))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("rope_factors_short.weight"), "{msg}");
+        let mut m = phi3_metadata();
+        m.retain(|(k, _)| k != "phi3.rope.scaling.original_context_length");
+        let msg = DecoderConfig::from_gguf(&file(&m, &tensors))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("phi3.rope.scaling.original_context_length"),
+            "{msg}"
+        );
+    }
+
     #[test]
     fn gguf_refusals_name_the_problem() {
         let err = |m: &[(String, V)], t: &[&str]| {
@@ -445,7 +509,6 @@ mod gguf {
         // Architectures that run from safetensors only say which part of llama.cpp's layout
         // is not read.
         for (arch, part) in [
-            ("phi3", "fused attn_qkv and ffn_up"),
             ("gemma2", "attn_post_norm / ffn_post_norm"),
             ("gemma3", "model_type gemma3_text"),
         ] {
