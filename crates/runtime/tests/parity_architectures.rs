@@ -254,3 +254,135 @@ fn tiny_phi3_and_gemma_logits_do_not_depend_on_chunking_or_batch() {
         let _ = std::fs::remove_dir_all(&work);
     }
 }
+
+/// A tiny Phi-3 with LongRoPE over 12 of 16 dims, converted to GGUF by llama.cpp's own
+/// `convert_hf_to_gguf.py` (fused `attn_qkv` / `ffn_up`, `rope_factors_long/short` tensors,
+/// `rope.dimension_count` 12) and quantized to Q8_0 by `llama-quantize`: the F32 file's logits
+/// against transformers on the safetensors checkpoint it came from (short, long and crossing
+/// prompts), and the Q8_0 file run packed close to them. The vocabulary (needed by the
+/// converter) is the default model's byte-level BPE.
+#[test]
+fn tiny_phi3_gguf_from_llama_cpp_matches_transformers() {
+    use std::process::Command;
+    use torchnative_runtime::{load_model, LoadOptions, WeightFormat};
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let converter = "src/vendor/llama.cpp/convert_hf_to_gguf.py";
+    let quantize = "build/bin/llama-quantize";
+    let Some(root) = torchnative_testing::llama_cpp_root(&[converter, quantize]) else {
+        return;
+    };
+    let Some(default) = default_model() else {
+        return;
+    };
+    let tokenizer_dir = safetensors_copy(&python, &default);
+    let work = torchnative_testing::temp_dir("phi3-gguf");
+    let model_dir = work.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "tiny", "arch": "phi3_longrope_gguf", "seed": 7,
+            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
+        &work,
+    );
+    let f32_file = work.join("tiny-f32.gguf");
+    let run = Command::new(&python)
+        .arg(root.join(converter))
+        .arg(&model_dir)
+        .args(["--outtype", "f32", "--outfile"])
+        .arg(&f32_file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "convert_hf_to_gguf.py: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let q8_file = work.join("tiny-q8_0.gguf");
+    let run = Command::new(root.join(quantize))
+        .arg(&f32_file)
+        .arg(&q8_file)
+        .arg("Q8_0")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "llama-quantize: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let load = |path: &std::path::Path, weight_format| {
+        load_model(
+            path.to_str().unwrap(),
+            &LoadOptions {
+                weight_format,
+                threads: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let model = load(&f32_file, WeightFormat::F32);
+    let q8 = load(&q8_file, WeightFormat::Native);
+    let q8_as_f32 = load(&q8_file, WeightFormat::F32);
+    let types = q8.weight_types();
+    assert!(
+        types.iter().any(|(t, _)| t.eq_ignore_ascii_case("q8_0")),
+        "{types:?}"
+    );
+    let vocab = model.config().vocab_size as u32;
+    let prompts: Vec<(Vec<u32>, usize)> = [(10, 4), (20, 8), (12, 8)]
+        .iter()
+        .map(|&(len, steps)| (prompt(len, 5, vocab), steps))
+        .collect();
+    let refs = reference_logits(
+        &python,
+        serde_json::json!({"dir": model_dir}),
+        None,
+        &prompts,
+        &work,
+    );
+    for ((p, steps), r) in prompts.iter().zip(&refs) {
+        let label = format!("phi3 GGUF (llama.cpp F32), prompt {} + {steps}", p.len());
+        let (prefill, decode) = forward_logits(&model, p, &r.greedy).unwrap();
+        let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
+        let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
+        println!(
+            "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
+             decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
+        );
+        if let Err(msg) = forward_matches_reference(&model, p, r) {
+            panic!("{label}: {msg}");
+        }
+        // Q8_0 weights, packed kernels (activations quantized too): every row within 8% of the
+        // row's largest logit, the rule native_kernels.rs applies to the default model.
+        let (q_prefill, _) = forward_logits(&q8, p, &[]).unwrap();
+        let (dq_prefill, _) = forward_logits(&q8_as_f32, p, &[]).unwrap();
+        let v = vocab as usize;
+        let row_error = |x: &[f32], y: &[f32]| {
+            x.chunks(v)
+                .zip(y.chunks(v))
+                .map(|(a, b)| {
+                    let scale = a.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                    let d = a
+                        .iter()
+                        .zip(b)
+                        .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+                    d / scale
+                })
+                .fold(0.0, f32::max)
+        };
+        let worst = row_error(&prefill, &q_prefill);
+        // The same Q8_0 weights dequantized once at load: what the packed kernels add on top is
+        // the activations' quantization.
+        let weights_only = row_error(&prefill, &dq_prefill);
+        let packed_vs_dequantized = row_error(&dq_prefill, &q_prefill);
+        println!(
+            "phi3 GGUF Q8_0 (llama-quantize), prompt {}: max row error {worst:.3} (weights \
+             dequantized to f32: {weights_only:.3}; packed vs dequantized: \
+             {packed_vs_dequantized:.3})",
+            p.len()
+        );
+        assert!(worst < 0.08, "Q8_0 prompt {}: {worst}", p.len());
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

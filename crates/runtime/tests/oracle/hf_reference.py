@@ -26,6 +26,8 @@ The request names a command:
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text",
    "seed": S, "out_dir": DIR}
+  {"cmd": "tiny", "arch": "phi3_longrope_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
+      The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
       Saves a tiny randomly initialised model of that architecture (safetensors + config).
 """
 import json
@@ -174,6 +176,20 @@ def cmd_tiny(req):
                 "long_factor": [1.5 + 2.0 * i for i in range(rot_half)],
             },
         )
+    elif arch == "phi3_longrope_gguf":
+        # phi3_longrope with the vocabulary of the tokenizer in req["tokenizer_dir"] (byte-level
+        # BPE, copied in), so that llama.cpp's converter can write a GGUF of it.
+        tok = req["tokenizer_dir"]
+        with open(os.path.join(tok, "tokenizer.json")) as f:
+            vocab = len(json.load(f)["model"]["vocab"])
+        cfg = transformers.Phi3Config(
+            **{**common, "vocab_size": vocab}, pad_token_id=0, original_max_position_embeddings=16,
+            rope_parameters={
+                "rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                "short_factor": [1.0 + 0.1 * i for i in range(6)],
+                "long_factor": [1.5 + 2.0 * i for i in range(6)],
+            },
+        )
     elif arch == "gemma2":
         # Window 8 on even layers, attention and final logit softcaps small enough to bite,
         # query_pre_attn_scalar different from head_dim.
@@ -216,6 +232,13 @@ def cmd_tiny(req):
             elif name.endswith(".bias"):
                 p.copy_(torch.randn_like(p) * 0.1)
     m.save_pretrained(req["out_dir"], safe_serialization=True)
+    if "tokenizer_dir" in req:
+        import shutil
+
+        shutil.copy(os.path.join(req["tokenizer_dir"], "tokenizer.json"), req["out_dir"])
+        # The converter reads a byte-level BPE vocabulary for Phi-3 when the class says GPT-2.
+        with open(os.path.join(req["out_dir"], "tokenizer_config.json"), "w") as f:
+            json.dump({"tokenizer_class": "GPT2Tokenizer"}, f)
 
 
 def main():
