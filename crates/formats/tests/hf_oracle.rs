@@ -9,7 +9,7 @@ use serde_json::{json, Value as Json};
 use torchnative_formats::config::load_hf_config;
 use torchnative_formats::names::{expected_tensors, Naming};
 use torchnative_formats::safetensors::{Dtype, SafetensorsFile, SafetensorsModel};
-use torchnative_formats::{DecoderConfig, RopeScaling};
+use torchnative_formats::{Activation, DecoderConfig, RopeScaling};
 
 /// Config cases as found in the wild: published files, minimal ones relying on defaults, and
 /// each RoPE / bias / sliding-window variant we accept.
@@ -81,6 +81,35 @@ fn cases() -> Vec<(&'static str, Json)> {
             ),
         ),
         ("qwen3_default_head_dim", tiny("qwen3")),
+        (
+            // Config only (hidden > 256): Phi3Config's defaults for ids, eps and context.
+            "phi3_defaults",
+            with(
+                tiny("phi3"),
+                json!({"hidden_size": 512, "num_attention_heads": 8, "vocab_size": 32064}),
+            ),
+        ),
+        (
+            "phi3_longrope_partial",
+            with(
+                tiny("phi3"),
+                json!({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+                "max_position_embeddings": 256, "original_max_position_embeddings": 64,
+                "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0,
+                    "partial_rotary_factor": 0.5, "short_factor": [1.0, 1.5, 2.0, 2.5],
+                    "long_factor": [3.0, 5.0, 7.0, 9.0]}}),
+            ),
+        ),
+        ("gemma2_defaults", tiny("gemma2")),
+        (
+            "gemma3_text_legacy_rope",
+            with(
+                tiny("gemma3_text"),
+                json!({"head_dim": 16, "rope_theta": 500000.0, "rope_local_base_freq": 20000.0,
+                "sliding_window_pattern": 2, "sliding_window": 32,
+                "rope_scaling": {"rope_type": "linear", "factor": 4.0}}),
+            ),
+        ),
         (
             "qwen3_sharded",
             with(
@@ -160,6 +189,20 @@ fn assert_rope_matches(case: &str, c: &DecoderConfig, params: &Json) {
                 "{case}"
             );
         }
+        (
+            Some(RopeScaling::LongRope {
+                short_factor,
+                long_factor,
+                ..
+            }),
+            "longrope",
+        ) => {
+            let list = |k: &str| -> Vec<f32> {
+                params[k].as_array().unwrap().iter().map(f32_of).collect()
+            };
+            assert_eq!(short_factor, &list("short_factor"), "{case}");
+            assert_eq!(long_factor, &list("long_factor"), "{case}");
+        }
         (ours, theirs) => panic!("{case}: rope scaling ours {ours:?}, transformers {theirs}"),
     }
 }
@@ -189,11 +232,58 @@ fn assert_config_matches(case: &str, c: &DecoderConfig, want: &Json) {
         want["tie_word_embeddings"].as_bool(),
         "{case}"
     );
+    if want["sliding_window"] == "mixed" {
+        let layers: Vec<bool> = want["layer_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t == "sliding_attention")
+            .collect();
+        assert_eq!(c.sliding_layers.as_ref(), Some(&layers), "{case}: layers");
+        assert_eq!(
+            c.sliding_window.map(|w| w as u64),
+            want["window"].as_u64(),
+            "{case}: window"
+        );
+    } else {
+        assert_eq!(
+            c.sliding_window.map(|w| w as u64),
+            want["sliding_window"].as_u64(),
+            "{case}"
+        );
+    }
+    assert_eq!(Some(c.rope_dim as u64), want["rope_dim"].as_u64(), "{case}");
+    let opt = |k: &str| want[k].as_f64().map(|x| x as f32);
     assert_eq!(
-        c.sliding_window.map(|w| w as u64),
-        want["sliding_window"].as_u64(),
+        c.query_pre_attn_scalar,
+        opt("query_pre_attn_scalar"),
         "{case}"
     );
+    assert_eq!(
+        c.attn_logit_softcap,
+        opt("attn_logit_softcapping"),
+        "{case}"
+    );
+    assert_eq!(
+        c.final_logit_softcap,
+        opt("final_logit_softcapping"),
+        "{case}"
+    );
+    let activation = match c.activation {
+        Activation::Silu => "silu",
+        Activation::GeluTanh => "gelu_pytorch_tanh",
+    };
+    assert_eq!(Some(activation), want["activation"].as_str(), "{case}");
+    if let Some(RopeScaling::LongRope {
+        attention_factor, ..
+    }) = &c.rope_scaling
+    {
+        assert_eq!(
+            Some(*attention_factor),
+            opt("longrope_attention_factor"),
+            "{case}: longrope attention factor"
+        );
+    }
     assert_eq!(
         c.bos_token_id.map(u64::from),
         want["bos_token_id"].as_u64(),
@@ -213,7 +303,19 @@ fn assert_config_matches(case: &str, c: &DecoderConfig, want: &Json) {
         eos,
         "{case}"
     );
-    assert_rope_matches(case, c, &want["rope_parameters"]);
+    let rope = &want["rope_parameters"];
+    if rope.get("full_attention").is_some() {
+        // Gemma 3: global layers' set, and the plain base of the sliding ones.
+        assert_rope_matches(case, c, &rope["full_attention"]);
+        assert_eq!(
+            c.local_rope_theta,
+            Some(f32_of(&rope["sliding_attention"]["rope_theta"])),
+            "{case}: local rope theta"
+        );
+    } else {
+        assert_rope_matches(case, c, rope);
+        assert_eq!(c.local_rope_theta, None, "{case}");
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

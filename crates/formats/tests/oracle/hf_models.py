@@ -34,6 +34,20 @@ def effective_sliding_window(c):
     return getattr(c, "sliding_window", None)
 
 
+def rope_dim(c, head_dim):
+    params = c.rope_parameters or {}
+    return int(head_dim * params.get("partial_rotary_factor", 1.0))
+
+
+def longrope_attention_factor(c):
+    params = c.rope_parameters or {}
+    if params.get("rope_type") != "longrope":
+        return None
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    return ROPE_INIT_FUNCTIONS["longrope"](c)[1]
+
+
 def as_list(v):
     if v is None:
         return []
@@ -64,6 +78,17 @@ for path in sys.argv[2:]:
         "bos_token_id": c.bos_token_id,
         "eos_token_ids": as_list(c.eos_token_id),
         "pad_token_id": c.pad_token_id,
+        # Per-layer windows (Gemma), the rotated dims, Gemma's scalars and caps as the model
+        # classes read them (Gemma 3's attention takes no softcap), LongRoPE's attention factor.
+        "layer_types": getattr(c, "layer_types", None),
+        "window": getattr(c, "sliding_window", None),
+        "rope_dim": rope_dim(c, head_dim),
+        "query_pre_attn_scalar": getattr(c, "query_pre_attn_scalar", None),
+        "attn_logit_softcapping": getattr(c, "attn_logit_softcapping", None)
+        if c.model_type == "gemma2" else None,
+        "final_logit_softcapping": getattr(c, "final_logit_softcapping", None),
+        "activation": getattr(c, "hidden_activation", None) or getattr(c, "hidden_act", None),
+        "longrope_attention_factor": longrope_attention_factor(c),
     }
     if c.hidden_size > 256:  # full-size configs: compare the config only
         result[case] = {"config": config, "tensors": None}
