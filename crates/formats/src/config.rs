@@ -72,6 +72,7 @@ impl Architecture {
                 | Architecture::Qwen2
                 | Architecture::Qwen3
                 | Architecture::Phi3
+                | Architecture::Gemma3
         )
     }
 
@@ -553,9 +554,13 @@ impl DecoderConfig {
     pub fn from_gguf(file: &GgufFile) -> Result<DecoderConfig> {
         let g = GgufFields { file };
         let arch_name = g.required_str("general.architecture")?;
-        let architecture = Architecture::from_model_type(arch_name)
-            .filter(|a| a.runs_from_gguf())
-            .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
+        // llama.cpp names Gemma 3's text decoder `gemma3`.
+        let architecture = match arch_name {
+            "gemma3" => Some(Architecture::Gemma3),
+            name => Architecture::from_model_type(name),
+        }
+        .filter(|a| a.runs_from_gguf())
+        .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
         let key = |k: &str| format!("{arch_name}.{k}");
 
         if file.tensor("rope_freqs.weight").is_some() {
@@ -629,6 +634,19 @@ impl DecoderConfig {
                 }
             }
         }
+        let gemma3 = architecture == Architecture::Gemma3;
+        // Window 0 (phi3's converter) means none; Gemma 3 without a window has no local layers.
+        let sliding_window = g
+            .usize(&key("attention.sliding_window"))?
+            .filter(|&w| w > 0 || !(phi3 || gemma3));
+        let sliding_layers = match (gemma3, sliding_window) {
+            (true, Some(_)) => Some(gguf_sliding_pattern(
+                &g,
+                &key("attention.sliding_window_pattern"),
+                n_layers,
+            )?),
+            _ => None,
+        };
         let config = DecoderConfig {
             architecture,
             n_layers,
@@ -645,23 +663,33 @@ impl DecoderConfig {
                 None => gguf_rope_scaling(&g, arch_name, context_length)?,
             },
             rope_dim,
-            local_rope_theta: None,
-            activation: Activation::Silu,
+            // llama.cpp's default for the local layers' base.
+            local_rope_theta: match gemma3 {
+                true => Some(g.f32(&key("rope.freq_base_swa"))?.unwrap_or(10_000.0)),
+                false => None,
+            },
+            activation: match gemma3 {
+                true => Activation::GeluTanh,
+                false => Activation::Silu,
+            },
             norm_eps: g.required_f32(&key("attention.layer_norm_rms_epsilon"))?,
             tie_word_embeddings: !has("output.weight"),
             attention_bias: has("blk.0.attn_q.bias"),
             attention_out_bias: has("blk.0.attn_output.bias"),
             mlp_bias: has("blk.0.ffn_up.bias"),
             qk_norm: has("blk.0.attn_q_norm.weight"),
-            // llama.cpp's phi3 converter writes 0 for "no window".
-            sliding_window: g
-                .usize(&key("attention.sliding_window"))?
-                .filter(|&w| !(phi3 && w == 0)),
-            sliding_layers: None,
+            sliding_window,
+            sliding_layers,
             final_logit_softcap: g.f32(&key("final_logit_softcapping"))?,
             attn_logit_softcap: None,
-            query_pre_attn_scalar: None,
-            gemma_norms: false,
+            // Not in the file: llama.cpp scales by head_dim^-1/2, and for the 62-layer model
+            // (27B) by (hidden / heads)^-1/2, which is what those configs' scalar says.
+            query_pre_attn_scalar: match (gemma3, n_layers) {
+                (true, 62) => Some((hidden_size / n_heads) as f32),
+                (true, _) => Some(head_dim as f32),
+                (false, _) => None,
+            },
+            gemma_norms: gemma3,
             bos_token_id: g.token_id("tokenizer.ggml.bos_token_id")?,
             eos_token_ids,
             pad_token_id: g.token_id("tokenizer.ggml.padding_token_id")?,
@@ -1241,15 +1269,10 @@ fn layer_types(f: &JsonFields, v: &Value, n_layers: usize) -> Result<Vec<bool>> 
 fn gguf_unsupported_architecture(name: &str) -> FormatError {
     let part = match name {
         "gemma2" => {
-            "llama.cpp's gemma2 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
-                     stored with the +1 folded in, softcap metadata) is not read from GGUF; the \
-                     safetensors checkpoint runs (model_type gemma2)"
-        }
-        "gemma3" => {
-            "llama.cpp's gemma3 layout (attn_post_norm / ffn_post_norm tensors, norm weights \
-                     stored with the +1 folded in, sliding-window pattern and local RoPE base \
-                     metadata) is not read from GGUF; the safetensors checkpoint runs (model_type \
-                     gemma3_text)"
+            "llama.cpp's gemma2 layout (post_attention_norm / post_ffw_norm tensors with the \
+             norms' +1 folded in, attn_logit_softcapping and the alternating-window metadata) \
+             is not read from GGUF (gemma3's is); the safetensors checkpoint runs (model_type \
+             gemma2)"
         }
         _ => {
             let names: Vec<_> = Architecture::ALL
@@ -1332,6 +1355,32 @@ impl<'a> GgufFields<'a> {
                     .ok_or_else(|| Self::bad(key, v, "a token id (0..2^32)"))
             })
             .transpose()
+    }
+}
+
+/// Which layers are local: `key` as an array of bools, or as llama.cpp's pattern `n` (every
+/// `n`-th layer global, 0 = all local), default 6 (Gemma 3).
+fn gguf_sliding_pattern(g: &GgufFields, key: &str, n_layers: usize) -> Result<Vec<bool>> {
+    match g.get(key) {
+        Some(MetadataValue::Array(items)) => {
+            if items.len() != n_layers {
+                return Err(malformed(format!(
+                    "GGUF {key} has {} entries for {n_layers} layers",
+                    items.len()
+                )));
+            }
+            items
+                .iter()
+                .map(|v| match v {
+                    MetadataValue::Bool(b) => Ok(*b),
+                    other => Err(GgufFields::bad(key, other, "an array of bools")),
+                })
+                .collect()
+        }
+        _ => {
+            let n = g.usize(key)?.unwrap_or(6);
+            Ok((0..n_layers).map(|i| n == 0 || i % n < n - 1).collect())
+        }
     }
 }
 

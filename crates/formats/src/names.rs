@@ -80,6 +80,20 @@ pub fn hf_to_gguf(name: &str) -> Option<String> {
     Some(format!("{GGUF_LAYER}{layer}.{g}"))
 }
 
+/// The GGUF name of an HF tensor in a file whose `general.architecture` is `arch`: Gemma's
+/// norms have their own names (`post_attention_layernorm` is `post_attention_norm` there, not the
+/// `ffn_norm` of llama's layout).
+pub fn hf_to_gguf_in(arch: &str, name: &str) -> Option<String> {
+    if matches!(arch, "gemma2" | "gemma3") {
+        if let Some((layer, suffix)) = split_layer(name, HF_LAYER) {
+            if let Some((_, g)) = GEMMA_NORMS.iter().find(|(h, _)| *h == suffix) {
+                return Some(format!("{GGUF_LAYER}{layer}.{g}"));
+            }
+        }
+    }
+    hf_to_gguf(name)
+}
+
 /// The HF name of a GGUF tensor, if the map knows it.
 pub fn gguf_to_hf(name: &str) -> Option<String> {
     if let Some((h, _)) = GLOBAL.iter().find(|(_, g)| *g == name) {
@@ -100,9 +114,12 @@ const PHI3_FUSED: [(&str, &str); 2] = [
 ];
 const GEMMA_NORMS: [(&str, &str); 4] = [
     ("input_layernorm.weight", "attn_norm.weight"),
-    ("post_attention_layernorm.weight", "attn_post_norm.weight"),
+    (
+        "post_attention_layernorm.weight",
+        "post_attention_norm.weight",
+    ),
     ("pre_feedforward_layernorm.weight", "ffn_norm.weight"),
-    ("post_feedforward_layernorm.weight", "ffn_post_norm.weight"),
+    ("post_feedforward_layernorm.weight", "post_ffw_norm.weight"),
 ];
 
 /// The per-layer tensors of `arch` as (HF suffix, GGUF suffix), before the config's optional

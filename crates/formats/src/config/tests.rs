@@ -492,6 +492,77 @@ mod gguf {
         );
     }
 
+    /// llama.cpp's gemma3: the window pattern (default every 6th layer global, or an int, or a
+    /// bool per layer), the local base (default 10000), scale by head_dim, Gemma's norm names.
+    #[test]
+    fn gemma3_from_gguf_takes_llama_cpp_defaults() {
+        let kv = |k: &str, v: V| (k.to_string(), v);
+        let base = vec![
+            kv("general.architecture", V::String("gemma3".into())),
+            kv("gemma3.block_count", V::U32(7)),
+            kv("gemma3.context_length", V::U32(256)),
+            kv("gemma3.embedding_length", V::U32(8)),
+            kv("gemma3.feed_forward_length", V::U32(24)),
+            kv("gemma3.attention.head_count", V::U32(2)),
+            kv("gemma3.attention.head_count_kv", V::U32(1)),
+            kv("gemma3.attention.key_length", V::U32(4)),
+            kv("gemma3.attention.layer_norm_rms_epsilon", V::F32(1e-6)),
+            kv("gemma3.attention.sliding_window", V::U32(8)),
+            kv(
+                "tokenizer.ggml.tokens",
+                V::Array((0..6).map(|i| V::String(format!("t{i}"))).collect()),
+            ),
+        ];
+        let tensors = ["token_embd.weight", "blk.0.attn_q_norm.weight"];
+        let c = DecoderConfig::from_gguf(&file(&base, &tensors)).unwrap();
+        assert_eq!(c.architecture, Architecture::Gemma3);
+        assert_eq!(
+            c.sliding_layers,
+            Some(vec![true, true, true, true, true, false, true])
+        );
+        assert_eq!(
+            (c.local_rope_theta, c.query_pre_attn_scalar, c.activation),
+            (Some(10000.0), Some(4.0), Activation::GeluTanh)
+        );
+        assert!(c.gemma_norms && c.qk_norm && c.tie_word_embeddings);
+        let mut m = base.clone();
+        m.push(kv("gemma3.attention.sliding_window_pattern", V::U32(2)));
+        m.push(kv("gemma3.rope.freq_base_swa", V::F32(20000.0)));
+        let c = DecoderConfig::from_gguf(&file(&m, &tensors)).unwrap();
+        assert_eq!(
+            c.sliding_layers,
+            Some(vec![true, false, true, false, true, false, true])
+        );
+        assert_eq!(c.local_rope_theta, Some(20000.0));
+        let mut m = base.clone();
+        m.push(kv(
+            "gemma3.attention.sliding_window_pattern",
+            V::Array(vec![V::Bool(true); 3]),
+        ));
+        let msg = DecoderConfig::from_gguf(&file(&m, &tensors))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("3 entries for 7 layers"), "{msg}");
+        let names = crate::names::expected_tensors(&c, crate::names::Naming::Gguf);
+        for n in [
+            "blk.0.post_attention_norm.weight",
+            "blk.0.post_ffw_norm.weight",
+            "blk.0.ffn_norm.weight",
+        ] {
+            assert!(names.contains(&n.to_string()), "{n}");
+        }
+        assert_eq!(
+            crate::names::hf_to_gguf_in("gemma3", "model.layers.2.post_attention_layernorm.weight")
+                .as_deref(),
+            Some("blk.2.post_attention_norm.weight")
+        );
+        assert_eq!(
+            crate::names::hf_to_gguf_in("llama", "model.layers.2.post_attention_layernorm.weight")
+                .as_deref(),
+            Some("blk.2.ffn_norm.weight")
+        );
+    }
+
     #[test]
     fn gguf_refusals_name_the_problem() {
         let err = |m: &[(String, V)], t: &[&str]| {
@@ -506,20 +577,15 @@ mod gguf {
             msg.contains("'falcon'") && msg.contains("supported: llama, mistral, qwen2, qwen3"),
             "{msg}"
         );
-        // Architectures that run from safetensors only say which part of llama.cpp's layout
-        // is not read.
-        for (arch, part) in [
-            ("gemma2", "attn_post_norm / ffn_post_norm"),
-            ("gemma3", "model_type gemma3_text"),
-        ] {
-            let mut m = qwen3_metadata();
-            m[0].1 = V::String(arch.into());
-            let msg = err(&m, &QWEN3_TENSORS);
-            assert!(
-                msg.contains(&format!("'{arch}'")) && msg.contains(part),
-                "{msg}"
-            );
-        }
+        // Gemma 2 runs from safetensors only; the refusal says which part of llama.cpp's
+        // layout is not read.
+        let mut m = qwen3_metadata();
+        m[0].1 = V::String("gemma2".into());
+        let msg = err(&m, &QWEN3_TENSORS);
+        assert!(
+            msg.contains("'gemma2'") && msg.contains("post_attention_norm / post_ffw_norm"),
+            "{msg}"
+        );
         let msg = err(
             &qwen3_metadata(),
             &["token_embd.weight", "rope_freqs.weight"],
