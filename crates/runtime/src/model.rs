@@ -170,9 +170,10 @@ impl DecoderModel {
             Some(m("lm_head.weight", c.vocab_size, d, &mut stats)?)
         };
         // Gemma stores RMSNorm weights as offsets from 1; the kernels take `1 + w` (in f32, as
-        // transformers adds them).
+        // transformers adds them). llama.cpp's converter has already added the 1.
+        let add_one = c.gemma_norms && !matches!(checkpoint, Checkpoint::Gguf(_));
         let norm_weight = |mut w: Vec<f32>| {
-            if c.gemma_norms {
+            if add_one {
                 w.iter_mut().for_each(|x| *x += 1.0);
             }
             w

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use torchnative_core::kernels;
 use torchnative_formats::gguf::GgufFile;
-use torchnative_formats::names::hf_to_gguf;
+use torchnative_formats::names::hf_to_gguf_in;
 use torchnative_formats::safetensors::{Dtype, SafetensorsModel};
 use torchnative_quant::{self as quant, ActivationScratch, GgmlType, PackedMatrix};
 
@@ -198,6 +198,15 @@ impl Matrix {
     }
 }
 
+/// The GGUF name of an HF tensor in `file` (its architecture decides Gemma's norm names).
+fn gguf_name(file: &GgufFile, hf_name: &str) -> Option<String> {
+    let arch = file
+        .get("general.architecture")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    hf_to_gguf_in(arch, hf_name)
+}
+
 /// Counters of what loading cost.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoadStats {
@@ -245,7 +254,7 @@ impl Checkpoint {
     fn raw(&self, hf_name: &str) -> Result<Option<RawTensor<'_>>> {
         match self {
             Checkpoint::Gguf(file) => {
-                let Some(gguf_name) = hf_to_gguf(hf_name) else {
+                let Some(gguf_name) = gguf_name(file, hf_name) else {
                     return Ok(None);
                 };
                 let Some(info) = file.tensor(&gguf_name) else {
@@ -296,7 +305,7 @@ impl Checkpoint {
 
     fn missing(&self, name: &str) -> RuntimeError {
         let shown = match self {
-            Checkpoint::Gguf(_) => hf_to_gguf(name).unwrap_or_else(|| name.to_string()),
+            Checkpoint::Gguf(file) => gguf_name(file, name).unwrap_or_else(|| name.to_string()),
             Checkpoint::Safetensors(_) | Checkpoint::Tensors(_) => name.to_string(),
         };
         RuntimeError::Load {
