@@ -26,7 +26,7 @@ The request names a command:
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text",
    "seed": S, "out_dir": DIR}
-  {"cmd": "tiny", "arch": "phi3_longrope_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
+  {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
       The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
       Saves a tiny randomly initialised model of that architecture (safetensors + config).
 """
@@ -190,6 +190,22 @@ def cmd_tiny(req):
                 "long_factor": [1.5 + 2.0 * i for i in range(6)],
             },
         )
+    elif arch == "gemma3_text_gguf":
+        # For llama.cpp's converter: the tokenizer of req["tokenizer_dir"], the layer pattern and
+        # local base llama.cpp assumes (every 6th layer global, 10000), query_pre_attn_scalar =
+        # head_dim as llama.cpp scales.
+        tok = req["tokenizer_dir"]
+        with open(os.path.join(tok, "tokenizer.json")) as f:
+            vocab = len(json.load(f)["model"]["vocab"])
+        cfg = transformers.Gemma3TextConfig(
+            **{**common, "vocab_size": vocab, "num_hidden_layers": 6, "tie_word_embeddings": True},
+            pad_token_id=0, head_dim=16, query_pre_attn_scalar=16, sliding_window=8,
+            rope_parameters={
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+            },
+            final_logit_softcapping=3.0,
+        )
     elif arch == "gemma2":
         # Window 8 on even layers, attention and final logit softcaps small enough to bite,
         # query_pre_attn_scalar different from head_dim.
@@ -236,7 +252,8 @@ def cmd_tiny(req):
         import shutil
 
         shutil.copy(os.path.join(req["tokenizer_dir"], "tokenizer.json"), req["out_dir"])
-        # The converter reads a byte-level BPE vocabulary for Phi-3 when the class says GPT-2.
+        # The converters read a byte-level BPE vocabulary when the class says GPT-2 (Phi-3) or
+        # when there is no SentencePiece model (Gemma 3).
         with open(os.path.join(req["out_dir"], "tokenizer_config.json"), "w") as f:
             json.dump({"tokenizer_class": "GPT2Tokenizer"}, f)
 
