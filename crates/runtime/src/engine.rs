@@ -331,6 +331,12 @@ impl Engine {
     /// Queue a request; its events go to `sink` (from the engine's thread). Refuses with
     /// [`RuntimeError::QueueFull`] when `max_queued` requests are already waiting.
     pub fn submit(&self, request: EngineRequest, sink: Sink) -> Result<RequestId> {
+        if request.config.lora.as_ref().is_some_and(|l| !l.is_empty()) {
+            return Err(invalid(
+                "lora",
+                "the batching engine does not run LoRA adapters yet (a Session does)",
+            ));
+        }
         // Reserve a queue place first so that concurrent submitters cannot overshoot.
         let queued = self.stats.queued.fetch_add(1, Ordering::SeqCst);
         if queued >= self.config.max_queued {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod faults;
 pub mod kv_cache;
 mod llm;
+pub mod lora;
 pub mod model;
 pub mod paged_kv;
 pub mod rng;
@@ -32,6 +33,7 @@ pub use llm::{
     Counters, Flow, GenerationConfig, Llm, LoadOptions, Next, Session, SessionOptions, Timings,
     TokenLoop, Usage,
 };
+pub use lora::{ActiveLora, LoraAdapter, LoraModule};
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use paged_kv::{PagedKvCache, PrefixStats};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};

@@ -21,6 +21,7 @@ use crate::alloc_count::allocation_count;
 use crate::constraint::{build_vocabulary, Constraint, ConstraintState, ConstraintSyntax};
 use crate::error::{invalid, Result, RuntimeError};
 use crate::kv_cache::{DenseKvCache, KvCache};
+use crate::lora::{ActiveLora, LoraAdapter};
 use crate::model::{expected_hf_tensors, DecoderModel, LogitsFor, SeqChunk, Workspace};
 use crate::rng::Rng;
 use crate::sampling::{SamplerChain, SamplingContext, SamplingParams};
@@ -315,6 +316,10 @@ pub struct GenerationConfig {
     /// A grammar the output must follow (masked before every sampler; generation ends when
     /// the grammar is complete and cannot continue).
     pub constraint: Option<Constraint>,
+    /// LoRA adapters for this call: `None` keeps the session's own choice
+    /// ([`Session::set_lora`]); `Some(list)` makes the session use `list` (empty: the base
+    /// model) from this call on.
+    pub lora: Option<Vec<ActiveLora>>,
 }
 
 impl Default for GenerationConfig {
@@ -328,6 +333,7 @@ impl Default for GenerationConfig {
             stop: Vec::new(),
             eos_token_ids: None,
             constraint: None,
+            lora: None,
         }
     }
 }
@@ -540,6 +546,12 @@ impl Llm {
         self.inner.tokenizer.encode(&text, opts).map_err(text_err)
     }
 
+    /// Load a LoRA adapter (PEFT directory or GGUF LoRA file) for this model; the model itself
+    /// is not changed, the adapter is used by the sessions and calls that choose it.
+    pub fn load_lora(&self, path: &Path) -> Result<LoraAdapter> {
+        LoraAdapter::load(path, self.model())
+    }
+
     pub fn session(&self, options: SessionOptions) -> Result<Session> {
         Session::new(self.clone(), options)
     }
@@ -642,6 +654,24 @@ impl Session {
         &self.messages
     }
 
+    /// The LoRA adapters this session's passes add.
+    pub fn lora(&self) -> &[ActiveLora] {
+        self.ws.lora()
+    }
+
+    /// Choose the LoRA adapters (with their scales) of the following passes; empty: the base
+    /// model. The cache was computed with the previous choice, so a different choice empties it
+    /// (the conversation is kept and re-evaluated by the next turn).
+    pub fn set_lora(&mut self, adapters: &[ActiveLora]) -> Result<()> {
+        crate::lora::check_active(adapters, self.llm.model())?;
+        if self.ws.lora() != adapters {
+            self.tokens.clear();
+            self.cache.truncate(0, 0)?;
+            self.ws.set_lora(adapters);
+        }
+        Ok(())
+    }
+
     /// Make the cache hold exactly `tokens`: keep the longest common prefix with what it holds,
     /// evaluate the rest. Returns the logits of the last token and how many were reused.
     pub(crate) fn sync_to(&mut self, tokens: &[u32]) -> Result<usize> {
@@ -698,6 +728,7 @@ impl Session {
         // Every position's logits need a workspace with that many logit rows; this evaluation
         // path makes its own rather than making every session carry one.
         let mut ws = model.workspace(n_batch, n_batch);
+        ws.set_lora(self.ws.lora());
         let mut out = Vec::with_capacity(tokens.len() * self.llm.config().vocab_size);
         for chunk in tokens.chunks(n_batch) {
             let c = SeqChunk {
@@ -783,6 +814,9 @@ impl Session {
         // Validates the sampling parameters and the prompt's tokens before any work.
         let mut lp = TokenLoop::new(&self.llm, prompt, config, limit)?;
         self.check_capacity(prompt.len(), limit)?;
+        if let Some(adapters) = &config.lora {
+            self.set_lora(adapters)?;
+        }
         if let Some(seed) = config.seed {
             self.rng = Rng::seeded(seed);
         }
@@ -802,6 +836,9 @@ impl Session {
         let mut verify_ws = speculator
             .as_ref()
             .map(|_| self.llm.model().workspace(k_max + 1, k_max + 1));
+        if let Some(ws) = verify_ws.as_mut() {
+            ws.set_lora(self.ws.lora());
+        }
         let mut spec = SpeculativeStats::default();
         let allocations_before = allocation_count();
         let mut next = lp.step(&mut logits, &mut self.rng, on_text)?;

@@ -30,6 +30,7 @@ fn fault_on(_: Fault) -> bool {
     false
 }
 use crate::kv_cache::{KvCache, KvLayerView, KvShape};
+use crate::lora::{self, ActiveLora, LoraModule};
 use crate::rope::{inv_freq, local_inv_freq, long_inv_freq};
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
 
@@ -121,6 +122,10 @@ pub struct Workspace {
     logit_rows: usize,
     vocab: usize,
     act: ActivationScratch,
+    /// LoRA adapters added next to the base weights in this workspace's passes.
+    lora: Vec<ActiveLora>,
+    /// One row's `A x` (the largest rank of `lora`).
+    lora_tmp: Vec<f32>,
 }
 
 impl Workspace {
@@ -131,6 +136,22 @@ impl Workspace {
 
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// The LoRA adapters the next passes add (empty: the base model alone).
+    pub fn lora(&self) -> &[ActiveLora] {
+        &self.lora
+    }
+
+    /// Choose the LoRA adapters of the following passes (checked against the model by the
+    /// forward pass; the scratch is sized here, so passes stay allocation-free).
+    pub fn set_lora(&mut self, adapters: &[ActiveLora]) {
+        self.lora.clear();
+        self.lora.extend_from_slice(adapters);
+        let need = lora::scratch_len(adapters);
+        if self.lora_tmp.len() < need {
+            self.lora_tmp.resize(need, 0.0);
+        }
     }
 }
 
@@ -312,6 +333,11 @@ impl DecoderModel {
         &self.config
     }
 
+    /// Whether q/k projection rows are stored permuted for interleaved RoPE (GGUF llama).
+    pub fn qk_rows_interleaved(&self) -> bool {
+        matches!(self.rope_style, RopeStyle::Interleaved)
+    }
+
     pub fn weight_format(&self) -> WeightFormat {
         self.format
     }
@@ -413,6 +439,8 @@ impl DecoderModel {
             logit_rows: 0,
             vocab: c.vocab_size,
             act,
+            lora: Vec::new(),
+            lora_tmp: Vec::new(),
         }
     }
 
@@ -520,6 +548,7 @@ impl DecoderModel {
         want: LogitsFor,
     ) -> Result<()> {
         self.check_batch(chunks, cache, ws, want)?;
+        lora::check_active(&ws.lora, self)?;
         let c = &self.config;
         let map = self.checkpoint.map();
         let (d, hd) = (c.hidden_size, c.head_dim);
@@ -556,6 +585,12 @@ impl DecoderModel {
                 ],
                 &mut ws.act,
             )?;
+            if !ws.lora.is_empty() {
+                let (x, tmp) = (&ws.h[..m * d], &mut ws.lora_tmp);
+                lora::apply(&ws.lora, li, LoraModule::Q, x, m, &mut ws.q[..m * nq], tmp);
+                lora::apply(&ws.lora, li, LoraModule::K, x, m, &mut ws.k[..m * nkv], tmp);
+                lora::apply(&ws.lora, li, LoraModule::V, x, m, &mut ws.v[..m * nkv], tmp);
+            }
             add_bias(&mut ws.q[..m * nq], layer.q_bias.as_deref());
             add_bias(&mut ws.k[..m * nkv], layer.k_bias.as_deref());
             add_bias(&mut ws.v[..m * nkv], layer.v_bias.as_deref());
@@ -652,6 +687,10 @@ impl DecoderModel {
                 &mut ws.proj[..m * d],
                 &mut ws.act,
             )?;
+            if !ws.lora.is_empty() {
+                let (x, y) = (&ws.attn[..m * nq], &mut ws.proj[..m * d]);
+                lora::apply(&ws.lora, li, LoraModule::O, x, m, y, &mut ws.lora_tmp);
+            }
             add_bias(&mut ws.proj[..m * d], layer.o_bias.as_deref());
             add_residual(
                 &mut ws.x[..m * d],
@@ -675,6 +714,12 @@ impl DecoderModel {
                 [&mut ws.gate[..m * ff], &mut ws.up[..m * ff]],
                 &mut ws.act,
             )?;
+            if !ws.lora.is_empty() {
+                let (x, tmp) = (&ws.h[..m * d], &mut ws.lora_tmp);
+                let (g, u) = (&mut ws.gate[..m * ff], &mut ws.up[..m * ff]);
+                lora::apply(&ws.lora, li, LoraModule::Gate, x, m, g, tmp);
+                lora::apply(&ws.lora, li, LoraModule::Up, x, m, u, tmp);
+            }
             add_bias(&mut ws.gate[..m * ff], layer.gate_bias.as_deref());
             add_bias(&mut ws.up[..m * ff], layer.up_bias.as_deref());
             match c.activation {
@@ -688,6 +733,10 @@ impl DecoderModel {
             layer
                 .down
                 .forward(map, &ws.up[..m * ff], m, &mut ws.proj[..m * d], &mut ws.act)?;
+            if !ws.lora.is_empty() {
+                let (x, y) = (&ws.up[..m * ff], &mut ws.proj[..m * d]);
+                lora::apply(&ws.lora, li, LoraModule::Down, x, m, y, &mut ws.lora_tmp);
+            }
             add_bias(&mut ws.proj[..m * d], layer.down_bias.as_deref());
             add_residual(
                 &mut ws.x[..m * d],

@@ -29,6 +29,12 @@ The request names a command:
   {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
       The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
       Saves a tiny randomly initialised model of that architecture (safetensors + config).
+  {"cmd": "make_lora", "model": ..., "out_dir": DIR, "r": R, "alpha": A, "target_modules": [...],
+   "use_rslora": bool, "seed": S, "std": X}
+      A PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) for that model, with
+      lora_A and lora_B drawn N(0, std) (PEFT would start B at zero: the delta would vanish).
+  "logits" and "greedy" also take "adapters": [{"dir": PATH, "scale": S}, ...]: PEFT loads each
+  onto both runs, all active at once, each layer's scaling multiplied by its scale.
 """
 import json
 import os
@@ -59,6 +65,48 @@ def load(model, dtype):
     return m
 
 
+def with_adapters(m, adapters, dtype):
+    """The model with PEFT adapters loaded, all active, each scaled by its user scale."""
+    if not adapters:
+        return m
+    from peft import PeftModel
+    from peft.tuners.lora import LoraLayer
+
+    names = [f"a{i}" for i in range(len(adapters))]
+    pm = PeftModel.from_pretrained(m, adapters[0]["dir"], adapter_name=names[0])
+    for name, a in zip(names[1:], adapters[1:]):
+        pm.load_adapter(a["dir"], adapter_name=name)
+    pm.base_model.set_adapter(names)
+    for mod in pm.modules():
+        if isinstance(mod, LoraLayer):
+            for name, a in zip(names, adapters):
+                if name in mod.scaling:
+                    mod.scaling[name] *= float(a.get("scale", 1.0))
+    # PEFT keeps saved adapters in their own dtype and casts the input to it; the f64 run
+    # must compute the delta in f64 too (the f32 values convert exactly).
+    pm.to(dtype)
+    pm.eval()
+    return pm
+
+
+def cmd_make_lora(req):
+    from peft import LoraConfig, get_peft_model
+
+    m = load(req["model"], torch.float32)
+    cfg = LoraConfig(
+        r=req["r"], lora_alpha=req["alpha"], target_modules=req["target_modules"],
+        use_rslora=req.get("use_rslora", False), lora_dropout=0.0, bias="none",
+        init_lora_weights=False, task_type="CAUSAL_LM",
+    )
+    pm = get_peft_model(m, cfg)
+    g = torch.Generator().manual_seed(req["seed"])
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float32) * req["std"])
+    pm.save_pretrained(req["out_dir"])
+
+
 def run_case(m, prompt_ids, steps, forced=None):
     """Full-prefix logits, then `steps` cached decode steps (greedy unless `forced`)."""
     ids = torch.tensor([prompt_ids], dtype=torch.long)
@@ -81,8 +129,9 @@ def run_case(m, prompt_ids, steps, forced=None):
 def cmd_logits(req):
     out_dir = req["out_dir"]
     torch.manual_seed(0)
-    m32 = load(req["model"], torch.float32)
-    m64 = load(req.get("truth", req["model"]), torch.float64)
+    adapters = req.get("adapters", [])
+    m32 = with_adapters(load(req["model"], torch.float32), adapters, torch.float32)
+    m64 = with_adapters(load(req.get("truth", req["model"]), torch.float64), adapters, torch.float64)
     results = []
     with torch.no_grad():
         for i, case in enumerate(req["cases"]):
@@ -267,6 +316,7 @@ def main():
         "model_defaults": cmd_model_defaults,
         "save_safetensors": cmd_save_safetensors,
         "tiny": cmd_tiny,
+        "make_lora": cmd_make_lora,
     }[req["cmd"]](req)
 
 
