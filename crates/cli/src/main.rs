@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
-    default_model_path, load_llm, load_llm_with_progress, ChatMessage, Completion, Constraint,
-    ConstraintSyntax, DraftSource, Engine, EngineConfig, Flow, GenerationConfig, Llm, LoadOptions,
-    PagedKvCache, SessionOptions, SpeculativeConfig, Speculator, WeightFormat,
+    default_model_path, load_llm, load_llm_with_progress, ActiveLora, ChatMessage, Completion,
+    Constraint, ConstraintSyntax, DraftSource, Engine, EngineConfig, Flow, GenerationConfig, Llm,
+    LoadOptions, PagedKvCache, SessionOptions, SpeculativeConfig, Speculator, WeightFormat,
 };
 
 /// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
@@ -161,6 +161,10 @@ struct SamplingArgs {
     /// Constrain the output to a JSON object (JSON mode).
     #[arg(long, group = "constraint")]
     json_object: bool,
+    /// A LoRA adapter (PEFT directory or GGUF LoRA file) added to the model, with an optional
+    /// scale (default 1); repeatable, the adapters' deltas add up.
+    #[arg(long, value_name = "PATH[:SCALE]")]
+    lora: Vec<String>,
 }
 
 #[derive(Args)]
@@ -405,7 +409,23 @@ fn generation_config(llm: &Llm, s: &SamplingArgs) -> CliResult<GenerationConfig>
     cfg.seed = s.seed;
     cfg.stop = s.stop.clone();
     cfg.constraint = constraint(llm, s)?;
+    if !s.lora.is_empty() {
+        let adapters = s.lora.iter().map(|spec| lora(llm, spec));
+        cfg.lora = Some(adapters.collect::<CliResult<Vec<_>>>()?);
+    }
     Ok(cfg)
+}
+
+/// `PATH[:SCALE]`: the adapter at PATH loaded for `llm`, with SCALE (default 1).
+fn lora(llm: &Llm, spec: &str) -> CliResult<ActiveLora> {
+    let (path, scale) = match spec.rsplit_once(':') {
+        Some((p, s)) if !p.is_empty() && s.parse::<f32>().is_ok() => (p, s.parse::<f32>()?),
+        _ => (spec, 1.0),
+    };
+    Ok(ActiveLora::new(
+        llm.load_lora(std::path::Path::new(path))?,
+        scale,
+    ))
 }
 
 /// The grammar the options name, compiled for `llm`'s vocabulary.

@@ -860,6 +860,28 @@ fn make_peft_lora(
     run_oracle(python, &req, work);
 }
 
+/// llama.cpp's `convert_lora_to_gguf.py` (F32) of the PEFT adapter `peft` for the base model
+/// directory `base`; `None` (skipped by the rule) without the llama.cpp sources.
+fn llama_cpp_lora(python: &Path, base: &Path, peft: &Path, out: &Path) -> Option<PathBuf> {
+    let converter = "src/vendor/llama.cpp/convert_lora_to_gguf.py";
+    let root = torchnative_testing::llama_cpp_root(&[converter])?;
+    let run = std::process::Command::new(python)
+        .arg(root.join(converter))
+        .arg("--base")
+        .arg(base)
+        .args(["--outtype", "f32", "--outfile"])
+        .arg(out)
+        .arg(peft)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "convert_lora_to_gguf.py: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    Some(out.to_path_buf())
+}
+
 /// Compare prefill and decode logits with the rule; print the worst errors.
 fn check(label: &str, prefill: &[f32], decode: &[f32], r: &Reference, failures: &mut Vec<String>) {
     let (ours_p, up_p) = worst_errors(prefill, &r.prefill32, &r.prefill64, r.vocab);
@@ -941,6 +963,20 @@ fn peft_adapters_on_a_tiny_llama_match_transformers_peft_every_logit() {
         check(label, prefill, decode, r, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // llama.cpp's converter writes q/k rows of B permuted for its llama layout; loaded for this
+    // safetensors model they are put back: the same bits as the PEFT adapter.
+    if let Some(path) = llama_cpp_lora(&python, &model_dir, &a, &work.join("a.gguf")) {
+        let g = LoraAdapter::load(&path, &model).unwrap();
+        assert_eq!(g.modules(), ad_a.modules());
+        let peft = logits_with(&model, &[ActiveLora::new(ad_a, 0.7)], &prompt, &[3, 9]);
+        let gguf = logits_with(&model, &[ActiveLora::new(g, 0.7)], &prompt, &[3, 9]);
+        assert_eq!(
+            bits(&gguf),
+            bits(&peft),
+            "llama.cpp's GGUF LoRA vs the PEFT adapter"
+        );
+        println!("tiny llama: llama.cpp's GGUF LoRA gives the PEFT adapter's bits");
+    }
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -987,5 +1023,21 @@ fn a_peft_adapter_on_the_default_model_matches_transformers_peft_every_logit() {
         check(&label, &prefill, &decode, r, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // llama.cpp's GGUF LoRA of the same adapter on the GGUF model: its q/k rows come permuted
+    // as the model's, the PEFT adapter's were permuted at load: the same bits.
+    if let Some(path) = llama_cpp_lora(&python, &truth, &a, &work.join("a.gguf")) {
+        let g = llm.load_lora(&path).unwrap();
+        let run = |ad: &LoraAdapter| {
+            let mut s = llm.session(SessionOptions::default()).unwrap();
+            s.set_lora(&[ActiveLora::new(ad.clone(), 1.0)]).unwrap();
+            s.prefill_all_logits(&prompt).unwrap()
+        };
+        assert_eq!(
+            bits(&run(&g)),
+            bits(&run(&adapter)),
+            "llama.cpp's GGUF LoRA vs PEFT's"
+        );
+        println!("SmolLM2-135M: llama.cpp's GGUF LoRA gives the PEFT adapter's bits");
+    }
     let _ = std::fs::remove_dir_all(&work);
 }
