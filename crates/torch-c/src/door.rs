@@ -275,7 +275,23 @@ pub fn call(
         match bind(py, schema, self_obj, args, kwargs, python_binding) {
             Ok(bound) => {
                 check_out_options(py, schema, &bound)?;
-                let result = run(py, schema, bound.values)?;
+                let recording = if crate::autograd::wanted(py, &bound.values) {
+                    crate::autograd::pre(py, schema, &bound.values)?
+                } else {
+                    crate::autograd::Pre::Nothing
+                };
+                let result = match recording {
+                    crate::autograd::Pre::Nothing => run(py, schema, bound.values)?,
+                    crate::autograd::Pre::Done(result) => result,
+                    crate::autograd::Pre::Record(token) => {
+                        let result = {
+                            let _below = crate::autograd::Below::enter();
+                            run(py, schema, bound.values)?
+                        };
+                        crate::autograd::post(py, token, &result)?;
+                        result
+                    }
+                };
                 if bound.requires_grad {
                     let r = result.bind(py);
                     let dtype = r.getattr("dtype")?;

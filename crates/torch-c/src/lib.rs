@@ -11,6 +11,7 @@
 // The module must be named `_C` (PyInit__C), which is not snake case.
 #![allow(non_snake_case)]
 
+mod autograd;
 mod capture;
 mod door;
 mod dtype;
@@ -545,6 +546,7 @@ fn load_registry(torch_dir: &std::path::Path) -> PyResult<()> {
 }
 
 const SURFACE: &str = include_str!("surface.py");
+const AUTOGRAD: &str = include_str!("autograd.py");
 
 #[pymodule]
 #[pyo3(name = "_C")]
@@ -603,6 +605,8 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let globals = m.dict();
     globals.set_item("__builtins__", py.import("builtins")?)?;
     let code = std::ffi::CString::new(SURFACE)?;
+    py.run(&code, Some(&globals), None)?;
+    let code = std::ffi::CString::new(AUTOGRAD)?;
     py.run(&code, Some(&globals), None)?;
     Ok(())
 }

@@ -1031,51 +1031,13 @@ _set_meta_in_tls_dispatch_include = _returns(None, "_set_meta_in_tls_dispatch_in
 _meta_in_tls_dispatch_include = _returns(False, "_meta_in_tls_dispatch_include")
 
 
-# ----- autograd stand-ins (part 3 of the face implements autograd) ------------------------------
+# ----- autograd stand-ins (the rest is autograd.py) ----------------------------------------------
 
-class _FunctionBase:
-    """torch.autograd.Function's C base. Forward only: `apply` runs the Function's forward with
-    a context object, as upstream does; a call through which gradients would have to flow (grad
-    mode on and a tensor input that requires grad) is refused by name (autograd: issue 12)."""
-
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        leaves = _builtins.list(args) + _builtins.list(kwargs.values())
-        if is_grad_enabled() and _builtins.any(
-                isinstance(a, TensorBase) and a.requires_grad for a in leaves):  # noqa: F821
-            raise NotImplementedError(
-                f"torch.autograd.Function.apply ({cls.__name__}) with inputs that require grad: "
-                "autograd is not implemented in torchnative yet")
-        from torch.autograd.function import _is_setup_context_defined
-
-        backward_cls = getattr(cls, "_backward_cls", None)
-        ctx = backward_cls() if backward_cls is not None else _FunctionBase()
-        ctx.needs_input_grad = _builtins.tuple(False for _ in args)
-        if _is_setup_context_defined(cls.setup_context):
-            outputs = cls.forward(*args, **kwargs)
-            cls.setup_context(ctx, args, outputs)
-        else:
-            outputs = cls.forward(ctx, *args, **kwargs)
-        return outputs
-
-    @property
-    def saved_tensors(self):
-        return _builtins.tuple(getattr(self, "to_save", ()) or ())
+# _FunctionBase (torch.autograd.Function's C base) and _ImperativeEngine are autograd.py's.
 
 
 class _LegacyVariableBase:
     pass
-
-
-class _ImperativeEngine:
-    def queue_callback(self, cb):
-        raise NotImplementedError("the autograd engine is not implemented in torchnative yet")
-
-    def run_backward(self, *a, **k):
-        raise NotImplementedError("backward() is not implemented in torchnative yet")
-
-    def is_checkpoint_valid(self):
-        return True
 
 
 class _TensorMeta(type):

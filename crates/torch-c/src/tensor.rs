@@ -33,6 +33,10 @@ pub struct TensorBase {
     /// Upstream's lazy math bits (math_bits.rs): the values read conjugated / negated.
     pub conj: bool,
     pub neg: bool,
+    /// The autograd node that made this tensor (`None` for a leaf) and which of its outputs
+    /// this is (`autograd.py`, recorded by the door).
+    pub grad_fn: Option<Py<PyAny>>,
+    pub output_nr: usize,
 }
 
 impl TensorBase {
@@ -45,6 +49,8 @@ impl TensorBase {
             base_obj: None,
             conj: false,
             neg: false,
+            grad_fn: None,
+            output_nr: 0,
         }
     }
 
@@ -612,11 +618,20 @@ impl TensorBase {
     }
     #[getter]
     fn is_leaf(&self) -> bool {
-        true
+        self.grad_fn.is_none()
     }
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> Py<PyAny> {
-        py.None()
+        self.grad_fn
+            .as_ref()
+            .map_or_else(|| py.None(), |g| g.clone_ref(py))
+    }
+    /// Attaches the autograd node that made this tensor (`autograd.py`); `None` makes it a leaf.
+    #[pyo3(signature = (node, output_nr=0))]
+    fn _tn_set_grad_fn(&mut self, node: Option<Py<PyAny>>, output_nr: usize) {
+        self.requires_grad = node.is_some() || self.requires_grad;
+        self.grad_fn = node;
+        self.output_nr = output_nr;
     }
     /// The tensor this one is a view of (a new handle on the base's storage and layout).
     #[getter]
@@ -629,7 +644,7 @@ impl TensorBase {
     }
     #[getter]
     fn output_nr(&self) -> usize {
-        0
+        self.output_nr
     }
     #[getter]
     fn _version(&self) -> u64 {
@@ -654,6 +669,13 @@ impl TensorBase {
     }
     #[setter(requires_grad)]
     fn set_requires_grad(&mut self, value: bool) -> PyResult<()> {
+        if self.grad_fn.is_some() && !value {
+            return Err(PyRuntimeError::new_err(
+                "you can only change requires_grad flags of leaf variables. If you want to use a \
+                 computed variable in a subgraph that doesn't require differentiation use \
+                 var_no_grad = var.detach().",
+            ));
+        }
         if value && !self.inner.dtype().is_float() {
             return Err(PyRuntimeError::new_err(
                 "only Tensors of floating point and complex dtype can require gradients",

@@ -1,0 +1,1177 @@
+# torch._C's autograd (ours; compiled into the extension, run in the module's namespace after
+# surface.py). The door (autograd.rs) calls `_tn_autograd_pre` / `_tn_autograd_post` around an
+# operator whose input requires grad; they record a node: the operator's backward formulas,
+# read from upstream's derivatives.yaml (torchgen/packaged/autograd/ of the installed tree) and
+# translated from their C++ into Python expressions over the face's own operators and the
+# helper functions below, the tensors the formulas name (with their version counters) and the
+# edges to the inputs' nodes. `_ImperativeEngine.run_backward` (what upstream's
+# torch.autograd.backward/grad call) runs the graph. An operator without a formula, or whose
+# formula names something not translated here, gets a node that refuses by name when backward
+# reaches it.
+# flake8: noqa: F821
+
+import builtins as _b
+import re as _re
+import weakref as _weakref
+
+_AG = {"table": None, "dont": None, "below": 0,
+       # the self-test (torch-face/tests/test_autograd.py): every formula's gradient scaled by
+       # 1 + this, which the golden comparison must reject
+       "perturb": _b.float(__import__("os").environ.get("TORCHNATIVE_AUTOGRAD_PERTURB") or 0)}
+
+
+# ----- reading derivatives.yaml ---------------------------------------------------------------
+
+def _ag_torch_dir():
+    import torch
+    return _os_path_dirname(torch.__file__)
+
+
+def _os_path_dirname(p):
+    import os
+    return os.path.dirname(p)
+
+
+def _ag_parse_yaml(text):
+    """The subset of YAML derivatives.yaml is written in: a list of mappings, `dispatch:` with
+    nested mappings, quoted scalars over several lines, plain scalars continued on deeper lines."""
+    entries, cur, section, key_indent, pending = [], None, None, None, None
+    last = None  # (mapping, key) a continuation line extends
+    for raw in text.split("\n"):
+        stripped = raw.strip()
+        if pending is not None:
+            mapping, key = pending
+            mapping[key] += " " + stripped
+            if stripped.endswith('"'):
+                mapping[key] = mapping[key][1:-1]
+                pending = None
+            continue
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        if stripped.startswith("- name:"):
+            cur = {"name": stripped[len("- name:"):].strip()}
+            entries.append(cur)
+            section, last = None, None
+            continue
+        m = _re.match(r"^([A-Za-z_][A-Za-z0-9_, ]*):(?:\s+(.*))?$", stripped)
+        if m and cur is not None and (last is None or indent <= key_indent or section is not None
+                                      and indent <= key_indent + 4):
+            key, value = m.group(1).strip(), (m.group(2) or "").strip()
+            if indent == 2:
+                section = None
+            if not value:
+                if key == "dispatch":
+                    cur["dispatch"] = {}
+                    section = ("dispatch", None)
+                elif section is not None:
+                    cur["dispatch"][key] = {}
+                    section = ("dispatch", key)
+                key_indent = indent
+                last = None
+                continue
+            target = cur if indent == 2 or section is None or section[1] is None else cur["dispatch"][section[1]]
+            if not value.startswith('"') and " #" in value:
+                value = value.split(" #", 1)[0].rstrip()
+            target[key] = value
+            key_indent = indent
+            last = (target, key)
+            if value.startswith('"'):
+                if len(value) > 1 and value.endswith('"'):
+                    target[key] = value[1:-1]
+                else:
+                    pending = (target, key)
+            continue
+        if last is not None:
+            last[0][last[1]] += " " + stripped
+    return entries
+
+
+def _ag_camel(name):
+    # torchgen's node names: CamelCase, a letter after a digit upper-cased (Log1PBackward0)
+    name = "".join(p[:1].upper() + p[1:] for p in name.split("_") if p)
+    return _re.sub(r"(?<=\d)([a-z])", lambda m: m.group(1).upper(), name)
+
+
+def _ag_table():
+    """aten::name.overload -> (node class name, {input names: formula}, schema text)."""
+    if _AG["table"] is not None:
+        return _AG["table"]
+    import os
+    path = os.path.join(_ag_torch_dir(), "..", "torchgen", "packaged", "autograd", "derivatives.yaml")
+    with open(path) as f:
+        entries = _ag_parse_yaml(f.read())
+    table, counts = {}, {}
+    for e in entries:
+        sig = e["name"]
+        head = sig.split("(", 1)[0]
+        base, _, overload = head.partition(".")
+        formulas = e.get("dispatch", {}).get("Default") or {
+            k: v for k, v in e.items() if k not in ("name", "dispatch")}
+        formulas = {k: v for k, v in formulas.items()
+                    if k not in ("output_differentiability", "result") and not k.startswith("result")}
+        n = counts.get(base, 0)
+        counts[base] = n + 1
+        cls = _ag_camel(base) + "Backward" + str(n)
+        rets = sig.rsplit("->", 1)[1].strip().strip("()")
+        ret_names = [r.strip().split(" ")[-1] for r in rets.split(",")] if " " in rets else []
+        table["aten::" + head] = (cls, formulas, sig, ret_names)
+    _AG["table"] = table
+    return table
+
+
+def _ag_dont_require():
+    """Upstream's DONT_REQUIRE_DERIVATIVE (torchgen/packaged/autograd/gen_variable_type.py):
+    operators whose result never requires grad."""
+    if _AG["dont"] is not None:
+        return _AG["dont"]
+    import ast
+    import os
+    path = os.path.join(_ag_torch_dir(), "..", "torchgen", "packaged", "autograd", "gen_variable_type.py")
+    names = set()
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "DONT_REQUIRE_DERIVATIVE" for t in node.targets):
+            names = set(ast.literal_eval(node.value))
+    _AG["dont"] = names
+    return names
+
+
+# ----- translating a formula from C++ to Python -----------------------------------------------
+
+_AG_TOKEN = _re.compile(r"\s*(::|->|&&|\|\||==|!=|<=|>=|[A-Za-z_][A-Za-z0-9_]*|\d+\.\d*(?:e-?\d+)?|\d+|\"[^\"]*\"|.)")
+
+
+class _AgUntranslatable(Exception):
+    pass
+
+
+def _ag_translate(text):
+    toks = [t for t in _AG_TOKEN.findall(text) if t.strip()]
+    out = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if nxt == "::" and t in ("at", "c10", "std", "torch", "native"):
+            i += 2
+            continue
+        if t == "tuple" and nxt == "<":
+            # std::tuple<Tensor, ...>(): undefined gradients
+            j, depth, commas = i + 1, 0, 0
+            while j < len(toks):
+                depth += {"<": 1, ">": -1}.get(toks[j], 0)
+                commas += toks[j] == "," and depth == 1
+                j += 1
+                if depth == 0:
+                    break
+            if toks[j:j + 2] != ["(", ")"]:
+                raise _AgUntranslatable(text)
+            out.append("(" + "None, " * (commas + 1) + ")")
+            i = j + 2
+            continue
+        if t == "::" or t == "<" and out and out[-1] in ("vector", "optional", "array"):
+            raise _AgUntranslatable(text)
+        if t == "&&":
+            out.append(" and ")
+        elif t == "||":
+            out.append(" or ")
+        elif t == "!" and nxt != "=":
+            out.append(" not ")
+        elif t == "true":
+            out.append("True")
+        elif t == "false":
+            out.append("False")
+        elif t == "nullopt":
+            out.append("None")
+        elif t == "{":
+            out.append("[")
+        elif t == "}":
+            out.append("]")
+        elif t == "?" or t == ":":
+            out.append(t)
+        elif t == "." and _re.match(r"[A-Za-z_]", nxt):
+            name = nxt
+            if name.endswith("_symint"):
+                name = name[: -len("_symint")]
+            call = i + 2 < len(toks) and toks[i + 2] == "("
+            attr = {"sym_sizes": "shape", "sizes": "shape", "scalar_type": "dtype", "layout": "layout",
+                    "options": "_tn_ag_options", "sym_strides": "stride", "strides": "stride",
+                    "sym_numel": "numel", "sym_size": "size", "defined": "_tn_ag_defined"}.get(name)
+            if attr in ("shape", "dtype", "layout") and call and toks[i + 3] == ")":
+                out.append("." + attr)
+                i += 4
+                continue
+            out.append("." + (attr or name))
+            i += 2
+            continue
+        else:
+            out.append(t)
+        i += 1
+    py = " ".join(out)
+    py = _ag_ternary(py)
+    try:
+        compile(py, "<formula>", "eval")
+    except SyntaxError:
+        raise _AgUntranslatable(text) from None
+    return py
+
+
+def _ag_ternary(s):
+    """C's `c ? a : b` (right-associative, lowest precedence) as `(a if c else b)`."""
+    depth, q = 0, -1
+    for k, ch in enumerate(s):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "?" and depth == 0:
+            q = k
+            break
+    if q < 0:
+        # ternaries inside parentheses
+        def inner(m):
+            return m.group(0)
+        return _ag_ternary_nested(s)
+    depth, nest, c = 0, 0, -1
+    for k in range(q + 1, len(s)):
+        ch = s[k]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "?" and depth == 0:
+            nest += 1
+        elif ch == ":" and depth == 0:
+            if nest == 0:
+                c = k
+                break
+            nest -= 1
+    if c < 0:
+        raise _AgUntranslatable(s)
+    cond, a, b = s[:q], s[q + 1:c], s[c + 1:]
+    return f"(({_ag_ternary(a)}) if ({_ag_ternary(cond)}) else ({_ag_ternary(b)}))"
+
+
+def _ag_ternary_nested(s):
+    # find a parenthesised group holding a top-level '?', translate it, repeat
+    if "?" not in s:
+        return s
+    stack = []
+    for k, ch in enumerate(s):
+        if ch in "([":
+            stack.append(k)
+        elif ch in ")]":
+            start = stack.pop()
+            body = s[start + 1:k]
+            if "?" in body and _ag_top_level_q(body):
+                return _ag_ternary_nested(s[:start + 1] + _ag_ternary(body) + s[k:])
+    raise _AgUntranslatable(s)
+
+
+def _ag_top_level_q(body):
+    depth = 0
+    for ch in body:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "?" and depth == 0:
+            return True
+    return False
+
+
+# ----- the helper functions formulas name (ours, over the face's operators) -------------------
+
+def _tn_ag_torch():
+    import torch
+    return torch
+
+
+class _AgScalar(_b.float):
+    def conj(self):
+        return self
+
+
+class _AgIntScalar(_b.int):
+    def conj(self):
+        return self
+
+
+class _AgComplexScalar(_b.complex):
+    def conj(self):
+        return _AgComplexScalar(self.conjugate())
+
+
+def _ag_wrap_scalar(v):
+    if isinstance(v, _b.bool):
+        return v
+    if isinstance(v, _b.complex):
+        return _AgComplexScalar(v)
+    if isinstance(v, _b.int):
+        return _AgIntScalar(v)
+    if isinstance(v, _b.float):
+        return _AgScalar(v)
+    return v
+
+
+def handle_r_to_c(dtype, g):
+    if g is None:
+        return g
+    if not dtype.is_complex and g.is_complex():
+        return g.real
+    return g
+
+
+def maybe_multiply(g, s):
+    if isinstance(s, (_b.int, _b.float)) and s == 1:
+        return g
+    return g * s
+
+
+def sum_to(g, shape):
+    shape = _b.tuple(shape)
+    if _b.tuple(g.shape) == shape:
+        return g
+    lead = g.dim() - len(shape)
+    if lead > 0:
+        g = g.sum(_b.list(_b.range(lead)))
+    dims = [i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1]
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g
+
+
+def mul_tensor_backward(grad, other, dtype):
+    return handle_r_to_c(dtype, grad * (other.conj() if hasattr(other, "conj") else other))
+
+
+def div_tensor_self_backward(grad, other, dtype):
+    return handle_r_to_c(dtype, grad / (other.conj() if hasattr(other, "conj") else other))
+
+
+def div_tensor_other_backward(grad, self, other):
+    return handle_r_to_c(other.dtype, -grad * ((self / other) / other).conj())
+
+
+def mm_mat1_backward(grad, mat2, sizes, strides, layout, alpha):
+    return maybe_multiply(grad.mm(mat2.t().conj()), alpha)
+
+
+def mm_mat2_backward(grad, mat1, sizes, strides, layout, alpha):
+    return maybe_multiply(mat1.t().conj().mm(grad), alpha)
+
+
+def matmul_backward(grad, self, other, mask):
+    torch = _tn_ag_torch()
+    a, b, g = self, other, grad
+    if a.dim() == 1 and b.dim() == 1:
+        return (grad * other.conj() if mask[0] else None, grad * self.conj() if mask[1] else None)
+    if a.dim() == 1:
+        a, g = a.unsqueeze(0), g.unsqueeze(-2)
+    if b.dim() == 1:
+        b, g = b.unsqueeze(-1), g.unsqueeze(-1)
+    ga = gb = None
+    if mask[0]:
+        ga = sum_to(torch.matmul(g, b.mT.conj()), a.shape)
+        ga = ga.squeeze(0) if self.dim() == 1 else ga
+        ga = ga.reshape(self.shape)
+    if mask[1]:
+        gb = sum_to(torch.matmul(a.mT.conj(), g), b.shape)
+        gb = gb.reshape(other.shape)
+    return ga, gb
+
+
+def linear_backward(input, grad, weight, mask):
+    torch = _tn_ag_torch()
+    gi = grad.matmul(weight.conj()) if mask[0] else None
+    gw = gb = None
+    if mask[1]:
+        g2 = grad.reshape(-1, grad.shape[-1]) if grad.dim() > 1 else grad.unsqueeze(0)
+        i2 = input.reshape(-1, input.shape[-1]) if input.dim() > 1 else input.unsqueeze(0)
+        gw = g2.t().mm(i2.conj())
+    if len(mask) > 2 and mask[2]:
+        gb = grad.sum(_b.list(_b.range(grad.dim() - 1))) if grad.dim() > 1 else grad
+    return gi, gw, gb
+
+
+def pow_backward(grad, self, exponent):
+    torch = _tn_ag_torch()
+    if not isinstance(exponent, TensorBase) and exponent == 0:
+        return torch.zeros_like(self)
+    return grad * (exponent * self.pow(exponent - 1)).conj()
+
+
+def pow_backward_self(grad, self, exponent):
+    torch = _tn_ag_torch()
+    return torch.where(exponent == 0.0, torch.zeros((), dtype=grad.dtype),
+                       grad * (exponent * torch.pow(self, exponent - 1)).conj())
+
+
+def pow_backward_exponent(grad, self, exponent, result):
+    torch = _tn_ag_torch()
+    if not isinstance(self, TensorBase):
+        if self == 0:
+            cond = exponent >= 0
+            return torch.where(cond, torch.zeros((), dtype=grad.dtype),
+                               grad * (result * _b.__import__("math").log(self) if self > 0 else result).conj())
+        return grad * (result * _b.__import__("math").log(self)).conj()
+    cond = (self == 0) & (exponent >= 0)
+    out = grad * torch.where(cond, torch.zeros((), dtype=grad.dtype), result * self.log()).conj()
+    return sum_to(out, exponent.shape)
+
+
+def mean_backward(grad, sizes, dim, numel, keepdim):
+    if dim is None or len(dim) == 0:
+        return grad.expand(sizes) / numel
+    n = 1
+    nd = len(sizes)
+    for d in dim:
+        n *= sizes[d % nd]
+    return sum_backward(grad, sizes, dim, keepdim) / n
+
+
+def sum_backward(grad, sizes, dims, keepdim):
+    sizes = _b.tuple(sizes)
+    if not keepdim and len(sizes) > 0 and dims is not None and len(dims) > 0:
+        nd = len(sizes)
+        for d in sorted(d % nd for d in dims):
+            grad = grad.unsqueeze(d)
+    return grad.expand(sizes)
+
+
+def permute_backwards(grad, dims):
+    nd = len(dims)
+    inv = [0] * nd
+    for i, d in enumerate(dims):
+        inv[d % nd] = i
+    return grad.permute(inv)
+
+
+def unsqueeze_to(grad, *args):
+    if len(args) == 1:
+        sizes = args[0]
+        for i, n in enumerate(sizes):
+            if n == 1:
+                grad = grad.unsqueeze(i)
+        return grad
+    dims, sizes = args
+    dims = [dims] if isinstance(dims, _b.int) else _b.list(dims)
+    nd = len(sizes)
+    for d in sorted(d % nd if nd else 0 for d in dims):
+        if nd and sizes[d] == 1:
+            grad = grad.unsqueeze(d)
+    return grad
+
+
+def not_implemented(what, *a):
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
+def _tn_ag_aten(name):
+    """An aten operator as a formula calls it: C++ passes keyword-only arguments by position."""
+    torch = _tn_ag_torch()
+    packet = getattr(torch.ops.aten, name)
+
+    def call(*args):
+        try:
+            overloads = [getattr(packet, o) for o in packet.overloads()]
+        except Exception:
+            overloads = []
+        for op in overloads:
+            params = op._schema.arguments
+            positional = [a for a in params if not a.kwarg_only]
+            if len(args) <= len(positional) or len(args) > len(params):
+                continue
+            kw = {a.name: v for a, v in zip([a for a in params if a.kwarg_only], args[len(positional):])}
+            try:
+                return op(*args[:len(positional)], **kw)
+            except TypeError:
+                continue
+        return packet(*args)
+
+    return call
+
+
+TensorBase._tn_ag_defined = lambda self: True
+TensorBase._tn_ag_options = lambda self: self.dtype
+
+
+# ----- nodes -----------------------------------------------------------------------------------
+
+_AG_FREED = object()
+
+
+class _AgSaved:
+    """A tensor a formula reads: another handle on its storage (no grad_fn: no cycle through the
+    node), and the original (weakly) with the version it had, for upstream's in-place check."""
+    __slots__ = ("data", "ref", "version", "is_output", "node_name", "output_nr", "orig")
+
+    def __init__(self, t, is_output=False, node_name=None, output_nr=0):
+        self.data = t.data
+        # an input is kept itself (its history serves create_graph); an output only weakly
+        self.orig = None if is_output else t
+        try:
+            self.ref = _weakref.ref(t)
+        except TypeError:
+            self.ref = None
+        self.version = t._version
+        self.is_output = is_output
+        self.node_name = node_name if is_output else (type(t.grad_fn).__name__ if t.grad_fn is not None else None)
+        self.output_nr = output_nr if is_output else t.output_nr
+
+    def unpack(self):
+        t = self.ref() if self.ref is not None else None
+        now = t._version if t is not None else self.version
+        if now != self.version:
+            kind = {"torch.float32": "FloatTensor", "torch.float64": "DoubleTensor",
+                    "torch.float16": "HalfTensor", "torch.bfloat16": "BFloat16Tensor"}.get(
+                        str(self.data.dtype), "Tensor")
+            where = ("" if self.node_name is None else
+                     f", which is output {self.output_nr} of {self.node_name},")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [torch.{kind} [{', '.join(str(n) for n in self.data.shape)}]]"
+                f"{where} is at version {now}; expected version {self.version} instead. Hint: enable "
+                "anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        if _grad_enabled[0]:
+            # create_graph: the formula's operators record, through the saved tensors' history
+            return t if t is not None else self.orig if self.orig is not None else self.data
+        return self.data
+
+
+class _AgNode:
+    """A grad_fn. Subclasses are made per formula entry with upstream's names (AddBackward0)."""
+
+    _tn_formulas = None  # [(input names, python expression or None, C++ text)]
+    _tn_op = ""
+
+    def __init__(self):
+        self._tn_edges = []  # per differentiable input: (node, input_nr) or None
+        self._tn_inputs = []  # per edge: the input's name
+        self._tn_env = {}
+        self._tn_saved_freed = False
+        self._tn_hook_dicts = []
+        self._tn_hooks = []
+        self._tn_prehooks = []
+        self._tn_shapes = []
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return _b.tuple((e[0], e[1]) if e is not None else (None, 0) for e in self._tn_edges)
+
+    @property
+    def metadata(self):
+        d = self.__dict__.get("_tn_metadata")
+        if d is None:
+            d = self._tn_metadata = {}
+        return d
+
+    def register_hook(self, fn):
+        from torch.utils.hooks import RemovableHandle
+        d = {}
+        self._tn_hooks.append(d)
+        h = RemovableHandle(d)
+        d[h.id] = fn
+        return h
+
+    def register_prehook(self, fn):
+        from torch.utils.hooks import RemovableHandle
+        d = {}
+        self._tn_prehooks.append(d)
+        h = RemovableHandle(d)
+        d[h.id] = fn
+        return h
+
+    def _register_hook_dict(self, tensor):
+        self._tn_hook_dicts.append(_weakref.ref(tensor))
+
+    def __call__(self, *grads):
+        return self._tn_apply(_b.list(grads))
+
+    def _tn_apply(self, grads):
+        if self._tn_saved_freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if "
+                "you need to access saved tensors after calling backward.")
+        env = {}
+        for k, v in self._tn_env.items():
+            env[k] = v.unpack() if isinstance(v, _AgSaved) else (
+                [x.unpack() if isinstance(x, _AgSaved) else x for x in v] if isinstance(v, _b.list) else v)
+        env["grad"] = grads[0]
+        env["grads"] = grads
+        env = _AgEnv(env)
+        out = [None] * len(self._tn_edges)
+        for names, expr, text in self._tn_formulas:
+            wanted = [n for n in names if self._tn_mask.get(n)]
+            if not wanted:
+                continue
+            if expr is None:
+                raise NotImplementedError(
+                    f"torchnative: backward of {self._tn_op} ({type(self).__name__}): the formula "
+                    f"for {', '.join(names)} in derivatives.yaml is not translated: {text}")
+            if grads[0] is None:
+                continue
+            env["grad_input_mask"] = [_b.bool(self._tn_mask.get(n)) for n in names]
+            try:
+                value = eval(expr, _AG_GLOBALS, env)
+            except NameError as e:
+                raise NotImplementedError(
+                    f"torchnative: backward of {self._tn_op} ({type(self).__name__}): the formula "
+                    f"for {', '.join(names)} in derivatives.yaml names {e.args[0]}, which torchnative "
+                    f"does not implement: {text}") from None
+            values = _b.list(value) if len(names) > 1 else [value]
+            for n, v in zip(names, values):
+                if n in self._tn_index and v is not None:
+                    out[self._tn_index[n]] = v * (1 + _AG["perturb"]) if _AG["perturb"] else v
+        return out
+
+    def _tn_free(self):
+        self._tn_env = {}
+        self._tn_saved_freed = True
+
+
+class _AgRefusing(_AgNode):
+    """The node of an operator whose backward torchnative does not have."""
+    _tn_reason = ""
+
+    def _tn_apply(self, grads):
+        raise NotImplementedError(self._tn_reason)
+
+
+class _AgAccumulateGrad(_AgNode):
+    def __init__(self, variable):
+        _AgNode.__init__(self)
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+
+_AgAccumulateGrad.__name__ = _AgAccumulateGrad.__qualname__ = "AccumulateGrad"
+
+
+_AG_CLASSES = {}
+
+
+def _ag_node_class(full):
+    """The node class for an overload (translated formulas), or None when it has no entry."""
+    if full in _AG_CLASSES:
+        return _AG_CLASSES[full]
+    entry = _ag_table().get(full)
+    cls = None
+    if entry is not None:
+        name, formulas, sig, ret_names = entry
+        translated = []
+        for key, text in formulas.items():
+            names = [n.strip() for n in key.split(",")]
+            if text.strip() == "non_differentiable":
+                translated.append((names, "None" if len(names) == 1 else "(None,)*%d" % len(names), text))
+                continue
+            try:
+                expr = _ag_translate(text)
+            except _AgUntranslatable:
+                expr = None
+            translated.append((names, expr, text))
+        cls = type(name, (_AgNode,), {"_tn_formulas": translated, "_tn_op": full,
+                                      "_tn_ret_names": ret_names})
+    _AG_CLASSES[full] = cls
+    return cls
+
+
+def _ag_refusing(full, reason, name=None):
+    cls = type(name or "NotImplemented", (_AgRefusing,), {"_tn_reason": reason, "_tn_op": full})
+    return cls()
+
+
+def _ag_edge(t):
+    if t.grad_fn is not None:
+        return (t.grad_fn, t.output_nr)
+    if t.requires_grad:
+        return (_AgAccumulateGrad(t), 0)
+    return None
+
+
+# ----- what the door calls -----------------------------------------------------------------------
+
+_AG_VIEW_LIKE = ("detach", "detach_")
+
+
+def _ag_decomposition(full):
+    """Upstream's Python decomposition of a CompositeImplicitAutograd operator (so that its
+    parts, which have formulas, are recorded), or None."""
+    if not _tn_upstream_has_kernel(full, "CompositeImplicitAutograd"):
+        return None
+    torch = _tn_ag_torch()
+    base, _, overload = full[len("aten::"):].partition(".")
+    try:
+        op = getattr(getattr(torch.ops.aten, base), overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
+    from torch._decomp import decomposition_table
+    return decomposition_table.get(op)
+
+
+def _tn_autograd_pre(full, names, values):
+    if not _grad_enabled[0]:
+        return None
+    written = [n.lstrip("!*") for n in names if n.startswith("!")]
+    names = [n.lstrip("!") for n in names]
+    base = full[len("aten::"):].split(".")[0]
+    if base in _AG_VIEW_LIKE or base in _ag_dont_require():
+        return None
+    tensors = []
+    for n, v in zip(names, values):
+        if isinstance(v, TensorBase):
+            tensors.append((n, v))
+        elif isinstance(v, _b.list):
+            tensors.extend((n, x) for x in v if isinstance(x, TensorBase))
+    if "out" in names and any(n == "out" for n, _ in tensors):
+        if any(t.requires_grad for _, t in tensors):
+            raise RuntimeError(
+                f"{base}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad.")
+    cls = _ag_node_class(full)
+    if cls is None:
+        implicit = _AG_IMPLICIT.get(full) or _ag_decomposition(full)
+        if implicit is not None:
+            args = [v for n, v in zip(names, values) if not n.startswith("*")]
+            kwargs = {n[1:]: v for n, v in zip(names, values) if n.startswith("*")}
+            return (None, implicit(*args, **kwargs))
+    names = [n.lstrip("*") for n in names]
+    return ((full, names, values, cls, written), None)
+
+
+def _ag_softmax(which):
+    def body(self, dim, dtype=None):
+        torch = _tn_ag_torch()
+        x = self if dtype is None else self.to(dtype)
+        return getattr(torch.ops.aten, which)(x, dim, False)
+    return body
+
+
+def _ag_reshape(self, shape):
+    # upstream's reshape: a view when the strides allow it, else _unsafe_view of a copy
+    torch = _tn_ag_torch()
+    try:
+        return self.view(shape)
+    except RuntimeError:
+        return torch.ops.aten._unsafe_view(self.clone(memory_format=torch.contiguous_format), shape)
+
+
+# CompositeImplicitAutograd operators that torch._decomp has no decomposition of: upstream's
+# C++ bodies (aliases of an operator with a formula; not formulas).
+_AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
+                "aten::log_softmax.int": _ag_softmax("_log_softmax"),
+                "aten::reshape": _ag_reshape}
+
+
+def _ag_is_float_tensor(t):
+    return isinstance(t, TensorBase) and (t.dtype.is_floating_point or t.dtype.is_complex)
+
+
+def _tn_autograd_post(token, result):
+    full, names, values, cls, written = token
+    outs = _b.list(result) if isinstance(result, (_b.tuple, _b.list)) else [result]
+    diff = [(i, o) for i, o in enumerate(outs) if _ag_is_float_tensor(o)]
+    if not diff:
+        return
+    mutated = [v for n, v in zip(names, values) if n in written and isinstance(v, TensorBase)]
+    # an operator that hands back an input itself (conj of a real tensor) keeps its history
+    inputs = [v for v in values if isinstance(v, TensorBase)]
+    diff = [(i, o) for i, o in diff if mutated or not _b.any(o is v for v in inputs)]
+    if not diff:
+        return
+    for t in mutated:
+        if t.grad_fn is None and t.requires_grad:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+    if mutated:
+        node = _ag_refusing(full, f"torchnative: backward through the in-place operator {full} "
+                                  "is not implemented (autograd: issue 12)")
+    elif cls is None:
+        node = _ag_refusing(full, f"torchnative: {full} has no derivative formula in "
+                                  "derivatives.yaml that torchnative runs; backward through it "
+                                  "is not implemented")
+    else:
+        node = cls()
+        env, index, mask = {}, {}, {}
+        result_names = ["result"] if len(outs) == 1 else [f"result{i}" for i in range(len(outs))]
+        for n, v in zip(names, values):
+            if isinstance(v, TensorBase):
+                env[n] = _AgSaved(v)
+                if v.requires_grad:
+                    index[n] = len(node._tn_edges)
+                    node._tn_edges.append(_ag_edge(v))
+                    node._tn_shapes.append((_b.tuple(v.shape), v.dtype))
+                    mask[n] = True
+                else:
+                    mask[n] = False
+            elif isinstance(v, _b.list) and v and isinstance(v[0], TensorBase):
+                env[n] = [_AgSaved(x) for x in v]
+                mask[n] = False
+            else:
+                env[n] = _ag_wrap_scalar(v)
+                mask[n] = False
+        for rn, (i, o) in zip(result_names, enumerate(outs)):
+            if isinstance(o, TensorBase):
+                env[rn] = _AgSaved(o, True, type(node).__name__, i)
+        if len(outs) == 1:
+            env["result"] = env.get("result0", env.get("result"))
+        for rn, o in zip(cls._tn_ret_names, outs):
+            env.setdefault(rn, _AgSaved(o, True, type(node).__name__, 0) if isinstance(o, TensorBase) else o)
+        node._tn_env, node._tn_index = env, index
+        node._tn_mask = {k: mask.get(k, False) for k in mask}
+        # an input that requires grad but that no formula names: upstream's error at forward
+        for n, on in mask.items():
+            if on and not _b.any(n in names_ for names_, _, _ in cls._tn_formulas):
+                raise RuntimeError(
+                    f"The function '{type(node).__name__[:-len('Backward0')] or full}' is not "
+                    f"differentiable with respect to argument '{n}'. This input cannot have "
+                    "requires_grad True.")
+    if not isinstance(node, _AgNode) or not node._tn_edges:
+        # refusing nodes and nodes of operators with no differentiable input still link
+        for n, v in zip(names, values):
+            if isinstance(v, TensorBase) and v.requires_grad and not _b.any(o is v for o in outs):
+                node._tn_edges.append(_ag_edge(v))
+    for i, o in diff:
+        o._tn_set_grad_fn(node, i)
+
+
+# ----- the engine ------------------------------------------------------------------------------
+
+def _ag_add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _ag_run_hooks(tensor, grad):
+    hooks = getattr(tensor, "_backward_hooks", None)
+    if hooks:
+        for h in _b.list(hooks.values()):
+            r = h(grad)
+            if r is not None:
+                grad = r
+    return grad
+
+
+class _ImperativeEngine:
+    def queue_callback(self, cb):
+        self.__dict__.setdefault("_callbacks", []).append(cb)
+
+    def is_checkpoint_valid(self):
+        return True
+
+    def run_backward(self, tensors, grad_tensors, keep_graph, create_graph, inputs=(),
+                     allow_unreachable=False, accumulate_grad=True):
+        tensors = _b.list(tensors)
+        roots = []
+        for i, t in enumerate(tensors):
+            if t.grad_fn is None and not t.requires_grad:
+                raise RuntimeError(
+                    f"element {i} of tensors does not require grad and does not have a grad_fn")
+            roots.append(_ag_edge(t))
+        inputs = _b.list(inputs or ())
+        # graph: every node reachable from the roots, in an order where a node comes after
+        # every node that feeds it
+        order, seen = [], set()
+        leaf_nodes = {}
+
+        def visit(node):
+            stack = [(node, False)]
+            while stack:
+                n, done = stack.pop()
+                if done:
+                    order.append(n)
+                    continue
+                if id(n) in seen:
+                    continue
+                seen.add(id(n))
+                stack.append((n, True))
+                for e in n._tn_edges:
+                    if e is not None and id(e[0]) not in seen:
+                        stack.append((e[0], False))
+
+        for node, _ in roots:
+            visit(node)
+        order.reverse()
+        # where to capture gradients for `inputs` (autograd.grad) / which leaves to fill
+        capture = {}
+        for k, t in enumerate(inputs):
+            if t.grad_fn is not None:
+                capture.setdefault((id(t.grad_fn), t.output_nr), []).append(k)
+            else:
+                capture.setdefault(("leaf", id(t)), []).append(k)
+        captured = [None] * len(inputs)
+        buffers = {}
+        for (node, nr), g in zip(roots, grad_tensors):
+            buffers.setdefault(id(node), {})
+            buffers[id(node)][nr] = _ag_add(buffers[id(node)].get(nr), g)
+        prev_mode = _grad_enabled[0]
+        _grad_enabled[0] = _b.bool(create_graph)
+        try:
+            for node in order:
+                buf = buffers.pop(id(node), None)
+                if buf is None:
+                    continue
+                if isinstance(node, _AgAccumulateGrad):
+                    t = node.variable
+                    g = _ag_run_hooks(t, buf.get(0))
+                    for k in capture.get(("leaf", id(t)), ()):
+                        captured[k] = _ag_add(captured[k], g)
+                    if accumulate_grad and (not inputs or ("leaf", id(t)) in capture) and g is not None:
+                        if t.grad is None:
+                            t.grad = g if create_graph else g.detach()
+                        elif create_graph:
+                            t.grad = t.grad + g
+                        else:
+                            t.grad = (t.grad + g).detach()
+                    continue
+                nouts = _b.max(buf.keys()) + 1 if buf else 1
+                grads = [buf.get(i) for i in _b.range(nouts)]
+                for ref in node._tn_hook_dicts:
+                    t = ref()
+                    if t is not None and t.output_nr < len(grads):
+                        grads[t.output_nr] = _ag_run_hooks(t, grads[t.output_nr])
+                        if getattr(t, "_tn_retains_grad", False) and grads[t.output_nr] is not None:
+                            g = grads[t.output_nr]
+                            t.grad = g.detach() if t.grad is None else (t.grad + g).detach()
+                for i, g in enumerate(grads):
+                    for k in capture.get((id(node), i), ()):
+                        captured[k] = _ag_add(captured[k], g)
+                for d in node._tn_prehooks:
+                    for h in _b.list(d.values()):
+                        r = h(_b.tuple(grads))
+                        if r is not None:
+                            grads = _b.list(r)
+                if inputs and not accumulate_grad and not self._tn_needed(node, capture):
+                    continue
+                outs = node._tn_apply(grads)
+                for d in node._tn_hooks:
+                    for h in _b.list(d.values()):
+                        r = h(_b.tuple(outs), _b.tuple(grads))
+                        if r is not None:
+                            outs = _b.list(r)
+                if not keep_graph:
+                    node._tn_free()
+                for k, (e, g) in enumerate(zip(node._tn_edges, outs)):
+                    if e is None or g is None:
+                        continue
+                    if k < len(node._tn_shapes):
+                        # upstream's validate_outputs: a broadcast input's gradient is summed
+                        # back to its shape and cast to its dtype
+                        shape, dtype = node._tn_shapes[k]
+                        if _b.tuple(g.shape) != shape:
+                            g = sum_to(g, shape)
+                        if g.dtype != dtype:
+                            g = g.to(dtype)
+                    nb = buffers.setdefault(id(e[0]), {})
+                    nb[e[1]] = _ag_add(nb.get(e[1]), g)
+        finally:
+            _grad_enabled[0] = prev_mode
+            cbs = self.__dict__.pop("_callbacks", [])
+        for cb in cbs:
+            cb()
+        if inputs and not accumulate_grad:
+            for k, (t, g) in enumerate(zip(inputs, captured)):
+                if g is None and not allow_unreachable:
+                    raise RuntimeError(
+                        "One of the differentiated Tensors appears to not have been used in the "
+                        "graph. Set allow_unused=True if this is the desired behavior.")
+            return _b.tuple(captured)
+        return ()
+
+    def _tn_needed(self, node, capture):
+        # does any input to capture lie below this node?
+        memo = self.__dict__.setdefault("_tn_memo", {})
+        stack, seen = [node], set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if isinstance(n, _AgAccumulateGrad):
+                if ("leaf", id(n.variable)) in capture:
+                    return True
+                continue
+            if _b.any(k[0] == id(n) for k in capture if k[0] != "leaf"):
+                if n is not node:
+                    return True
+            stack.extend(e[0] for e in n._tn_edges if e is not None)
+        return False
+
+
+def _tn_retain_grad(self):
+    if self.grad_fn is None:
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return
+    if not getattr(self, "_tn_retains_grad", False):
+        self._tn_retains_grad = True
+        self.grad_fn._register_hook_dict(self)
+
+
+TensorBase.retain_grad = _tn_retain_grad
+TensorBase.retains_grad = property(lambda self: _b.bool(getattr(self, "_tn_retains_grad", False)))
+TensorBase._grad_fn = property(lambda self: self.grad_fn)
+
+
+class _FunctionBase:
+    """torch.autograd.Function's C base: `apply` runs forward with a context and, when grad mode
+    is on and an input requires grad, records a node whose backward is the Function's."""
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from torch.autograd.function import _is_setup_context_defined
+
+        backward_cls = getattr(cls, "_backward_cls", None)
+        ctx = backward_cls() if backward_cls is not None else _FunctionBase()
+        tensor_args = [a for a in args if isinstance(a, TensorBase)]
+        recording = _grad_enabled[0] and _b.any(a.requires_grad for a in tensor_args)
+        ctx.needs_input_grad = _b.tuple(isinstance(a, TensorBase) and a.requires_grad and recording
+                                        for a in args)
+        ctx._tn_args = args
+        prev = _grad_enabled[0]
+        _grad_enabled[0] = False
+        try:
+            if _is_setup_context_defined(cls.setup_context):
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _grad_enabled[0] = prev
+        if not recording:
+            return outputs
+        node = ctx
+        _AgNode.__init__(node)
+        node._tn_fn_cls = cls
+        node._tn_arg_edges = []
+        for a in args:
+            if isinstance(a, TensorBase) and a.requires_grad:
+                node._tn_arg_edges.append(len(node._tn_edges))
+                node._tn_edges.append(_ag_edge(a))
+            else:
+                node._tn_arg_edges.append(None)
+        outs = outputs if isinstance(outputs, _b.tuple) else (outputs,)
+        for i, o in enumerate(outs):
+            if _ag_is_float_tensor(o):
+                o._tn_set_grad_fn(node, i)
+        return outputs
+
+    def _tn_apply(self, grads):
+        torch = _tn_ag_torch()
+        grads = [g if g is not None else None for g in grads]
+        result = self._tn_fn_cls.backward(self, *grads)
+        if not isinstance(result, _b.tuple):
+            result = (result,)
+        out = [None] * len(self._tn_edges)
+        for k, e in enumerate(self._tn_arg_edges):
+            if e is not None and k < len(result):
+                out[e] = result[k]
+        return out
+
+    def _tn_free(self):
+        self._tn_saved_freed = True
+
+    @property
+    def saved_tensors(self):
+        return _b.tuple(getattr(self, "to_save", ()) or ())
+
+    def name(self):
+        return type(self).__name__
+
+
+_FunctionBase._tn_hooks = ()
+_FunctionBase._tn_prehooks = ()
+_FunctionBase._tn_hook_dicts = ()
+for _n in ("next_functions", "register_hook", "register_prehook", "_register_hook_dict", "metadata"):
+    setattr(_FunctionBase, _n, getattr(_AgNode, _n))
+
+_AG_GLOBALS = {"__builtins__": _b}
+for _n in ("handle_r_to_c", "maybe_multiply", "sum_to", "mul_tensor_backward",
+           "div_tensor_self_backward", "div_tensor_other_backward", "mm_mat1_backward",
+           "mm_mat2_backward", "matmul_backward", "linear_backward", "pow_backward",
+           "pow_backward_self", "pow_backward_exponent", "mean_backward", "sum_backward",
+           "permute_backwards", "unsqueeze_to", "not_implemented"):
+    _AG_GLOBALS[_n] = globals()[_n]
+
+
+class _AgEnv(dict):
+    """A formula's names: its operator's arguments, grad(s), result(s), then our helpers, then
+    the face's own aten operators (e.g. sigmoid_backward)."""
+
+    def __missing__(self, key):
+        if key in _AG_GLOBALS:
+            return _AG_GLOBALS[key]
+        try:
+            return _tn_ag_aten(key)
+        except (AttributeError, RuntimeError):
+            raise NameError(key) from None
+
+
+# upstream keeps Python objects in the autograd engine's thread-local state
+_AG_TLS = __import__("threading").local()
+
+
+def _ag_tls():
+    d = getattr(_AG_TLS, "objs", None)
+    if d is None:
+        d = _AG_TLS.objs = {}
+    return d
+
+
+def _stash_obj_in_tls(key, value):
+    _ag_tls()[key] = value
+
+
+def _remove_obj_from_tls(key):
+    _ag_tls().pop(key, None)
+
+
+def _get_obj_in_tls(key):
+    return _ag_tls()[key]
+
+
+def _is_key_in_tls(key):
+    return key in _ag_tls()
+
+
+class _AgUndefinedGradBackward(_AgNode):
+    def _tn_apply(self, grads):
+        return [None] * len(self._tn_edges)
+
+
+_AgUndefinedGradBackward.__name__ = _AgUndefinedGradBackward.__qualname__ = "UndefinedGradBackward"
+
+
+class _AgUndefinedGrad:
+    """torch._C._functions.UndefinedGrad: an alias whose backward passes undefined gradients."""
+
+    def __call__(self, *tensors):
+        outs = []
+        for t in tensors:
+            r = t.detach()
+            if t.requires_grad:
+                node = _AgUndefinedGradBackward()
+                node._tn_edges.append(_ag_edge(t))
+                r._tn_set_grad_fn(node, 0)
+            outs.append(r)
+        return outs[0] if len(outs) == 1 else _b.tuple(outs)
+
+
+class _functions:
+    UndefinedGrad = _AgUndefinedGrad
+    AccumulateGrad = _AgAccumulateGrad
