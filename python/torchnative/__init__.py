@@ -41,6 +41,7 @@ from .llm import (
     GENERATION_KWARGS,
     LLM,
     Engine,
+    LoraAdapter,
     Server,
     Message,
     PromptOrMessages,
@@ -58,6 +59,7 @@ from .llm import (
 __all__ = [
     "load_llm",
     "LLM",
+    "LoraAdapter",
     "load_embedder",
     "Embedder",
     "embed",

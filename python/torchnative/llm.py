@@ -34,7 +34,9 @@ _FLOAT_ARGS = (
 )
 # Constrained decoding: at most one of these (the output follows it).
 _CONSTRAINT_ARGS = ("grammar", "json_schema", "regex", "json_object")
-GENERATION_KWARGS = frozenset(_INT_ARGS + _FLOAT_ARGS + ("do_sample", "stop") + _CONSTRAINT_ARGS)
+GENERATION_KWARGS = frozenset(
+    _INT_ARGS + _FLOAT_ARGS + ("do_sample", "stop", "lora") + _CONSTRAINT_ARGS
+)
 # Speculative decoding (one-shot requests: LLM.generate, chat and stream).
 SPECULATIVE_KWARGS = frozenset(("draft", "draft_tokens"))
 
@@ -163,6 +165,8 @@ def _generation_config(
                 value = value._native
             elif value != "prompt_lookup":
                 raise TypeError('draft must be "prompt_lookup" or a loaded LLM')
+        elif name == "lora":
+            value = _lora_pairs(value)
         elif name == "draft_tokens":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"draft_tokens must be an int, not {type(value).__name__}")
@@ -170,6 +174,44 @@ def _generation_config(
                 raise InvalidArgumentError(f"invalid draft_tokens: {value} must be 1 to 32")
         config[name] = value
     return config
+
+
+class LoraAdapter:
+    """A LoRA adapter loaded for one model (see :meth:`LLM.load_lora`). The model itself is
+    never changed: requests choose adapters with ``lora=``."""
+
+    def __init__(self, native: Any) -> None:
+        """Made by :meth:`LLM.load_lora`; not meant to be called directly."""
+        self._native = native
+
+    def __repr__(self) -> str:
+        return f"LoraAdapter({self.source!r}, rank={self.rank})"
+
+    @property
+    def source(self) -> str:
+        """Where the adapter was loaded from."""
+        return self._native.source
+
+    @property
+    def rank(self) -> int:
+        """Largest rank of its low-rank pairs."""
+        return self._native.rank
+
+
+def _lora_pairs(value: Any) -> list[tuple[Any, float]]:
+    """``lora=``: an adapter, an ``(adapter, scale)`` pair, or a list of either; [] for none."""
+    items = value if isinstance(value, list) else [value]
+    pairs = []
+    for item in items:
+        adapter, scale = (item, 1.0) if isinstance(item, LoraAdapter) else (None, None)
+        if adapter is None and isinstance(item, tuple) and len(item) == 2:
+            adapter, scale = item
+        if not isinstance(adapter, LoraAdapter):
+            raise TypeError("lora must be a LoraAdapter, an (adapter, scale) pair or a list of them")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+            raise TypeError(f"lora scale must be a float, not {type(scale).__name__}")
+        pairs.append((adapter._native, float(scale)))
+    return pairs
 
 
 def _message_pairs(messages: Any) -> list[tuple[str, str]]:
@@ -331,6 +373,9 @@ class LLM:
       ``regex`` (matched in full), ``json_object=True`` (any JSON object). The output follows
       it with any sampler; generation ends when it is complete. Compiled grammars are cached
       per model.
+    - ``lora``: LoRA adapters (:meth:`load_lora`) added to the model for this request: an
+      adapter, an ``(adapter, scale)`` pair, or a list of them; in a :class:`Session` the choice
+      stays for later turns until another is given (``lora=[]``: the base model).
     - Speculative decoding (:meth:`generate`, :meth:`chat`, :meth:`stream` only): ``draft``
       (``"prompt_lookup"``, or a loaded :class:`LLM` of the same vocabulary) and
       ``draft_tokens`` (3): drafted tokens are verified in one forward pass; the output is
@@ -408,6 +453,12 @@ class LLM:
         config = _generation_config("stream", kwargs, speculative=True)
         ids = self._prompt_ids(prompt_or_messages)
         return Stream(self._native.stream(ids, config, self._n_ctx))
+
+    def load_lora(self, path: str | os.PathLike[str]) -> LoraAdapter:
+        """Load a LoRA adapter for this model: a PEFT directory (``adapter_config.json`` +
+        ``adapter_model.safetensors``) or a GGUF LoRA file. Use it with ``lora=adapter``,
+        ``lora=(adapter, scale)`` or a list of them (their deltas add up)."""
+        return LoraAdapter(self._native.load_lora(os.fspath(path)))
 
     def session(self, n_ctx: int | None = None) -> Session:
         """Start a multi-turn conversation that keeps its KV cache between turns.

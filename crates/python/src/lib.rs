@@ -15,10 +15,10 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use torchnative_runtime::{
-    load_llm, ChatMessage, Completion, Constraint, ConstraintSyntax, Counters, CountingAllocator,
-    DraftSource, Engine, EngineConfig, EngineEvent, EngineRequest, Flow, GenerationConfig, Llm,
-    LoadOptions, RuntimeError, SamplingParams, Session, SessionOptions, SpeculativeConfig,
-    Speculator, Timings, Usage, WeightFormat,
+    load_llm, ActiveLora, ChatMessage, Completion, Constraint, ConstraintSyntax, Counters,
+    CountingAllocator, DraftSource, Engine, EngineConfig, EngineEvent, EngineRequest, Flow,
+    GenerationConfig, Llm, LoadOptions, LoraAdapter, RuntimeError, SamplingParams, Session,
+    SessionOptions, SpeculativeConfig, Speculator, Timings, Usage, WeightFormat,
 };
 
 /// Counts heap allocations (one relaxed atomic add each) so that results report
@@ -105,7 +105,44 @@ fn config_from_dict(
         stop: get(d, "stop")?.unwrap_or_default(),
         eos_token_ids: base.eos_token_ids,
         constraint: constraint_from_dict(d, llm)?,
+        lora: lora_from_dict(d)?,
     })
+}
+
+/// The adapters the config names (`lora`: a list of `(NativeLora, scale)` the Python layer
+/// built); absent: the session's own choice.
+fn lora_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Option<Vec<ActiveLora>>> {
+    let Some(list) = d.get_item("lora")?.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let pairs: Vec<(PyRef<'_, NativeLora>, f32)> = list.extract()?;
+    Ok(Some(
+        pairs
+            .iter()
+            .map(|(a, s)| ActiveLora::new(a.adapter.clone(), *s))
+            .collect(),
+    ))
+}
+
+/// A LoRA adapter loaded for one model (shared, immutable).
+#[pyclass(frozen, module = "torchnative._native")]
+struct NativeLora {
+    adapter: LoraAdapter,
+}
+
+#[pymethods]
+impl NativeLora {
+    /// Where the adapter was loaded from.
+    #[getter]
+    fn source(&self) -> String {
+        self.adapter.source().display().to_string()
+    }
+
+    /// Largest rank of its low-rank pairs.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.adapter.max_rank()
+    }
 }
 
 /// A key of the config dict, `None` when absent or None.
@@ -316,6 +353,13 @@ impl NativeLlm {
     /// model's generation_config.json applied (as transformers' `generate` applies it).
     fn generation_config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         config_dict(py, &self.llm.generation_config())
+    }
+
+    /// Load a LoRA adapter (PEFT directory or GGUF LoRA file) for this model.
+    fn load_lora(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<NativeLora> {
+        py.detach(|| self.llm.load_lora(&path))
+            .map(|adapter| NativeLora { adapter })
+            .map_err(|e| to_py_err(py, e))
     }
 
     /// Token ids of a plain prompt (special tokens added as the tokenizer does).
@@ -907,6 +951,7 @@ impl NativeServer {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_class::<NativeLlm>()?;
+    m.add_class::<NativeLora>()?;
     m.add_class::<NativeSession>()?;
     m.add_class::<NativeStream>()?;
     m.add_class::<NativeEngine>()?;
