@@ -291,10 +291,13 @@ def test_formulas_come_from_derivatives_yaml():
 
     table = torch._C._ag_table()
     assert len(table) > 600
-    name, formulas, sig, _ = table["aten::mul.Tensor"]
+    name, formulas, sig, _, _ = table["aten::mul.Tensor"]
     assert name == "MulBackward0" and formulas["self"] == "mul_tensor_backward(grad, other, self.scalar_type())"
     # C++ to Python: namespaces, ternaries, braces, std::tuple
     py = torch._C._ag_translate("at::where(x > 0, {x, 1}, std::tuple<Tensor, Tensor>()) ? !flag && x > 1 : false")
     assert eval(py, {"where": lambda *a: a, "x": 2, "flag": False}) is True
+    # output_differentiability: [False] (view.dtype): the result is out of the graph, as upstream's
+    v = (torch.ones(4, requires_grad=True) * 2).view(torch.bfloat16)
+    assert v.requires_grad is False and v.grad_fn is None
     # upstream's numbering: the n-th entry of the same operator name (mul.Tensor, mul.Scalar)
     assert type(torch.ops.aten.mul.Scalar(torch.ones(2, requires_grad=True), 2).grad_fn).__name__ == "MulBackward1"

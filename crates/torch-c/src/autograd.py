@@ -14,7 +14,7 @@ import builtins as _b
 import re as _re
 import weakref as _weakref
 
-_AG = {"table": None, "dont": None, "below": 0,
+_AG = {"table": None, "dont": None,
        # the self-test (torch-face/tests/test_autograd.py): every formula's gradient scaled by
        # 1 + this, which the golden comparison must reject
        "perturb": _b.float(__import__("os").environ.get("TORCHNATIVE_AUTOGRAD_PERTURB") or 0)}
@@ -108,6 +108,8 @@ def _ag_table():
         base, _, overload = head.partition(".")
         formulas = e.get("dispatch", {}).get("Default") or {
             k: v for k, v in e.items() if k not in ("name", "dispatch")}
+        od = e.get("output_differentiability") or formulas.get("output_differentiability")
+        od = [x.strip() == "True" for x in od.strip("[]").split(",")] if od else None
         formulas = {k: v for k, v in formulas.items()
                     if k not in ("output_differentiability", "result") and not k.startswith("result")}
         n = counts.get(base, 0)
@@ -115,7 +117,7 @@ def _ag_table():
         cls = _ag_camel(base) + "Backward" + str(n)
         rets = sig.rsplit("->", 1)[1].strip().strip("()")
         ret_names = [r.strip().split(" ")[-1] for r in rets.split(",")] if " " in rets else []
-        table["aten::" + head] = (cls, formulas, sig, ret_names)
+        table["aten::" + head] = (cls, formulas, sig, ret_names, od)
     _AG["table"] = table
     return table
 
@@ -232,8 +234,6 @@ def _ag_ternary(s):
             break
     if q < 0:
         # ternaries inside parentheses
-        def inner(m):
-            return m.group(0)
         return _ag_ternary_nested(s)
     depth, nest, c = 0, 0, -1
     for k in range(q + 1, len(s)):
@@ -385,7 +385,6 @@ def matmul_backward(grad, self, other, mask):
 
 
 def linear_backward(input, grad, weight, mask):
-    torch = _tn_ag_torch()
     gi = grad.matmul(weight.conj()) if mask[0] else None
     gw = gb = None
     if mask[1]:
@@ -670,7 +669,7 @@ def _ag_node_class(full):
     entry = _ag_table().get(full)
     cls = None
     if entry is not None:
-        name, formulas, sig, ret_names = entry
+        name, formulas, sig, ret_names, od = entry
         translated = []
         for key, text in formulas.items():
             names = [n.strip() for n in key.split(",")]
@@ -683,7 +682,7 @@ def _ag_node_class(full):
                 expr = None
             translated.append((names, expr, text))
         cls = type(name, (_AgNode,), {"_tn_formulas": translated, "_tn_op": full,
-                                      "_tn_ret_names": ret_names})
+                                      "_tn_ret_names": ret_names, "_tn_out_diff": od})
     _AG_CLASSES[full] = cls
     return cls
 
@@ -783,6 +782,10 @@ def _tn_autograd_post(token, result):
     full, names, values, cls, written = token
     outs = _b.list(result) if isinstance(result, (_b.tuple, _b.list)) else [result]
     diff = [(i, o) for i, o in enumerate(outs) if _ag_is_float_tensor(o)]
+    od = cls._tn_out_diff if cls is not None else None
+    if od is not None:
+        # derivatives.yaml's output_differentiability
+        diff = [(i, o) for i, o in diff if i < len(od) and od[i]]
     if not diff:
         return
     mutated = [v for n, v in zip(names, values) if n in written and isinstance(v, TensorBase)]
@@ -995,7 +998,6 @@ class _ImperativeEngine:
 
     def _tn_needed(self, node, capture):
         # does any input to capture lie below this node?
-        memo = self.__dict__.setdefault("_tn_memo", {})
         stack, seen = [node], set()
         while stack:
             n = stack.pop()
@@ -1072,8 +1074,6 @@ class _FunctionBase:
         return outputs
 
     def _tn_apply(self, grads):
-        torch = _tn_ag_torch()
-        grads = [g if g is not None else None for g in grads]
         result = self._tn_fn_cls.backward(self, *grads)
         if not isinstance(result, _b.tuple):
             result = (result,)
