@@ -94,8 +94,8 @@ pub(crate) struct LoraPair {
     n_out: usize,
     /// `[rank][n_in]`.
     a: Vec<f32>,
-    /// `[n_out][rank]`, rows in the order the model runs.
-    b: Vec<f32>,
+    /// B transposed, `[rank][n_out]`, outputs in the order the model runs.
+    bt: Vec<f32>,
     /// `alpha / r` (or `alpha / sqrt(r)`).
     scale: f32,
 }
@@ -304,9 +304,14 @@ pub(crate) fn apply(
             for (j, tj) in t.iter_mut().enumerate() {
                 *tj = kernels::dot_f32(&p.a[j * n_in..(j + 1) * n_in], xr);
             }
+            // y += (s t_k) B[:, k] for k in order: contiguous rows of B^T, vectorized.
             let yr = &mut y[row * n_out..(row + 1) * n_out];
-            for (o, yo) in yr.iter_mut().enumerate() {
-                *yo += s * kernels::dot_f32(&p.b[o * r..(o + 1) * r], t);
+            for (k, &tk) in t.iter().enumerate() {
+                let c = s * tk;
+                let col = &p.bt[k * n_out..(k + 1) * n_out];
+                for (yo, &b) in yr.iter_mut().zip(col) {
+                    *yo += c * b;
+                }
             }
         }
     }
@@ -572,11 +577,26 @@ fn load_peft(
             n_in: inp,
             n_out: out,
             a: to_f32(&an),
-            b: order_b(to_f32(&bn), m, rank, shape, model, false),
+            bt: transpose(
+                &order_b(to_f32(&bn), m, rank, shape, model, false),
+                out,
+                rank,
+            ),
             scale,
         });
     }
     Ok(layers)
+}
+
+/// `[rows][cols]` to `[cols][rows]`.
+fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = w[r * cols + c];
+        }
+    }
+    out
 }
 
 fn floats(dtype: Dtype, data: &[u8]) -> Vec<f32> {
@@ -708,7 +728,11 @@ fn load_gguf(
             n_in: inp,
             n_out: out,
             a: deq(&a)?,
-            b: order_b(deq(&b)?, m, rank, shape, model, permuted_in_file),
+            bt: transpose(
+                &order_b(deq(&b)?, m, rank, shape, model, permuted_in_file),
+                out,
+                rank,
+            ),
             scale,
         });
     }
