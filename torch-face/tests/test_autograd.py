@@ -301,3 +301,27 @@ def test_formulas_come_from_derivatives_yaml():
     assert v.requires_grad is False and v.grad_fn is None
     # upstream's numbering: the n-th entry of the same operator name (mul.Tensor, mul.Scalar)
     assert type(torch.ops.aten.mul.Scalar(torch.ones(2, requires_grad=True), 2).grad_fn).__name__ == "MulBackward1"
+
+
+MODULE_HOOK_CODE = r"""
+import json, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(3, 2)
+got = []
+m.register_full_backward_hook(lambda mod, gi, go: got.append([gi[0].reshape(-1).tolist(), go[0].reshape(-1).tolist()]))
+pre = []
+m.register_full_backward_pre_hook(lambda mod, go: pre.append(go[0].reshape(-1).tolist()))
+x = torch.randn(4, 3, requires_grad=True)
+m(x).pow(2).sum().backward()
+print(json.dumps({"hook": got, "pre": pre, "x": x.grad.reshape(-1).tolist(), "w": m.weight.grad.reshape(-1).tolist()}))
+"""
+
+
+def test_module_backward_hooks_match_upstream():
+    oracle = _oracle()
+    want = _run(oracle, MODULE_HOOK_CODE)
+    got = _run(sys.executable, MODULE_HOOK_CODE)
+    assert len(got["hook"]) == len(want["hook"]) == 1 and len(got["pre"]) == len(want["pre"]) == 1
+    for g, w in zip(got["hook"][0] + got["pre"] + [got["x"], got["w"]],
+                    want["hook"][0] + want["pre"] + [want["x"], want["w"]]):
+        assert _close(g, w, 1e-5)

@@ -542,6 +542,10 @@ class _AgSaved:
         return self.data
 
 
+class _AgHooks(dict):
+    """A node's hooks (a dict that RemovableHandle can hold weakly)."""
+
+
 class _AgNode:
     """A grad_fn. Subclasses are made per formula entry with upstream's names (AddBackward0)."""
 
@@ -574,7 +578,7 @@ class _AgNode:
 
     def register_hook(self, fn):
         from torch.utils.hooks import RemovableHandle
-        d = {}
+        d = _AgHooks()
         self._tn_hooks.append(d)
         h = RemovableHandle(d)
         d[h.id] = fn
@@ -582,7 +586,7 @@ class _AgNode:
 
     def register_prehook(self, fn):
         from torch.utils.hooks import RemovableHandle
-        d = {}
+        d = _AgHooks()
         self._tn_prehooks.append(d)
         h = RemovableHandle(d)
         d[h.id] = fn
