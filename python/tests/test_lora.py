@@ -9,17 +9,17 @@ import pytest
 
 import torchnative
 
-HIDDEN = 576  # SmolLM2-135M, the default model
+HIDDEN, KV = 576, 192  # SmolLM2-135M, the default model: hidden size, kv heads x head dim
 
 
 def _write_adapter(directory) -> None:
-    """A PEFT adapter on layer 0's q_proj (rank 2), written without numpy."""
+    """A PEFT adapter on layer 0's v_proj (rank 2), written without numpy."""
     directory.mkdir()
     (directory / "adapter_config.json").write_text(
-        json.dumps({"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]})
+        json.dumps({"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["v_proj"]})
     )
-    base = "base_model.model.model.layers.0.self_attn.q_proj"
-    tensors = [(f"{base}.lora_A.weight", [2, HIDDEN], 1), (f"{base}.lora_B.weight", [HIDDEN, 2], 2)]
+    base = "base_model.model.model.layers.0.self_attn.v_proj"
+    tensors = [(f"{base}.lora_A.weight", [2, HIDDEN], 1), (f"{base}.lora_B.weight", [KV, 2], 2)]
     header, data = {}, b""
     for name, shape, k in tensors:
         n = shape[0] * shape[1]

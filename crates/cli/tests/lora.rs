@@ -9,10 +9,11 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_torchnative"))
 }
 
-/// A PEFT adapter on layer 0's q_proj (rank 2) of a model of hidden size 576.
+/// A PEFT adapter on layer 0's v_proj (rank 2) of a model of hidden size 576 with 3 kv heads of
+/// 64.
 fn write_adapter(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    let cfg = r#"{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]}"#;
+    let cfg = r#"{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["v_proj"]}"#;
     std::fs::write(dir.join("adapter_config.json"), cfg).unwrap();
     let d = 576;
     let vals = |n: usize, k: usize| -> Vec<f32> {
@@ -20,10 +21,10 @@ fn write_adapter(dir: &Path) {
             .map(|i| (((i * 7919 + k) % 1000) as f32 / 1000.0 - 0.5) * 0.5)
             .collect()
     };
-    let base = "base_model.model.model.layers.0.self_attn.q_proj";
+    let base = "base_model.model.model.layers.0.self_attn.v_proj";
     let tensors = [
         (format!("{base}.lora_A.weight"), [2, d], vals(2 * d, 1)),
-        (format!("{base}.lora_B.weight"), [d, 2], vals(2 * d, 2)),
+        (format!("{base}.lora_B.weight"), [192, 2], vals(2 * 192, 2)),
     ];
     let mut header = serde_json::Map::new();
     let mut data = Vec::new();
