@@ -956,6 +956,7 @@ fn peft_adapters_on_a_tiny_llama_match_transformers_peft_every_logit() {
         let (prefill, decode) = all.split_at(prompt.len() * r.vocab);
         // The adapter matters: the base alone is far outside the tolerance.
         let moved = max_abs(&base, &r.prefill32);
+        println!("{label}: the adapter moves transformers' logits by up to {moved:.2e}");
         assert!(
             moved > 1e-2,
             "{label}: PEFT's adapter moves logits by only {moved}"
@@ -1018,6 +1019,7 @@ fn a_peft_adapter_on_the_default_model_matches_transformers_peft_every_logit() {
         }
         let mut plain = llm.session(SessionOptions::default()).unwrap();
         let moved = max_abs(&plain.prefill_all_logits(&prompt).unwrap(), &r.prefill32);
+        println!("x {scale}: the adapter moves transformers' logits by up to {moved:.2e}");
         assert!(moved > 1e-2, "PEFT's adapter moves logits by only {moved}");
         let label = format!("SmolLM2-135M (GGUF q/k rows permuted, f32), PEFT r 8 x {scale}");
         check(&label, &prefill, &decode, r, &mut failures);
