@@ -31,7 +31,8 @@ impl Drop for Below {
 }
 
 fn tensor_requires_grad(py: Python<'_>, t: &Py<TensorBase>) -> bool {
-    t.borrow(py).requires_grad
+    // a tensor some caller holds mutably is not one the door is differentiating
+    t.try_borrow(py).is_ok_and(|t| t.requires_grad)
 }
 
 /// Whether the door should ask `autograd.py` about this call.
