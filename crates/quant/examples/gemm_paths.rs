@@ -34,6 +34,7 @@ fn main() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         let mut line = format!("{:8}", ty.to_string());
         for path in available_kernel_paths() {

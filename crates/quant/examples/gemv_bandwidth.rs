@@ -28,6 +28,7 @@ fn main() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         for m in [1usize, 64] {
             let xs = &x[..m * cols];

@@ -69,6 +69,7 @@ fn bench(
                 data: m,
                 rows,
                 cols,
+                interleaved: None,
             };
             matmul_with(path, &w, &x, 1, &mut y, &mut scratch).expect("matmul");
             calls += 1;
@@ -100,6 +101,7 @@ fn prefill(
         data: &data,
         rows,
         cols,
+        interleaved: None,
     };
     let x: Vec<f32> = (0..m * cols)
         .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
@@ -175,6 +177,7 @@ fn decode_step(budget: Duration) -> (f64, f64) {
                 data: &lw[j],
                 rows: layer_shapes[j].0,
                 cols: layer_shapes[j].1,
+                interleaved: None,
             };
             matmul_multi(
                 &[m(0), m(1), m(2)],
@@ -200,6 +203,7 @@ fn decode_step(budget: Duration) -> (f64, f64) {
             data: &head,
             rows: vocab,
             cols: hidden,
+            interleaved: None,
         };
         matmul(&w, &x[..hidden], 1, &mut logits, &mut scratch).expect("head");
         tokens += 1;

@@ -26,6 +26,6 @@ pub use ggml_type::GgmlType;
 pub use matmul::{
     available_kernel_paths, best_kernel_path, dequantize_row, matmul, matmul_multi,
     matmul_multi_with, matmul_with, reserve_gemm_thread_buffers, supports_matmul,
-    ActivationScratch, KernelPath, PackedMatrix, MAX_MULTI,
+    ActivationScratch, InterleavedMatrix, KernelPath, PackedMatrix, MAX_MULTI,
 };
 pub use quantize::{f32_to_bf16, quantize};

@@ -124,6 +124,7 @@ fn all_paths_exact_on_integer_data() {
                 data: &data,
                 rows,
                 cols,
+                interleaved: None,
             };
             let wf = dequantized(ty, &data, rows, cols);
             // m >= 16 takes the prefill GEMM on AVX-512 VNNI (ragged last tile included).
@@ -154,6 +155,7 @@ fn check_random(ty: GgmlType, data: &[u8], rows: usize, cols: usize, rng: &mut R
         data,
         rows,
         cols,
+        interleaved: None,
     };
     let wf = dequantized(ty, data, rows, cols);
     let group = if ty.block_size() == 256 { 256 } else { 32 };
@@ -341,6 +343,7 @@ fn dequantize_row_matches_whole_tensor() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         let mut out = vec![0f32; cols];
         for r in 0..rows {
@@ -366,6 +369,7 @@ fn matmul_rejects_bad_inputs_with_errors() {
         data: &data,
         rows: 4,
         cols: 64,
+        interleaved: None,
     };
     let mut s = ActivationScratch::new();
     let x = vec![0f32; 64];
@@ -398,6 +402,7 @@ fn matmul_rejects_bad_inputs_with_errors() {
         data: &data,
         rows: 1,
         cols: 256,
+        interleaved: None,
     };
     let err = matmul(&q2k, &vec![0f32; 256], 1, &mut y[..1], &mut s).unwrap_err();
     assert!(err.to_string().contains("Q2_K"), "{err}");
@@ -452,6 +457,7 @@ fn multi_matmul_equals_separate_matmuls() {
                 data,
                 rows: *rows,
                 cols,
+                interleaved: None,
             })
             .collect();
         let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
@@ -479,12 +485,14 @@ fn multi_matmul_rejects_mismatches() {
         data: &a,
         rows: 1,
         cols: 512,
+        interleaved: None,
     };
     let q41 = PackedMatrix {
         ty: GgmlType::Q4_1,
         data: &b,
         rows: 2,
         cols: 256,
+        interleaved: None,
     };
     let x = vec![0f32; 512];
     let (mut y1, mut y2) = (vec![0f32; 1], vec![0f32; 2]);
@@ -512,6 +520,7 @@ fn nan_activations_give_nan_outputs() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         let mut x: Vec<f32> = (0..2 * cols).map(|_| rng.normal(1.0)).collect();
         x[cols + 300] = f32::NAN; // second activation row only
@@ -528,4 +537,90 @@ fn nan_activations_give_nan_outputs() {
             );
         }
     }
+}
+
+/// The interleaved copy (16 weight rows per group, lanes = rows) is read by the few-rows
+/// kernels of the paths that have them and rebuilt into the file's rows by the GEMM: every
+/// path, every m (each of the kernel's 8 / 4 / 2 / 1-row chunks and the GEMM), ragged last
+/// groups and odd block counts must give the bits the file's layout gives.
+#[test]
+fn interleaved_copy_gives_the_same_bits_on_every_path() {
+    let mut rng = Rng::new(11);
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0] {
+        for (rows, cols) in [(1, 32), (7, 96), (33, 576), (130, 64), (48, 160)] {
+            let data = exact_weights(&mut rng, ty, rows, cols);
+            let w = PackedMatrix {
+                ty,
+                data: &data,
+                rows,
+                cols,
+                interleaved: None,
+            };
+            let iw = InterleavedMatrix::build(&w).unwrap();
+            assert_eq!(iw.ty(), ty);
+            assert!(
+                iw.bytes() >= data.len(),
+                "{ty}: {} < {}",
+                iw.bytes(),
+                data.len()
+            );
+            let wi = PackedMatrix {
+                interleaved: Some(&iw),
+                ..w
+            };
+            for m in 1..=20 {
+                let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
+                let want = run(KernelPath::Scalar, &w, &x, m);
+                for path in available_kernel_paths() {
+                    let got = run(path, &wi, &x, m);
+                    let what = format!("{ty} {path:?} rows {rows} cols {cols} m {m}");
+                    assert_bits_eq(&what, &got, &want);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn interleaving_refuses_other_types_and_other_matrices() {
+    let mut rng = Rng::new(5);
+    let data = exact_weights(&mut rng, GgmlType::Q4_K, 2, 256);
+    let q4k = PackedMatrix {
+        ty: GgmlType::Q4_K,
+        data: &data,
+        rows: 2,
+        cols: 256,
+        interleaved: None,
+    };
+    let err = InterleavedMatrix::build(&q4k).unwrap_err().to_string();
+    assert!(err.contains("Q4_K") && err.contains("interleav"), "{err}");
+    assert!(InterleavedMatrix::new(&q4k).unwrap().is_none());
+
+    let data = exact_weights(&mut rng, GgmlType::Q4_1, 32, 64);
+    let w = PackedMatrix {
+        ty: GgmlType::Q4_1,
+        data: &data,
+        rows: 32,
+        cols: 64,
+        interleaved: None,
+    };
+    let built = InterleavedMatrix::new(&w).unwrap();
+    assert_eq!(
+        built.is_some(),
+        best_kernel_path() == KernelPath::Avx512Vnni,
+        "interleaved exactly when the best path reads it"
+    );
+    let iw = InterleavedMatrix::build(&w).unwrap();
+    // A copy of another matrix (half the rows) is refused, not read out of bounds.
+    let half = PackedMatrix {
+        data: &data[..data.len() / 2],
+        rows: 16,
+        interleaved: Some(&iw),
+        ..w
+    };
+    let mut y = vec![0f32; 16];
+    let err = matmul(&half, &[0.5; 64], 1, &mut y, &mut ActivationScratch::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("interleaved"), "{err}");
 }

@@ -59,6 +59,7 @@ fn check_no_allocation() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         for path in available_kernel_paths() {
             // Warm up, and make sure every worker has started (they initialise asynchronously)

@@ -36,6 +36,7 @@ fn random_shapes_never_panic() {
             data: &data,
             rows,
             cols,
+            interleaved: None,
         };
         for path in available_kernel_paths() {
             ok += matmul_with(path, &w, &x, m, &mut y, &mut scratch).is_ok() as usize;

@@ -184,10 +184,12 @@ impl DecoderModel {
         let m = |name: &str, rows, cols, stats: &mut LoadStats| {
             checkpoint.matrix(name, rows, cols, format, stats)
         };
-        let embed = m("model.embed_tokens.weight", c.vocab_size, d, &mut stats)?;
+        let mut embed = m("model.embed_tokens.weight", c.vocab_size, d, &mut stats)?;
         let lm_head = if c.tie_word_embeddings && !checkpoint.has("lm_head.weight")? {
             None
         } else {
+            // The embedding table then only serves lookups, from the file's rows.
+            embed.drop_interleaved(&mut stats);
             Some(m("lm_head.weight", c.vocab_size, d, &mut stats)?)
         };
         // Gemma stores RMSNorm weights as offsets from 1; the kernels take `1 + w` (in f32, as

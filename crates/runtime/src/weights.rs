@@ -12,7 +12,9 @@ use torchnative_core::kernels;
 use torchnative_formats::gguf::GgufFile;
 use torchnative_formats::names::hf_to_gguf_in;
 use torchnative_formats::safetensors::{Dtype, SafetensorsModel};
-use torchnative_quant::{self as quant, ActivationScratch, GgmlType, PackedMatrix};
+use torchnative_quant::{
+    self as quant, ActivationScratch, GgmlType, InterleavedMatrix, PackedMatrix,
+};
 
 use crate::error::{Result, RuntimeError};
 
@@ -60,10 +62,13 @@ pub(crate) enum MatrixData {
     /// A contiguous f32 tensor of someone else's (a live PyTorch-face module's parameter),
     /// read in place: the weights are shared, not copied.
     Shared(torchnative_core::Tensor),
-    /// Packed GGUF blocks at this byte range of the checkpoint's memory map.
+    /// Packed GGUF blocks at this byte range of the checkpoint's memory map, and the same
+    /// blocks re-laid out for the few-rows kernels where this CPU has them (the matmuls then
+    /// read only that copy; the map's bytes serve embedding lookups).
     Packed {
         ty: GgmlType,
         range: Range<usize>,
+        interleaved: Option<Box<InterleavedMatrix>>,
     },
 }
 
@@ -92,13 +97,8 @@ impl Matrix {
             MatrixData::Shared(t) => t
                 .with_data(|w: &[f32]| kernels::linear_f32(x, w, None, y, m, k, n))
                 .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
-            MatrixData::Packed { ty, range } => {
-                let w = PackedMatrix {
-                    ty: *ty,
-                    data: &map[range.clone()],
-                    rows: n,
-                    cols: k,
-                };
+            MatrixData::Packed { .. } => {
+                let w = self.packed(map).expect("packed data");
                 quant::matmul(&w, x, m, y, scratch)
                     .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
             }
@@ -106,13 +106,18 @@ impl Matrix {
         Ok(())
     }
 
-    fn packed<'a>(&self, map: &'a [u8]) -> Option<PackedMatrix<'a>> {
+    fn packed<'a>(&'a self, map: &'a [u8]) -> Option<PackedMatrix<'a>> {
         match &self.data {
-            MatrixData::Packed { ty, range } => Some(PackedMatrix {
+            MatrixData::Packed {
+                ty,
+                range,
+                interleaved,
+            } => Some(PackedMatrix {
                 ty: *ty,
                 data: &map[range.clone()],
                 rows: self.rows,
                 cols: self.cols,
+                interleaved: interleaved.as_deref(),
             }),
             _ => None,
         }
@@ -163,12 +168,13 @@ impl Matrix {
             MatrixData::Shared(t) => t
                 .with_data(|w: &[f32]| out.copy_from_slice(&w[row * c..(row + 1) * c]))
                 .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
-            MatrixData::Packed { ty, range } => {
+            MatrixData::Packed { ty, range, .. } => {
                 let w = PackedMatrix {
                     ty: *ty,
                     data: &map[range.clone()],
                     rows: self.rows,
                     cols: c,
+                    interleaved: None,
                 };
                 quant::dequantize_row(&w, row, out)
                     .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
@@ -183,7 +189,18 @@ impl Matrix {
             MatrixData::F32(w) => w.len() * 4,
             MatrixData::F16(w) => w.len() * 2,
             MatrixData::BF16(w) => w.len() * 2,
-            MatrixData::Shared(_) | MatrixData::Packed { .. } => 0,
+            MatrixData::Packed { interleaved, .. } => interleaved.as_ref().map_or(0, |i| i.bytes()),
+            MatrixData::Shared(_) => 0,
+        }
+    }
+
+    /// Drop the interleaved copy of a packed matrix that only serves row lookups (an
+    /// embedding table with its own output head).
+    pub fn drop_interleaved(&mut self, stats: &mut LoadStats) {
+        if let MatrixData::Packed { interleaved, .. } = &mut self.data {
+            if let Some(i) = interleaved.take() {
+                stats.owned_weight_bytes -= i.bytes();
+            }
         }
     }
 
@@ -436,9 +453,23 @@ impl Checkpoint {
                 let base = self.map().as_ptr() as usize;
                 let start = raw.data.as_ptr() as usize - base;
                 stats.mapped_weight_bytes += raw.data.len();
+                let file = PackedMatrix {
+                    ty,
+                    data: raw.data,
+                    rows,
+                    cols,
+                    interleaved: None,
+                };
+                let interleaved = InterleavedMatrix::new(&file)
+                    .map_err(|e| RuntimeError::Load {
+                        path: String::new(),
+                        reason: format!("tensor '{name}': {e}"),
+                    })?
+                    .map(Box::new);
                 MatrixData::Packed {
                     ty,
                     range: start..start + raw.data.len(),
+                    interleaved,
                 }
             }
             (WeightFormat::Native, RawKind::Ggml(ty)) => {

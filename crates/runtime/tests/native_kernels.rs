@@ -34,6 +34,7 @@ fn packed_matmul_matches_dequantized_on_real_tensors() {
             data,
             rows,
             cols,
+            interleaved: None,
         };
         for m in [1usize, 3, 5, 37, 1] {
             let x: Vec<f32> = (0..m * cols)

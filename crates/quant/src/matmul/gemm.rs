@@ -236,6 +236,53 @@ impl Unpacked {
         }
     }
 
+    /// Row `r` of an interleaved copy into slot `j`, as [`Unpacked::unpack`] would unpack
+    /// the file's row, compiled for the CPU that runs `kind`'s kernels.
+    ///
+    /// Safety: the CPU runs them.
+    pub(super) unsafe fn unpack_interleaved_for(
+        &mut self,
+        kind: super::GemmTiles,
+        iw: &super::InterleavedMatrix,
+        r: usize,
+        cols: usize,
+        j: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+        fn avx512(
+            u: &mut Unpacked,
+            iw: &super::InterleavedMatrix,
+            r: usize,
+            cols: usize,
+            j: usize,
+        ) {
+            u.unpack_interleaved(iw, r, cols, j)
+        }
+        match kind {
+            #[cfg(target_arch = "x86_64")]
+            super::GemmTiles::Vnni => avx512(self, iw, r, cols, j),
+            _ => self.unpack_interleaved(iw, r, cols, j),
+        }
+    }
+
+    #[inline(always)]
+    fn unpack_interleaved(
+        &mut self,
+        iw: &super::InterleavedMatrix,
+        r: usize,
+        cols: usize,
+        j: usize,
+    ) {
+        let nb = cols / 32;
+        iw.unpack_row(
+            r,
+            &mut self.q[j * cols..(j + 1) * cols],
+            &mut self.d[j * nb..(j + 1) * nb],
+            &mut self.m[j * nb..(j + 1) * nb],
+        );
+    }
+
     /// Copy the [`RC`] unpacked rows into `qp`'s row-pair layout.
     #[cfg(target_arch = "aarch64")]
     fn pair_rows(&mut self, cols: usize) {
@@ -426,8 +473,14 @@ pub(crate) unsafe fn gemm_rows(
             let n = (hi - r0).min(RC);
             for j in 0..n {
                 let r = r0 + j;
-                let row = &w.data[r * row_bytes..(r + 1) * row_bytes];
-                u.unpack_for(kind, w.ty, row, cols, j);
+                if let Some(iw) = w.interleaved {
+                    // Straight from the interleaved copy: the file's bytes of this matrix are
+                    // then never read (nor kept resident).
+                    u.unpack_interleaved_for(kind, iw, r, cols, j);
+                } else {
+                    let row = &w.data[r * row_bytes..(r + 1) * row_bytes];
+                    u.unpack_for(kind, w.ty, row, cols, j);
+                }
             }
             #[cfg(target_arch = "aarch64")]
             if kind == super::GemmTiles::I8mm {

@@ -199,7 +199,7 @@ unsafe fn reference_rows(
 
 /// The packed types, as the SIMD kernels' `KIND` parameter.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod kind {
+pub(super) mod kind {
     pub(crate) const Q4_0: u8 = 0;
     pub(crate) const Q4_1: u8 = 1;
     pub(crate) const Q5_0: u8 = 2;
@@ -213,7 +213,7 @@ mod kind {
 /// Of a 32-block `KIND`: bytes per block, offset of the codes, whether a min follows `d`,
 /// offset of the 5th bits (Q5), log2 of the unsigned offset of the codes.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-const fn layout(kind: u8) -> (usize, usize, bool, Option<usize>, u32) {
+pub(super) const fn layout(kind: u8) -> (usize, usize, bool, Option<usize>, u32) {
     use kind::*;
     match kind {
         Q4_0 => (18, 2, false, None, 3),

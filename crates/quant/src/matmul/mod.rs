@@ -11,6 +11,7 @@
 
 mod gemm;
 mod gemv;
+mod interleaved;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;
@@ -24,6 +25,8 @@ use rayon::prelude::*;
 use crate::blocks::f16_to_f32;
 use crate::{dequantize, GgmlType, QuantError};
 
+pub use interleaved::InterleavedMatrix;
+
 /// A weight matrix in its file's packed form: `rows` rows of `cols` elements, row-major,
 /// each row `ty.row_bytes(cols)` bytes (PyTorch Linear layout: rows = out features).
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +39,9 @@ pub struct PackedMatrix<'a> {
     pub rows: usize,
     /// Input features (elements per row), a multiple of the block size.
     pub cols: usize,
+    /// The same matrix re-laid out for the few-rows kernels ([`InterleavedMatrix::new`]),
+    /// when there is one: the kernels that read it then never touch `data`.
+    pub interleaved: Option<&'a InterleavedMatrix>,
 }
 
 /// Scratch for activations quantized on the fly; allocate once for the largest shape
@@ -447,6 +453,13 @@ pub fn matmul_multi_with(
             });
         }
         let row_bytes = check_matrix(w)?;
+        if w.interleaved.is_some_and(|iw| !iw.matches(w)) {
+            return Err(QuantError::BadShape {
+                what: "interleaved copy of a different matrix (type, rows or cols)",
+                value: w.rows,
+                limit: w.rows,
+            });
+        }
         let y_len = m.checked_mul(w.rows).ok_or(QuantError::BadShape {
             what: "m * rows",
             value: m,
@@ -474,8 +487,14 @@ pub fn matmul_multi_with(
         return Ok(());
     }
     // The GEMM serves every matrix of the call or none (they share one activation layout).
+    // Interleaved copies go to the few-rows kernels at any m: with no add tree and the
+    // decode shared by 8 activation rows they match the GEMM per row even at 512 rows
+    // (`examples/batch_sweep`), and one kernel for every m keeps prefill on one code path.
+    let all_interleaved =
+        interleaved::path_reads_interleaved(path) && ws.iter().all(|w| w.interleaved.is_some());
     let gemm = gemm_tiles(path).is_some()
         && m >= GEMM_MIN_ROWS
+        && !all_interleaved
         && ws.iter().all(|w| gemm::gemm_block(w.ty).is_some());
     prepare_acts(format, path, gemm, x, m, cols, scratch);
     if !gemm && format == ActFormat::Q8x32 {
@@ -610,6 +629,13 @@ fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) 
                     let lo = (units * t / job.tasks * gemv::GV).min(rows);
                     let hi = (units * (t + 1) / job.tasks * gemv::GV).min(rows);
                     let (w, out) = (job.w, job.out.0);
+                    #[cfg(target_arch = "x86_64")]
+                    if let (true, Some(iw)) =
+                        (interleaved::path_reads_interleaved(path), w.interleaved)
+                    {
+                        unsafe { interleaved::gemv_rows(iw, acts, m, out, lo, hi) };
+                        return;
+                    }
                     unsafe { gemv::gemv_rows(w, job.row_bytes, acts, m, out, lo, hi, kind) };
                     return;
                 }
@@ -975,6 +1001,7 @@ mod tests {
                 data: &data,
                 rows,
                 cols,
+                interleaved: None,
             };
             let x: Vec<f32> = (0..m * cols)
                 .map(|_| ((next() % 20001) as f32 - 10000.0) * 1e-4)
