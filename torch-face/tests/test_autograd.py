@@ -11,6 +11,9 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_torch_face import _oracle  # noqa: E402
+
 # Each case: (name, input shapes, positive inputs?, body computing the output from `a`, `b`, ...).
 CASES = [
     ("add", [(3, 4), (4,)], False, "a + b"),
@@ -86,15 +89,6 @@ for name, shapes, positive, body in cases:
                  "node": type(y.grad_fn).__name__}
 print(json.dumps(out))
 """
-
-
-def _oracle():
-    path = os.environ.get("TORCHNATIVE_ORACLE_PYTHON")
-    if not path:
-        if os.environ.get("TORCHNATIVE_REQUIRE_ORACLE") == "1":
-            pytest.fail("TORCHNATIVE_REQUIRE_ORACLE=1 but TORCHNATIVE_ORACLE_PYTHON is not set")
-        pytest.skip("no oracle python (TORCHNATIVE_ORACLE_PYTHON)")
-    return path
 
 
 def _run(python, code, *args, env=None):

@@ -16,13 +16,7 @@ fn main() {
             .collect();
         let mut data = vec![0u8; rows * ty.row_bytes(cols).unwrap()];
         quantize(ty, &wf, &mut data).unwrap();
-        let file = PackedMatrix {
-            ty,
-            rows,
-            cols,
-            data: &data,
-            interleaved: None,
-        };
+        let file = PackedMatrix::new(ty, &data, rows, cols);
         let iw = InterleavedMatrix::new(&file).unwrap();
         let interleaved = PackedMatrix {
             interleaved: iw.as_ref(),

@@ -29,13 +29,7 @@ fn main() {
             .collect();
         let mut data = vec![0u8; rows * ty.row_bytes(cols).unwrap()];
         quantize(ty, &wf, &mut data).unwrap();
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         let mut line = format!("{:8}", ty.to_string());
         for path in available_kernel_paths() {
             let mut y = vec![0f32; m * rows];

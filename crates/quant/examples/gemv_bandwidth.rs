@@ -23,13 +23,7 @@ fn main() {
             .collect();
         let mut data = vec![0u8; rows * ty.row_bytes(cols).unwrap()];
         quantize(ty, &x, &mut data).unwrap();
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         for m in [1usize, 64] {
             let xs = &x[..m * cols];
             let mut y = vec![0f32; m * rows];

@@ -64,13 +64,7 @@ fn bench(
     let start = Instant::now();
     while start.elapsed() < budget {
         for m in &mats {
-            let w = PackedMatrix {
-                ty,
-                data: m,
-                rows,
-                cols,
-                interleaved: None,
-            };
+            let w = PackedMatrix::new(ty, m, rows, cols);
             matmul_with(path, &w, &x, 1, &mut y, &mut scratch).expect("matmul");
             calls += 1;
         }
@@ -96,13 +90,7 @@ fn prefill(
     budget: Duration,
 ) -> (f64, f64) {
     let data = random_matrix(ty, rows, cols, 7);
-    let w = PackedMatrix {
-        ty,
-        data: &data,
-        rows,
-        cols,
-        interleaved: None,
-    };
+    let w = PackedMatrix::new(ty, &data, rows, cols);
     let x: Vec<f32> = (0..m * cols)
         .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
         .collect();
@@ -172,13 +160,7 @@ fn decode_step(budget: Duration) -> (f64, f64) {
     let mut tokens = 0;
     while start.elapsed() < budget {
         for lw in &weights {
-            let m = |j: usize| PackedMatrix {
-                ty: q41,
-                data: &lw[j],
-                rows: layer_shapes[j].0,
-                cols: layer_shapes[j].1,
-                interleaved: None,
-            };
+            let m = |j: usize| PackedMatrix::new(q41, &lw[j], layer_shapes[j].0, layer_shapes[j].1);
             matmul_multi(
                 &[m(0), m(1), m(2)],
                 &x[..hidden],
@@ -198,13 +180,7 @@ fn decode_step(budget: Duration) -> (f64, f64) {
             .expect("gate/up");
             matmul(&m(6), &x[..ffn], 1, &mut o, &mut scratch).expect("down");
         }
-        let w = PackedMatrix {
-            ty: GgmlType::Q8_0,
-            data: &head,
-            rows: vocab,
-            cols: hidden,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(GgmlType::Q8_0, &head, vocab, hidden);
         matmul(&w, &x[..hidden], 1, &mut logits, &mut scratch).expect("head");
         tokens += 1;
     }

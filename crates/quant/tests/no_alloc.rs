@@ -54,13 +54,7 @@ fn check_no_allocation() {
         GgmlType::F16,
     ] {
         let data = vec![0x11u8; rows * ty.row_bytes(cols).unwrap()];
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         for path in available_kernel_paths() {
             // Warm up, and make sure every worker has started (they initialise asynchronously)
             // before counting.

@@ -31,13 +31,7 @@ fn random_shapes_never_panic() {
         let x_len = jitter(&mut rng, m * cols);
         let x: Vec<f32> = (0..x_len).map(|_| rng.normal(1.0)).collect();
         let mut y = vec![0f32; jitter(&mut rng, m * rows)];
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         for path in available_kernel_paths() {
             ok += matmul_with(path, &w, &x, m, &mut y, &mut scratch).is_ok() as usize;
         }

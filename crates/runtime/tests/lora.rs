@@ -813,36 +813,8 @@ fn peft_reference(
     cases: &[(Vec<u32>, usize)],
     work: &Path,
 ) -> Vec<Reference> {
-    let cases_json: Vec<_> = cases
-        .iter()
-        .map(|(ids, steps)| serde_json::json!({"prompt_ids": ids, "decode_steps": steps}))
-        .collect();
-    let mut req = serde_json::json!({"cmd": "logits", "model": model, "out_dir": work,
-        "cases": cases_json, "adapters": adapters});
-    if let Some(t) = truth {
-        req["truth"] = serde_json::json!({"dir": t});
-    }
-    run_oracle(python, &req, work);
-    let result: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(work.join("result.json")).unwrap()).unwrap();
-    (0..cases.len())
-        .map(|i| {
-            let f = |n: &str| read_f32(&work.join(format!("case{i}.{n}.f32")));
-            Reference {
-                prefill32: f("prefill"),
-                prefill64: f("prefill64"),
-                decode32: f("decode"),
-                decode64: f("decode64"),
-                greedy: result["cases"][i]["greedy"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_u64().unwrap() as u32)
-                    .collect(),
-                vocab: result["cases"][i]["vocab"].as_u64().unwrap() as usize,
-            }
-        })
-        .collect()
+    let extra = serde_json::json!({ "adapters": adapters });
+    common::reference_logits_with(python, model, truth, cases, work, extra)
 }
 
 /// A PEFT adapter made by PEFT itself (random A and B, N(0, std)).

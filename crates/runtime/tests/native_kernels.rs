@@ -29,13 +29,7 @@ fn packed_matmul_matches_dequantized_on_real_tensors() {
         let data = file.tensor_data(info);
         let mut dense = vec![0.0f32; rows * cols];
         quant::dequantize(info.ggml_type, data, &mut dense).unwrap();
-        let w = PackedMatrix {
-            ty: info.ggml_type,
-            data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(info.ggml_type, data, rows, cols);
         for m in [1usize, 3, 5, 37, 1] {
             let x: Vec<f32> = (0..m * cols)
                 .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)

@@ -36,6 +36,18 @@ pub fn reference_logits(
     cases: &[(Vec<u32>, usize)],
     work: &Path,
 ) -> Vec<Reference> {
+    reference_logits_with(python, model, truth, cases, work, serde_json::json!({}))
+}
+
+/// [`reference_logits`] with more keys in the oracle's request (`{"adapters": [...]}`).
+pub fn reference_logits_with(
+    python: &Path,
+    model: serde_json::Value,
+    truth: Option<&Path>,
+    cases: &[(Vec<u32>, usize)],
+    work: &Path,
+    extra: serde_json::Value,
+) -> Vec<Reference> {
     let cases_json: Vec<_> = cases
         .iter()
         .map(|(ids, steps)| serde_json::json!({"prompt_ids": ids, "decode_steps": steps}))
@@ -44,6 +56,9 @@ pub fn reference_logits(
         serde_json::json!({"cmd": "logits", "model": model, "out_dir": work, "cases": cases_json});
     if let Some(t) = truth {
         req["truth"] = serde_json::json!({"dir": t});
+    }
+    if let serde_json::Value::Object(extra) = extra {
+        req.as_object_mut().unwrap().extend(extra);
     }
     run_oracle(python, &req, work);
     let result: serde_json::Value =
