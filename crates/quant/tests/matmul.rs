@@ -119,13 +119,7 @@ fn all_paths_exact_on_integer_data() {
         assert!(supports_matmul(ty));
         for (rows, cols) in shapes(ty) {
             let data = exact_weights(&mut rng, ty, rows, cols);
-            let w = PackedMatrix {
-                ty,
-                data: &data,
-                rows,
-                cols,
-                interleaved: None,
-            };
+            let w = PackedMatrix::new(ty, &data, rows, cols);
             let wf = dequantized(ty, &data, rows, cols);
             // m >= 16 takes the prefill GEMM on AVX-512 VNNI (ragged last tile included).
             for m in [1, 3, 4, 5, 9, 16, 21, 40] {
@@ -150,13 +144,7 @@ fn all_paths_exact_on_integer_data() {
 /// Random scales and values: each path is compared with dequantize-then-dot within the rule
 /// above, and prefill (m > 1) must equal row-by-row decode exactly.
 fn check_random(ty: GgmlType, data: &[u8], rows: usize, cols: usize, rng: &mut Rng, what: &str) {
-    let w = PackedMatrix {
-        ty,
-        data,
-        rows,
-        cols,
-        interleaved: None,
-    };
+    let w = PackedMatrix::new(ty, data, rows, cols);
     let wf = dequantized(ty, data, rows, cols);
     let group = if ty.block_size() == 256 { 256 } else { 32 };
     for m in [1, 2, 5, 19] {
@@ -338,13 +326,7 @@ fn dequantize_row_matches_whole_tensor() {
         let (rows, cols) = (5, 256);
         let data = random_blocks(&mut rng, ty, rows * cols / ty.block_size());
         let whole = dequantized(ty, &data, rows, cols);
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         let mut out = vec![0f32; cols];
         for r in 0..rows {
             dequantize_row(&w, r, &mut out).unwrap();
@@ -364,13 +346,7 @@ fn dequantize_row_matches_whole_tensor() {
 #[test]
 fn matmul_rejects_bad_inputs_with_errors() {
     let data = vec![0u8; 4 * 20 * 2];
-    let w = PackedMatrix {
-        ty: GgmlType::Q4_1,
-        data: &data,
-        rows: 4,
-        cols: 64,
-        interleaved: None,
-    };
+    let w = PackedMatrix::new(GgmlType::Q4_1, &data, 4, 64);
     let mut s = ActivationScratch::new();
     let x = vec![0f32; 64];
     let mut y = vec![0f32; 4];
@@ -397,13 +373,7 @@ fn matmul_rejects_bad_inputs_with_errors() {
         matmul(&ragged, &x[..48], 1, &mut y, &mut s),
         Err(QuantError::PartialElements { .. })
     ));
-    let q2k = PackedMatrix {
-        ty: GgmlType::Q2_K,
-        data: &data,
-        rows: 1,
-        cols: 256,
-        interleaved: None,
-    };
+    let q2k = PackedMatrix::new(GgmlType::Q2_K, &data, 1, 256);
     let err = matmul(&q2k, &vec![0f32; 256], 1, &mut y[..1], &mut s).unwrap_err();
     assert!(err.to_string().contains("Q2_K"), "{err}");
     assert!(!supports_matmul(GgmlType::IQ2_XXS));
@@ -452,13 +422,7 @@ fn multi_matmul_equals_separate_matmuls() {
             .collect();
         let ws: Vec<PackedMatrix> = shapes
             .iter()
-            .map(|(ty, rows, data)| PackedMatrix {
-                ty: *ty,
-                data,
-                rows: *rows,
-                cols,
-                interleaved: None,
-            })
+            .map(|(ty, rows, data)| PackedMatrix::new(*ty, data, *rows, cols))
             .collect();
         let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
         for path in available_kernel_paths() {
@@ -480,20 +444,8 @@ fn multi_matmul_equals_separate_matmuls() {
 fn multi_matmul_rejects_mismatches() {
     let a = vec![0u8; 2 * 144];
     let b = vec![0u8; 2 * 8 * 20];
-    let q4k = PackedMatrix {
-        ty: GgmlType::Q4_K,
-        data: &a,
-        rows: 1,
-        cols: 512,
-        interleaved: None,
-    };
-    let q41 = PackedMatrix {
-        ty: GgmlType::Q4_1,
-        data: &b,
-        rows: 2,
-        cols: 256,
-        interleaved: None,
-    };
+    let q4k = PackedMatrix::new(GgmlType::Q4_K, &a, 1, 512);
+    let q41 = PackedMatrix::new(GgmlType::Q4_1, &b, 2, 256);
     let x = vec![0f32; 512];
     let (mut y1, mut y2) = (vec![0f32; 1], vec![0f32; 2]);
     let mut s = ActivationScratch::new();
@@ -515,13 +467,7 @@ fn nan_activations_give_nan_outputs() {
     for ty in MATMUL_TYPES {
         let (rows, cols) = (9, 512);
         let data = exact_weights(&mut rng, ty, rows, cols);
-        let w = PackedMatrix {
-            ty,
-            data: &data,
-            rows,
-            cols,
-            interleaved: None,
-        };
+        let w = PackedMatrix::new(ty, &data, rows, cols);
         let mut x: Vec<f32> = (0..2 * cols).map(|_| rng.normal(1.0)).collect();
         x[cols + 300] = f32::NAN; // second activation row only
         for path in available_kernel_paths() {
@@ -549,13 +495,7 @@ fn interleaved_copy_gives_the_same_bits_on_every_path() {
     for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0] {
         for (rows, cols) in [(1, 32), (7, 96), (33, 576), (130, 64), (48, 160)] {
             let data = exact_weights(&mut rng, ty, rows, cols);
-            let w = PackedMatrix {
-                ty,
-                data: &data,
-                rows,
-                cols,
-                interleaved: None,
-            };
+            let w = PackedMatrix::new(ty, &data, rows, cols);
             let iw = InterleavedMatrix::build(&w).unwrap();
             assert_eq!(iw.ty(), ty);
             assert!(
@@ -568,6 +508,13 @@ fn interleaved_copy_gives_the_same_bits_on_every_path() {
                 interleaved: Some(&iw),
                 ..w
             };
+            // Row lookups (embedding tables) read the copy too.
+            let (mut want, mut got) = (vec![0f32; cols], vec![0f32; cols]);
+            for r in 0..rows {
+                dequantize_row(&w, r, &mut want).unwrap();
+                dequantize_row(&wi, r, &mut got).unwrap();
+                assert_bits_eq(&format!("{ty} row {r} of {rows}x{cols}"), &got, &want);
+            }
             for m in 1..=20 {
                 let x: Vec<f32> = (0..m * cols).map(|_| rng.normal(1.0)).collect();
                 let want = run(KernelPath::Scalar, &w, &x, m);
@@ -585,25 +532,13 @@ fn interleaved_copy_gives_the_same_bits_on_every_path() {
 fn interleaving_refuses_other_types_and_other_matrices() {
     let mut rng = Rng::new(5);
     let data = exact_weights(&mut rng, GgmlType::Q4_K, 2, 256);
-    let q4k = PackedMatrix {
-        ty: GgmlType::Q4_K,
-        data: &data,
-        rows: 2,
-        cols: 256,
-        interleaved: None,
-    };
+    let q4k = PackedMatrix::new(GgmlType::Q4_K, &data, 2, 256);
     let err = InterleavedMatrix::build(&q4k).unwrap_err().to_string();
     assert!(err.contains("Q4_K") && err.contains("interleav"), "{err}");
     assert!(InterleavedMatrix::new(&q4k).unwrap().is_none());
 
     let data = exact_weights(&mut rng, GgmlType::Q4_1, 32, 64);
-    let w = PackedMatrix {
-        ty: GgmlType::Q4_1,
-        data: &data,
-        rows: 32,
-        cols: 64,
-        interleaved: None,
-    };
+    let w = PackedMatrix::new(GgmlType::Q4_1, &data, 32, 64);
     let built = InterleavedMatrix::new(&w).unwrap();
     assert_eq!(
         built.is_some(),

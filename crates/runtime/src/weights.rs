@@ -89,6 +89,10 @@ impl Matrix {
         y: &mut [f32],
         scratch: &mut ActivationScratch,
     ) -> Result<()> {
+        if let Some(w) = self.packed(map) {
+            return quant::matmul(&w, x, m, y, scratch)
+                .map_err(|e| RuntimeError::Kernel(e.to_string()));
+        }
         let (k, n) = (self.cols, self.rows);
         match &self.data {
             MatrixData::F32(w) => kernels::linear_f32(x, w, None, y, m, k, n),
@@ -97,11 +101,7 @@ impl Matrix {
             MatrixData::Shared(t) => t
                 .with_data(|w: &[f32]| kernels::linear_f32(x, w, None, y, m, k, n))
                 .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
-            MatrixData::Packed { .. } => {
-                let w = self.packed(map).expect("packed data");
-                quant::matmul(&w, x, m, y, scratch)
-                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
-            }
+            MatrixData::Packed { .. } => unreachable!("packed matrices return above"),
         }
         Ok(())
     }
@@ -160,6 +160,10 @@ impl Matrix {
 
     /// Row `row` as f32 (embedding lookup, straight from packed rows when packed).
     pub fn row_into(&self, map: &[u8], row: usize, out: &mut [f32]) -> Result<()> {
+        if let Some(w) = self.packed(map) {
+            return quant::dequantize_row(&w, row, out)
+                .map_err(|e| RuntimeError::Kernel(e.to_string()));
+        }
         let c = self.cols;
         match &self.data {
             MatrixData::F32(w) => out.copy_from_slice(&w[row * c..(row + 1) * c]),
@@ -168,17 +172,7 @@ impl Matrix {
             MatrixData::Shared(t) => t
                 .with_data(|w: &[f32]| out.copy_from_slice(&w[row * c..(row + 1) * c]))
                 .map_err(|e| RuntimeError::Kernel(e.to_string()))?,
-            MatrixData::Packed { ty, range, .. } => {
-                let w = PackedMatrix {
-                    ty: *ty,
-                    data: &map[range.clone()],
-                    rows: self.rows,
-                    cols: c,
-                    interleaved: None,
-                };
-                quant::dequantize_row(&w, row, out)
-                    .map_err(|e| RuntimeError::Kernel(e.to_string()))?;
-            }
+            MatrixData::Packed { .. } => unreachable!("packed matrices return above"),
         }
         Ok(())
     }
@@ -453,13 +447,7 @@ impl Checkpoint {
                 let base = self.map().as_ptr() as usize;
                 let start = raw.data.as_ptr() as usize - base;
                 stats.mapped_weight_bytes += raw.data.len();
-                let file = PackedMatrix {
-                    ty,
-                    data: raw.data,
-                    rows,
-                    cols,
-                    interleaved: None,
-                };
+                let file = PackedMatrix::new(ty, raw.data, rows, cols);
                 let interleaved = InterleavedMatrix::new(&file)
                     .map_err(|e| RuntimeError::Load {
                         path: String::new(),
@@ -502,6 +490,13 @@ impl Checkpoint {
         };
         let m = Matrix { rows, cols, data };
         stats.owned_weight_bytes += m.owned_bytes();
+        // The matmuls read only the copy now: the file's pages need not stay resident (peak
+        // memory stays near one copy of the weights). Row lookups fault back what they read.
+        if m.owned_bytes() > 0 {
+            if let Checkpoint::Gguf(file) = self {
+                file.release_pages(raw.data);
+            }
+        }
         Ok(m)
     }
 

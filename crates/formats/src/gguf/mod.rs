@@ -153,6 +153,14 @@ impl GgufFile {
         self.storage.as_slice()
     }
 
+    /// Lets go of the resident pages under `data` (a slice of this file, such as a tensor's
+    /// [`tensor_data`](Self::tensor_data)) once its reader holds its own copy: they stop
+    /// counting toward the process's memory, and reading them again brings them back from the
+    /// file. Only a hint: a file read into memory ([`GgufFile::from_bytes`]) keeps its bytes.
+    pub fn release_pages(&self, data: &[u8]) {
+        self.storage.release_pages(data);
+    }
+
     fn parse(storage: Bytes) -> Result<GgufFile> {
         let header = parse_header(storage.as_slice())?;
         Ok(GgufFile {

@@ -171,35 +171,57 @@ impl InterleavedMatrix {
     /// block. Straight from the lanes, without rebuilding the file's bytes first.
     #[inline(always)]
     pub(crate) fn unpack_row(&self, r: usize, q: &mut [u8], d: &mut [f32], m: &mut [f32]) {
-        let (ty, nb) = (self.ty, self.cols / 32);
-        let (cl, min) = (code_lines(self.ty), ty == GgmlType::Q4_1);
+        for b in 0..self.cols / 32 {
+            let out: &mut [u8; 32] = (&mut q[b * 32..b * 32 + 32]).try_into().unwrap();
+            (d[b], m[b]) = self.unpack_block(r, b, out);
+        }
+    }
+
+    /// Row `r` as f32: bit for bit what [`crate::dequantize`] gives for the file's row, read
+    /// from the copy alone (so the file's pages need not stay resident for lookups).
+    pub(crate) fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        let mut q = [0u8; 32];
+        for (b, out) in out.chunks_exact_mut(32).enumerate() {
+            let (d, m) = self.unpack_block(r, b, &mut q);
+            for (o, &q) in out.iter_mut().zip(&q) {
+                // The same products and sums as `dequant_q4_0`, `dequant_q4_1`, `dequant_q8_0`.
+                *o = match self.ty {
+                    GgmlType::Q4_0 => d * (q as i8 - 8) as f32,
+                    GgmlType::Q4_1 => d * q as f32 + m,
+                    _ => (q ^ 0x80) as i8 as f32 * d,
+                };
+            }
+        }
+    }
+
+    /// Block `b` of row `r`: its 32 codes as unsigned bytes, and its `d` and `m` (0 unless
+    /// Q4_1).
+    #[inline(always)]
+    fn unpack_block(&self, r: usize, b: usize, out: &mut [u8; 32]) -> (f32, f32) {
+        let (ty, cl, min) = (self.ty, code_lines(self.ty), self.ty == GgmlType::Q4_1);
         let group = self.group(r / LANES);
         let l = r % LANES;
         let f16 = |line: &Line, half: usize| {
             let v = line.0[half * 8 + l / 2] as u32;
             crate::blocks::f16_to_f32(((v >> (16 * (l % 2))) as u16).to_le_bytes())
         };
-        for b in 0..nb {
-            let (s, half, c) = block_lines(min, cl, b);
-            d[b] = f16(&group[s], half);
-            if min {
-                m[b] = f16(&group[s], 1);
+        let (s, half, c) = block_lines(min, cl, b);
+        let d = f16(&group[s], half);
+        let m = if min { f16(&group[s], 1) } else { 0.0 };
+        if ty == GgmlType::Q8_0 {
+            for (k, line) in group[c..c + 8].iter().enumerate() {
+                out[4 * k..4 * k + 4].copy_from_slice(&line.0[l].to_le_bytes());
             }
-            let out: &mut [u8; 32] = (&mut q[b * 32..b * 32 + 32]).try_into().unwrap();
-            if ty == GgmlType::Q8_0 {
-                for (k, line) in group[c..c + 8].iter().enumerate() {
-                    out[4 * k..4 * k + 4].copy_from_slice(&line.0[l].to_le_bytes());
-                }
-            } else {
-                for (k, line) in group[c..c + 4].iter().enumerate() {
-                    let v = line.0[l] as u32;
-                    let lo = v & 0x0f0f_0f0f;
-                    let hi = (v >> 4) & 0x0f0f_0f0f;
-                    out[4 * k..4 * k + 4].copy_from_slice(&lo.to_le_bytes());
-                    out[16 + 4 * k..16 + 4 * k + 4].copy_from_slice(&hi.to_le_bytes());
-                }
+        } else {
+            for (k, line) in group[c..c + 4].iter().enumerate() {
+                let v = line.0[l] as u32;
+                let lo = v & 0x0f0f_0f0f;
+                let hi = (v >> 4) & 0x0f0f_0f0f;
+                out[4 * k..4 * k + 4].copy_from_slice(&lo.to_le_bytes());
+                out[16 + 4 * k..16 + 4 * k + 4].copy_from_slice(&hi.to_le_bytes());
             }
         }
+        (d, m)
     }
 }
 

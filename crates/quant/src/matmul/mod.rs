@@ -44,6 +44,19 @@ pub struct PackedMatrix<'a> {
     pub interleaved: Option<&'a InterleavedMatrix>,
 }
 
+impl<'a> PackedMatrix<'a> {
+    /// A matrix read straight from its file bytes, without an interleaved copy.
+    pub fn new(ty: GgmlType, data: &'a [u8], rows: usize, cols: usize) -> Self {
+        PackedMatrix {
+            ty,
+            data,
+            rows,
+            cols,
+            interleaved: None,
+        }
+    }
+}
+
 /// Scratch for activations quantized on the fly; allocate once for the largest shape
 /// ([`ActivationScratch::reserve`]) and reuse it every token: then [`matmul`] never allocates.
 #[derive(Debug, Default)]
@@ -559,7 +572,13 @@ pub fn dequantize_row(w: &PackedMatrix, row: usize, out: &mut [f32]) -> Result<(
             actual: out.len(),
         });
     }
-    dequantize(w.ty, &w.data[row * row_bytes..(row + 1) * row_bytes], out)
+    match w.interleaved {
+        Some(iw) if iw.matches(w) => {
+            iw.dequantize_row(row, out);
+            Ok(())
+        }
+        _ => dequantize(w.ty, &w.data[row * row_bytes..(row + 1) * row_bytes], out),
+    }
 }
 
 /// The output pointer shared by the row tasks; each task writes a disjoint set of columns.
@@ -996,13 +1015,7 @@ mod tests {
                     block[off..off + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
                 }
             }
-            let w = PackedMatrix {
-                ty,
-                data: &data,
-                rows,
-                cols,
-                interleaved: None,
-            };
+            let w = PackedMatrix::new(ty, &data, rows, cols);
             let x: Vec<f32> = (0..m * cols)
                 .map(|_| ((next() % 20001) as f32 - 10000.0) * 1e-4)
                 .collect();
