@@ -343,6 +343,140 @@ pub(crate) fn attention_paged_f32_with(
     Ok(())
 }
 
+/// One sequence of an [`attention_paged_seqs_f32`] call: its queries are rows
+/// `row0 .. row0 + p.n_q` of the call's `q` and `out` (a row is `n_heads * head_dim` floats).
+#[derive(Debug, Clone, Copy)]
+pub struct PagedSeq<'a> {
+    /// Row of the call's `q` / `out` where this sequence's queries start.
+    pub row0: usize,
+    /// The sequence's blocks in the pool, in position order.
+    pub block_table: &'a [u32],
+    /// Its queries, positions and masking; shapes shared by every sequence of the call.
+    pub p: PagedAttentionParams,
+}
+
+/// [`attention_paged_f32`] for several sequences over one pool (a continuous-batching step),
+/// in one parallel section instead of one per sequence: on a 2-core machine eight decode
+/// calls of three tasks each kept a core idle a third of the time and paid eight fork/joins.
+/// Every (query, head) row gets the bits [`attention_paged_f32`] gives it alone. Sequences
+/// must share the heads, head_dim and block size and take disjoint rows in increasing order;
+/// each is validated as [`attention_paged_f32`] validates its call, and errors name the
+/// sequence.
+pub fn attention_paged_seqs_f32(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    seqs: &[PagedSeq<'_>],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    attention_paged_seqs_f32_with(active_isa(), q, keys, values, seqs, out)
+}
+
+pub(crate) fn attention_paged_seqs_f32_with(
+    isa: Isa,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    seqs: &[PagedSeq<'_>],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    let Some(first) = seqs.first() else {
+        return Ok(());
+    };
+    let row = first.p.n_heads * first.p.head_dim;
+    let mut end = 0;
+    for (i, s) in seqs.iter().enumerate() {
+        let (a, b) = (&s.p, &first.p);
+        if (a.n_heads, a.n_kv_heads, a.head_dim, a.block_size)
+            != (b.n_heads, b.n_kv_heads, b.head_dim, b.block_size)
+        {
+            return invalid(
+                "attention_paged_seqs",
+                format!("sequence {i} has other heads, head_dim or block_size than sequence 0"),
+            );
+        }
+        if s.row0 < end {
+            return invalid(
+                "attention_paged_seqs",
+                format!(
+                    "sequence {i} starts at row {} inside the rows before it",
+                    s.row0
+                ),
+            );
+        }
+        end = s.row0.saturating_add(s.p.n_q);
+        let rows = s.row0.saturating_mul(row)..q.len().min(out.len());
+        let (qs, os) = (
+            q.get(rows.clone()).unwrap_or(&[]),
+            out.get(rows).unwrap_or(&[]),
+        );
+        validate_paged(qs, keys, values, s.block_table, os, &s.p)
+            .map_err(|e| KernelError::InvalidArgument(format!("sequence {i}: {e}")))?;
+    }
+    let level = super::cpu::supported_or_lower(isa);
+    if level == Isa::Scalar || !seqs.iter().all(|s| blocked_applies(&s.p.common())) {
+        for s in seqs {
+            let layout = KvLayout::Paged {
+                table: s.block_table,
+                block_size: s.p.block_size,
+                n_kv_heads: s.p.n_kv_heads,
+            };
+            let rows = s.row0 * row..(s.row0 + s.p.n_q) * row;
+            let (qs, os) = (&q[rows.clone()], &mut out[rows]);
+            run_attention(level, qs, keys, values, layout, os, &s.p.common());
+        }
+        return Ok(());
+    }
+    // Tasks of every sequence in order: (kv head, block of Q_BLOCK queries), as
+    // `blocked_attention` splits one call.
+    let tasks_of = |s: &PagedSeq| s.p.n_kv_heads * s.p.n_q.div_ceil(Q_BLOCK);
+    let total: usize = seqs.iter().map(tasks_of).sum();
+    let work: usize = seqs
+        .iter()
+        .map(|s| {
+            let group = s.p.n_heads / s.p.n_kv_heads;
+            let visible = s.p.kv_len.min(s.p.sliding_window.unwrap_or(usize::MAX));
+            4 * s.p.head_dim * visible * group * Q_BLOCK.min(s.p.n_q) * tasks_of(s)
+        })
+        .sum();
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    threads::for_each_range(total, work / total.max(1), 1, |range| {
+        let (mut si, mut before) = (0, 0);
+        for t in range {
+            while t - before >= tasks_of(&seqs[si]) {
+                before += tasks_of(&seqs[si]);
+                si += 1;
+            }
+            let s = &seqs[si];
+            let p = s.p.common();
+            let blocks = s.p.n_q.div_ceil(Q_BLOCK);
+            let (kvh, b) = ((t - before) / blocks, (t - before) % blocks);
+            let i0 = b * Q_BLOCK;
+            let rows = s.row0 * row..(s.row0 + s.p.n_q) * row;
+            let task = BlockedTask {
+                q: &q[rows],
+                k: keys,
+                v: values,
+                layout: KvLayout::Paged {
+                    table: s.block_table,
+                    block_size: s.p.block_size,
+                    n_kv_heads: s.p.n_kv_heads,
+                },
+                // SAFETY: validated above: rows `row0..row0 + n_q` lie inside `out`.
+                out: unsafe { out_ptr.offset(s.row0 * row) },
+                p: &p,
+                kvh,
+                i0,
+                i1: (i0 + Q_BLOCK).min(s.p.n_q),
+            };
+            // SAFETY: the level is supported and not scalar; every sequence was validated;
+            // sequences own disjoint rows and tasks disjoint (query, head) rows within them.
+            unsafe { run_blocked_task(level, &task) };
+        }
+    });
+    Ok(())
+}
+
 /// Pool blocks per 64-key block at the smallest block size.
 const PAGES: usize = KEY_BLOCK / PAGED_BLOCK_SIZES[0];
 
@@ -719,6 +853,16 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+impl OutPtr {
+    /// The pointer `n` floats further on (a method, so closures capture the `Sync` wrapper).
+    ///
+    /// # Safety
+    /// `n` floats further on is still inside the output.
+    unsafe fn offset(self, n: usize) -> OutPtr {
+        OutPtr(unsafe { self.0.add(n) })
+    }
+}
+
 /// Prefill attention in tasks of (kv head, block of up to [`Q_BLOCK`] queries); see
 /// [`blocked_task`].
 fn blocked_attention(
@@ -753,23 +897,31 @@ fn blocked_attention(
                 i0,
                 i1: (i0 + q_block).min(p.n_q),
             };
-            // SAFETY: `level` is supported by this CPU; the call was validated;
-            // tasks write disjoint (query, head) rows of `out`.
-            #[allow(unreachable_patterns)]
-            match level {
-                #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 => unsafe { blocked_avx512(&task) },
-                #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => unsafe { blocked_avx2(&task) },
-                #[cfg(target_arch = "aarch64")]
-                Isa::Neon => unsafe { blocked_neon(&task) },
-                _ => {
-                    let _ = &task;
-                    unreachable!("the blocked path runs only on SIMD levels")
-                }
-            }
+            // SAFETY: the call was validated; tasks write disjoint (query, head) rows of `out`.
+            unsafe { run_blocked_task(level, &task) };
         }
     });
+}
+
+/// One blocked task on `level`.
+///
+/// # Safety
+/// `level` is supported by this CPU and is not scalar; the task's call was validated; no other
+/// task writes its (query, head) rows of `out`.
+unsafe fn run_blocked_task(level: Isa, task: &BlockedTask<'_>) {
+    #[allow(unreachable_patterns)]
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { blocked_avx512(task) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { blocked_avx2(task) },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => unsafe { blocked_neon(task) },
+        _ => {
+            let _ = task;
+            unreachable!("the blocked path runs only on SIMD levels")
+        }
+    }
 }
 
 /// Queries `i0..i1` of every head in kv head `kvh`'s group; `k`/`v` are the whole cache or
@@ -803,6 +955,9 @@ unsafe fn blocked_avx2(t: &BlockedTask<'_>) {
 unsafe fn blocked_neon(t: &BlockedTask<'_>) {
     unsafe { blocked_task::<super::simd::Neon>(t) }
 }
+
+/// Keys whose scores a blocked task computes at once (one FMA chain per key and lane).
+const SCORE_KEYS: usize = 8;
 
 /// Query vectors of one blocked task, [`Q_BLOCK`] query positions times the group's heads.
 const MAX_VECTORS: usize = Q_BLOCK * MAX_GROUP;
@@ -869,16 +1024,17 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
             let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
             let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
-            // Scores, four keys at a time (independent FMA chains).
+            // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
+            // FMA latency even when few lanes are queries (decode: one query per call).
             let mut j = 0;
             while j < len {
-                let n = 4.min(len - j);
-                let mut s = [S::splat(0.0); 4];
-                let key = |x: usize| krows.row(r0 + j + x.min(n - 1));
-                let keys = [key(0), key(1), key(2), key(3)];
+                let n = SCORE_KEYS.min(len - j);
+                let mut s = [S::splat(0.0); SCORE_KEYS];
+                let keys: [*const f32; SCORE_KEYS] =
+                    std::array::from_fn(|x| krows.row(r0 + j + x.min(n - 1)));
                 for d in 0..hd {
                     let qd = S::load(qt.add(d * S::W));
-                    for x in 0..4 {
+                    for x in 0..SCORE_KEYS {
                         s[x] = S::fma(qd, S::splat(*keys[x].add(d)), s[x]);
                     }
                 }

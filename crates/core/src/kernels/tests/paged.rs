@@ -313,3 +313,125 @@ fn paged_attention_invalid_inputs_are_errors_naming_the_value() {
     let err = run(&c.table, &c.pool_k, p, &mut out[..10]);
     assert!(err.contains("out has 10"), "{err}");
 }
+
+/// Several sequences in one pool: each case's blocks moved behind the blocks of the cases
+/// before it, its table shifted to match.
+fn shared_pool(cases: &[Case]) -> (Vec<f32>, Vec<f32>, Vec<Vec<u32>>, usize) {
+    let (mut keys, mut values, mut tables, mut n_blocks) = (vec![], vec![], vec![], 0);
+    for c in cases {
+        keys.extend_from_slice(&c.pool_k);
+        values.extend_from_slice(&c.pool_v);
+        tables.push(c.table.iter().map(|&b| b + n_blocks as u32).collect());
+        n_blocks += c.n_blocks;
+    }
+    (keys, values, tables, n_blocks)
+}
+
+#[test]
+fn paged_attention_of_many_sequences_in_one_call_equals_each_alone() {
+    use crate::kernels::attention::attention_paged_seqs_f32_with;
+    use crate::kernels::PagedSeq;
+    // Decode rows (one query), prefill chunks (several, across a 16-query block), a chunk that
+    // starts mid-sequence, sliding window; then a softcap case (the per-sequence path).
+    let shapes: [&[(usize, usize, usize)]; 2] = [
+        &[
+            (90, 89, 1),
+            (40, 0, 40),
+            (130, 129, 1),
+            (75, 50, 25),
+            (17, 16, 1),
+        ],
+        &[(60, 59, 1), (33, 10, 23)],
+    ];
+    let mut seed = 900;
+    for (si, shape) in shapes.iter().enumerate() {
+        for window in [None, Some(45)] {
+            let cases: Vec<Case> = shape
+                .iter()
+                .map(|&(t, _, _)| {
+                    seed += 1;
+                    let softcap = (si == 1).then_some(1.5);
+                    Case::new(6, 2, 64, t, 16, window, softcap, seed)
+                })
+                .collect();
+            let (keys, values, tables, n_blocks) = shared_pool(&cases);
+            let r = cases[0].row_len();
+            // Rows of the batch: each sequence's queries, with a gap row between sequences.
+            let mut q = Vec::new();
+            let mut seqs = Vec::new();
+            for ((c, &(t, q_pos0, n_q)), table) in cases.iter().zip(*shape).zip(&tables) {
+                q.extend(std::iter::repeat_n(f32::NAN, r));
+                let row0 = q.len() / r;
+                q.extend_from_slice(&c.q[q_pos0 * r..(q_pos0 + n_q) * r]);
+                let p = PagedAttentionParams {
+                    n_blocks,
+                    ..c.params(q_pos0, n_q, t)
+                };
+                seqs.push(PagedSeq {
+                    row0,
+                    block_table: table,
+                    p,
+                });
+            }
+            with_thread_counts(|threads| {
+                for isa in supported_isas() {
+                    let mut out = vec![f32::NAN; q.len()];
+                    attention_paged_seqs_f32_with(isa, &q, &keys, &values, &seqs, &mut out)
+                        .unwrap();
+                    for (i, (c, s)) in cases.iter().zip(&seqs).enumerate() {
+                        let alone = c.paged(isa, &c.table, s.p.q_pos0, s.p.n_q, s.p.kv_len);
+                        let got = &out[s.row0 * r..(s.row0 + s.p.n_q) * r];
+                        if let Some(e) =
+                            (0..got.len()).find(|&e| got[e].to_bits() != alone[e].to_bits())
+                        {
+                            panic!(
+                                "{isa:?} threads={threads} window={window:?} sequence {i} \
+                                 element {e}: batched {:e}, alone {:e}",
+                                got[e], alone[e]
+                            );
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+#[test]
+fn paged_attention_of_many_sequences_refuses_bad_batches_naming_the_sequence() {
+    use crate::kernels::{attention_paged_seqs_f32, PagedSeq};
+    let cases = [
+        Case::new(4, 2, 16, 40, 16, None, None, 950),
+        Case::new(4, 2, 16, 30, 16, None, None, 951),
+    ];
+    let (keys, values, tables, n_blocks) = shared_pool(&cases);
+    let r = cases[0].row_len();
+    let seq = |i: usize, row0: usize, n_q: usize| PagedSeq {
+        row0,
+        block_table: &tables[i],
+        p: PagedAttentionParams {
+            n_blocks,
+            ..cases[i].params(cases[i].t - n_q, n_q, cases[i].t)
+        },
+    };
+    let q = vec![0.5; 8 * r];
+    let mut out = vec![0.0; 8 * r];
+    let mut run = |seqs: &[PagedSeq]| attention_paged_seqs_f32(&q, &keys, &values, seqs, &mut out);
+    run(&[seq(0, 0, 3), seq(1, 3, 5)]).unwrap();
+    run(&[]).unwrap();
+    let err = run(&[seq(0, 0, 3), seq(1, 2, 5)]).unwrap_err().to_string();
+    assert!(err.contains("sequence 1 starts at row 2"), "{err}");
+    let err = run(&[seq(0, 0, 3), seq(1, 4, 5)]).unwrap_err().to_string();
+    assert!(err.contains("sequence 1") && err.contains("q has"), "{err}");
+    let mut short = seq(1, 3, 5);
+    short.block_table = &tables[1][..1];
+    let err = run(&[seq(0, 0, 3), short]).unwrap_err().to_string();
+    assert!(
+        err.contains("sequence 1") && err.contains("block_table has 1"),
+        "{err}"
+    );
+    let mut other = seq(1, 3, 5);
+    other.p.block_size = 32;
+    let err = run(&[seq(0, 0, 3), other]).unwrap_err().to_string();
+    assert!(err.contains("sequence 1 has other heads"), "{err}");
+}
