@@ -647,40 +647,62 @@ impl DecoderModel {
                     &ws.k[row0 * nkv..(row0 + n) * nkv],
                     &ws.v[row0 * nkv..(row0 + n) * nkv],
                 )?;
-                let kv_len = ch.pos0 + n;
-                let view = cache.layer(li, ch.seq, kv_len)?;
-                let params = AttentionParams {
-                    n_q: n,
+                row0 += n;
+            }
+            if chunks.len() > 1 && !fault_on(Fault::NonCausalMask) {
+                let base = AttentionParams {
+                    n_q: 0,
                     n_heads: c.n_heads,
                     n_kv_heads: c.n_kv_heads,
                     head_dim: hd,
-                    kv_len,
-                    kv_capacity: match view {
-                        KvLayerView::Dense { capacity, .. } => capacity,
-                        KvLayerView::Paged { .. } => kv_len,
-                    },
-                    q_pos0: ch.pos0,
+                    kv_len: 0,
+                    kv_capacity: 0,
+                    q_pos0: 0,
                     scale: self.attn_scale,
                     sliding_window: layer.sliding_window,
                     softcap: c.attn_logit_softcap,
                 };
-                if fault_on(Fault::NonCausalMask) {
-                    // Every query placed at the chunk's last position sees every key.
-                    for t in 0..n {
-                        let r = row0 + t;
-                        let p = AttentionParams {
-                            n_q: 1,
-                            q_pos0: kv_len - 1,
-                            ..params
-                        };
-                        let out = &mut ws.attn[r * nq..(r + 1) * nq];
-                        attend(&view, &ws.q[r * nq..(r + 1) * nq], out, p)?;
+                let (q, out) = (&ws.q[..m * nq], &mut ws.attn[..m * nq]);
+                attend_batch(&*cache, li, chunks, q, out, base)?;
+            } else {
+                let mut row0 = 0;
+                for ch in chunks {
+                    let n = ch.tokens.len();
+                    let kv_len = ch.pos0 + n;
+                    let view = cache.layer(li, ch.seq, kv_len)?;
+                    let params = AttentionParams {
+                        n_q: n,
+                        n_heads: c.n_heads,
+                        n_kv_heads: c.n_kv_heads,
+                        head_dim: hd,
+                        kv_len,
+                        kv_capacity: match view {
+                            KvLayerView::Dense { capacity, .. } => capacity,
+                            KvLayerView::Paged { .. } => kv_len,
+                        },
+                        q_pos0: ch.pos0,
+                        scale: self.attn_scale,
+                        sliding_window: layer.sliding_window,
+                        softcap: c.attn_logit_softcap,
+                    };
+                    if fault_on(Fault::NonCausalMask) {
+                        // Every query placed at the chunk's last position sees every key.
+                        for t in 0..n {
+                            let r = row0 + t;
+                            let p = AttentionParams {
+                                n_q: 1,
+                                q_pos0: kv_len - 1,
+                                ..params
+                            };
+                            let out = &mut ws.attn[r * nq..(r + 1) * nq];
+                            attend(&view, &ws.q[r * nq..(r + 1) * nq], out, p)?;
+                        }
+                    } else {
+                        let out = &mut ws.attn[row0 * nq..(row0 + n) * nq];
+                        attend(&view, &ws.q[row0 * nq..(row0 + n) * nq], out, params)?;
                     }
-                } else {
-                    let out = &mut ws.attn[row0 * nq..(row0 + n) * nq];
-                    attend(&view, &ws.q[row0 * nq..(row0 + n) * nq], out, params)?;
+                    row0 += n;
                 }
-                row0 += n;
             }
             layer.o.forward(
                 map,
@@ -938,6 +960,92 @@ fn attend(view: &KvLayerView, q: &[f32], out: &mut [f32], p: AttentionParams) ->
         }
     }
     .map_err(|e| RuntimeError::Kernel(e.to_string()))
+}
+
+/// Attention of every chunk of a batch over its own sequence (`base` gives the shared heads and
+/// options): in one parallel section when the sequences share one paged pool, else chunk by
+/// chunk. The bits are those of [`attend`] per chunk either way.
+fn attend_batch(
+    cache: &dyn KvCache,
+    li: usize,
+    chunks: &[SeqChunk],
+    q: &[f32],
+    out: &mut [f32],
+    base: AttentionParams,
+) -> Result<()> {
+    let row = base.n_heads * base.head_dim;
+    let params = |ch: &SeqChunk, kv_capacity: Option<usize>| {
+        let kv_len = ch.pos0 + ch.tokens.len();
+        AttentionParams {
+            n_q: ch.tokens.len(),
+            kv_len,
+            kv_capacity: kv_capacity.unwrap_or(kv_len),
+            q_pos0: ch.pos0,
+            ..base
+        }
+    };
+    let mut seqs = Vec::with_capacity(chunks.len());
+    let mut pool: Option<(&[f32], &[f32])> = None;
+    let mut row0 = 0;
+    for ch in chunks {
+        let p = params(ch, None);
+        let KvLayerView::Paged {
+            keys,
+            values,
+            block_table,
+            block_size,
+            ..
+        } = cache.layer(li, ch.seq, p.kv_len)?
+        else {
+            break;
+        };
+        let same = |a: &[f32], b: &[f32]| std::ptr::eq(a, b);
+        if pool.is_some_and(|(k, v)| !same(k, keys) || !same(v, values)) {
+            break;
+        }
+        pool = Some((keys, values));
+        seqs.push(kernels::PagedSeq {
+            row0,
+            block_table,
+            p: kernels::PagedAttentionParams {
+                n_q: p.n_q,
+                n_heads: p.n_heads,
+                n_kv_heads: p.n_kv_heads,
+                head_dim: p.head_dim,
+                kv_len: p.kv_len,
+                q_pos0: p.q_pos0,
+                scale: p.scale,
+                sliding_window: p.sliding_window,
+                softcap: p.softcap,
+                block_size,
+                n_blocks: keys.len() / (p.n_kv_heads * block_size * p.head_dim).max(1),
+            },
+        });
+        row0 += ch.tokens.len();
+    }
+    if let (Some((keys, values)), true) = (pool, seqs.len() == chunks.len()) {
+        return kernels::attention_paged_seqs_f32(q, keys, values, &seqs, out)
+            .map_err(|e| RuntimeError::Kernel(e.to_string()));
+    }
+    // A dense cache, or pools that differ: one call per chunk.
+    let mut row0 = 0;
+    for ch in chunks {
+        let n = ch.tokens.len();
+        let view = cache.layer(li, ch.seq, ch.pos0 + n)?;
+        let capacity = match view {
+            KvLayerView::Dense { capacity, .. } => Some(capacity),
+            KvLayerView::Paged { .. } => None,
+        };
+        let rows = row0 * row..(row0 + n) * row;
+        attend(
+            &view,
+            &q[rows.clone()],
+            &mut out[rows],
+            params(ch, capacity),
+        )?;
+        row0 += n;
+    }
+    Ok(())
 }
 
 /// `x += y`, or `x += rms_norm(y)` with Gemma's post-attention / post-MLP norm (`scratch`
