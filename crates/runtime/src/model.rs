@@ -313,7 +313,7 @@ impl DecoderModel {
         };
         // transformers makes sqrt(hidden) a tensor of the weights' dtype (f32 here).
         let embed_scale = c.gemma_norms.then(|| (c.hidden_size as f64).sqrt() as f32);
-        Ok(DecoderModel {
+        let model = DecoderModel {
             config,
             checkpoint,
             format,
@@ -328,7 +328,51 @@ impl DecoderModel {
             attn_scale,
             embed_scale,
             stats,
-        })
+        };
+        model.release_unread_file_pages();
+        Ok(model)
+    }
+
+    /// Every weight matrix: the embedding, the output head if it has its own, each layer's.
+    fn matrices(&self) -> impl Iterator<Item = &Matrix> {
+        let layers = self
+            .layers
+            .iter()
+            .flat_map(|l| [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]);
+        std::iter::once(&self.embed)
+            .chain(&self.lm_head)
+            .chain(layers)
+    }
+
+    /// After load, the forward pass reads from a GGUF's map only the packed matrices it runs in
+    /// place: the rest of the file (header, vocabulary, vectors and matrices copied at load)
+    /// leaves the process, so it does not count twice against memory.
+    fn release_unread_file_pages(&self) {
+        let Checkpoint::Gguf(file) = &self.checkpoint else {
+            return;
+        };
+        let map = file.as_bytes();
+        let mut in_place: Vec<std::ops::Range<usize>> = self
+            .matrices()
+            .filter_map(|m| m.file_range_read_in_place())
+            .collect();
+        in_place.sort_by_key(|r| r.start);
+        let mut from = 0usize;
+        for r in in_place
+            .iter()
+            .chain(std::iter::once(&(map.len()..map.len())))
+        {
+            if r.start > from {
+                // Whole 4 KiB pages only, so the kernels' pages stay (with larger pages an
+                // edge page may go, and is read back once).
+                let page = 4096;
+                let (a, b) = (from.next_multiple_of(page), r.start / page * page);
+                if b > a {
+                    file.release_pages(&map[a..b]);
+                }
+            }
+            from = from.max(r.end);
+        }
     }
 
     pub fn config(&self) -> &DecoderConfig {
@@ -359,22 +403,14 @@ impl DecoderModel {
     /// Type names of the weight matrices and how many of each (for `info`).
     pub fn weight_types(&self) -> Vec<(String, usize)> {
         let mut counts: Vec<(String, usize)> = Vec::new();
-        let mut add = |m: &Matrix| {
+        let add = |m: &Matrix| {
             let t = m.type_name();
             match counts.iter_mut().find(|(n, _)| *n == t) {
                 Some((_, c)) => *c += 1,
                 None => counts.push((t, 1)),
             }
         };
-        add(&self.embed);
-        if let Some(h) = &self.lm_head {
-            add(h);
-        }
-        for l in &self.layers {
-            for mat in [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down] {
-                add(mat);
-            }
-        }
+        self.matrices().for_each(add);
         counts
     }
 

@@ -177,6 +177,19 @@ impl Matrix {
         Ok(())
     }
 
+    /// The byte range of the checkpoint's map that the matmuls and lookups read, for a packed
+    /// matrix without an interleaved copy (`None`: this matrix reads only its own memory).
+    pub fn file_range_read_in_place(&self) -> Option<Range<usize>> {
+        match &self.data {
+            MatrixData::Packed {
+                range,
+                interleaved: None,
+                ..
+            } => Some(range.clone()),
+            _ => None,
+        }
+    }
+
     /// Bytes this matrix holds in memory that the file does not (owned copies).
     pub fn owned_bytes(&self) -> usize {
         match &self.data {
