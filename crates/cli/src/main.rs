@@ -639,7 +639,14 @@ fn chat(a: ChatArgs) -> CliResult<()> {
 
 fn info(a: InfoArgs) -> CliResult<()> {
     let spec = model_spec(a.model.as_deref())?;
-    let llm = load_llm(&spec, &LoadOptions::default())?;
+    let llm = match load_llm(&spec, &LoadOptions::default()) {
+        Ok(llm) => llm,
+        // A GGUF we cannot run is still described, from its own header.
+        Err(e) => match torchnative_formats::gguf::GgufFile::open(std::path::Path::new(&spec)) {
+            Ok(file) => return describe_unloadable_gguf(&spec, &file, &e.to_string(), a.json),
+            Err(_) => return Err(e.into()),
+        },
+    };
     let c = llm.config();
     let tok = llm.tokenizer();
     let model = llm.model();
@@ -666,6 +673,7 @@ fn info(a: InfoArgs) -> CliResult<()> {
         "bos_token": tok.bos_token(),
         "eos_token_ids": llm.eos_token_ids(),
         "chat_template": llm.chat_template().is_some(),
+        "loadable": true,
         "file_bytes": file_bytes,
         "mapped_weight_bytes": stats.mapped_weight_bytes,
         "owned_weight_bytes": stats.owned_weight_bytes,
@@ -718,6 +726,98 @@ fn info(a: InfoArgs) -> CliResult<()> {
     println!(
         "kv cache        {} KiB per token",
         kv_bytes_per_token / 1024
+    );
+    Ok(())
+}
+
+/// `info` for a GGUF the runtime refuses: what its header says (architecture, shapes, tensor
+/// types, vocabulary) and why it cannot run.
+fn describe_unloadable_gguf(
+    spec: &str,
+    file: &torchnative_formats::gguf::GgufFile,
+    reason: &str,
+    as_json: bool,
+) -> CliResult<()> {
+    let text = |key: &str| file.get(key).and_then(|v| v.as_str()).map(str::to_string);
+    let arch = text("general.architecture");
+    let number = |key: &str| {
+        let arch = arch.as_deref()?;
+        file.get(&format!("{arch}.{key}")).and_then(|v| v.as_f64())
+    };
+    let mut types: Vec<(String, usize)> = Vec::new();
+    for t in file.tensors() {
+        let name = t.ggml_type.name().to_string();
+        match types.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => types.push((name, 1)),
+        }
+    }
+    let parameters: u64 = file.tensors().iter().map(|t| t.n_elements()).sum();
+    let vocab = file
+        .get("tokenizer.ggml.tokens")
+        .and_then(|v| v.as_array())
+        .map(|a| a.len());
+    let v = json!({
+        "source": spec,
+        "loadable": false,
+        "unsupported": reason,
+        "architecture": arch,
+        "name": text("general.name"),
+        "gguf_version": file.version(),
+        "parameters": parameters,
+        "tensors": file.tensors().len(),
+        "metadata_keys": file.metadata().len(),
+        "layers": number("block_count"),
+        "hidden_size": number("embedding_length"),
+        "heads": number("attention.head_count"),
+        "kv_heads": number("attention.head_count_kv"),
+        "intermediate_size": number("feed_forward_length"),
+        "context_length": number("context_length"),
+        "rope_theta": number("rope.freq_base"),
+        "tokenizer": text("tokenizer.ggml.model"),
+        "vocab_size": vocab,
+        "chat_template": file.get("tokenizer.chat_template").is_some(),
+        "tensor_types": types.iter().map(|(t, n)| json!({"type": t, "tensors": n})).collect::<Vec<_>>(),
+        "file_bytes": file.as_bytes().len(),
+    });
+    if as_json {
+        println!("{v:#}");
+        return Ok(());
+    }
+    let or_unknown = |x: Option<String>| x.unwrap_or_else(|| "(not given)".into());
+    let num = |key: &str| number(key).map_or("?".into(), |n| n.to_string());
+    println!("model           {spec}");
+    println!("runs            no: {reason}");
+    println!("architecture    {}", or_unknown(arch.clone()));
+    println!("name            {}", or_unknown(text("general.name")));
+    println!(
+        "parameters      {:.1} M in {} tensors",
+        parameters as f64 / 1e6,
+        file.tensors().len()
+    );
+    println!(
+        "layers          {} (hidden {}, intermediate {})",
+        num("block_count"),
+        num("embedding_length"),
+        num("feed_forward_length")
+    );
+    println!(
+        "attention       {} heads, {} kv heads",
+        num("attention.head_count"),
+        num("attention.head_count_kv")
+    );
+    println!("context         {} tokens", num("context_length"));
+    println!(
+        "vocabulary      {} tokens, tokenizer {}",
+        vocab.map_or("?".into(), |n| n.to_string()),
+        or_unknown(text("tokenizer.ggml.model"))
+    );
+    let types: Vec<String> = types.iter().map(|(t, n)| format!("{t} x{n}")).collect();
+    println!("tensor types    {}", types.join(", "));
+    println!(
+        "file            {:.1} MiB, GGUF v{}",
+        file.as_bytes().len() as f64 / (1 << 20) as f64,
+        file.version()
     );
     Ok(())
 }

@@ -65,6 +65,7 @@ fn info_and_tokenize_describe_the_model() {
     assert_eq!(info["vocab_size"], 49152);
     assert_eq!(info["kv_heads"], 3);
     assert_eq!(info["chat_template"], true);
+    assert_eq!(info["loadable"], true);
     let types: Vec<&str> = info["weight_types"]
         .as_array()
         .unwrap()
@@ -222,4 +223,82 @@ fn run_with_a_constraint_or_speculation() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("regular expression"), "{err}");
+}
+
+#[test]
+fn info_describes_a_gguf_it_cannot_run_and_says_why() {
+    use torchnative_formats::gguf::{write_gguf, MetadataValue as V, TensorToWrite};
+    use torchnative_quant::GgmlType;
+    let dir = std::env::temp_dir().join(format!("tn-cli-info-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tiny-mamba.gguf");
+    let s = |x: &str| V::String(x.into());
+    let metadata = vec![
+        ("general.architecture".to_string(), s("mamba")),
+        ("general.name".to_string(), s("tiny mamba")),
+        ("mamba.block_count".to_string(), V::U32(2)),
+        ("mamba.embedding_length".to_string(), V::U32(64)),
+        ("mamba.context_length".to_string(), V::U32(1024)),
+        ("tokenizer.ggml.model".to_string(), s("gpt2")),
+        (
+            "tokenizer.ggml.tokens".to_string(),
+            V::Array(vec![s("a"), s("b"), s("c")]),
+        ),
+    ];
+    let embed = vec![0u8; 64 * 3 * 4];
+    let q8 = vec![0u8; 8 * 34];
+    let tensors = [
+        TensorToWrite {
+            name: "token_embd.weight".into(),
+            dims: vec![64, 3],
+            ggml_type: GgmlType::F32,
+            data: &embed,
+        },
+        TensorToWrite {
+            name: "blk.0.ssm_in.weight".into(),
+            dims: vec![64, 4],
+            ggml_type: GgmlType::Q8_0,
+            data: &q8,
+        },
+    ];
+    write_gguf(&path, &metadata, &tensors).unwrap();
+    let p = path.to_str().unwrap();
+
+    let info: serde_json::Value = serde_json::from_str(&run_ok(&["info", p, "--json"])).unwrap();
+    assert_eq!(info["loadable"], false);
+    let why = info["unsupported"].as_str().unwrap();
+    assert!(why.contains("mamba"), "{why}");
+    assert_eq!(info["architecture"], "mamba");
+    assert_eq!(info["name"], "tiny mamba");
+    assert_eq!(info["parameters"], 64 * 3 + 64 * 4);
+    assert_eq!(info["tensors"], 2);
+    assert_eq!(info["layers"], 2.0);
+    assert_eq!(info["hidden_size"], 64.0);
+    assert_eq!(info["context_length"], 1024.0);
+    assert_eq!(info["heads"], serde_json::Value::Null);
+    assert_eq!(info["vocab_size"], 3);
+    assert_eq!(info["tokenizer"], "gpt2");
+    assert_eq!(
+        info["tensor_types"],
+        serde_json::json!([{"type": "F32", "tensors": 1}, {"type": "Q8_0", "tensors": 1}])
+    );
+    let text = run_ok(&["info", p]);
+    assert!(
+        text.contains("runs            no: ") && text.contains("mamba"),
+        "{text}"
+    );
+    assert!(text.contains("F32 x1, Q8_0 x1"), "{text}");
+
+    // A file that is not a whole GGUF is still an error naming it.
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
+    let out = bin()
+        .args(["info", cut.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cut.gguf"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
