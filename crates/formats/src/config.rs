@@ -151,6 +151,13 @@ pub enum RopeScaling {
         /// given one or `max_position_embeddings / original` (1.0 when `factor <= 1`).
         attention_factor: f32,
     },
+    /// Per-frequency divisors as llama.cpp stores them in a GGUF's `rope_freqs.weight` (its
+    /// form of Llama 3.1 scaling, computed by the converter from the config's `llama3`
+    /// parameters): inverse frequency `i` is `1 / (base^(2i / dim) * factors[i])`.
+    FreqFactors {
+        /// One divisor per rotated pair (`rope_dim / 2` of them).
+        factors: Vec<f32>,
+    },
     /// Llama 3.1 piecewise frequency scaling.
     Llama3 {
         /// Divisor for low frequencies.
@@ -162,6 +169,20 @@ pub enum RopeScaling {
         /// Context length the model was trained with before extension.
         original_max_position_embeddings: usize,
     },
+}
+
+impl RopeScaling {
+    /// The scaling's name as configs spell it (`rope_freqs` for llama.cpp's tensor form).
+    pub fn name(&self) -> &'static str {
+        match self {
+            RopeScaling::Linear { .. } => "linear",
+            RopeScaling::Dynamic { .. } => "dynamic",
+            RopeScaling::Yarn { .. } => "yarn",
+            RopeScaling::LongRope { .. } => "longrope",
+            RopeScaling::FreqFactors { .. } => "rope_freqs",
+            RopeScaling::Llama3 { .. } => "llama3",
+        }
+    }
 }
 
 /// The MLP's gate activation (`gate_act(x W_gate) * (x W_up)`).
@@ -563,13 +584,6 @@ impl DecoderConfig {
         .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
         let key = |k: &str| format!("{arch_name}.{k}");
 
-        if file.tensor("rope_freqs.weight").is_some() {
-            return Err(FormatError::Unsupported(
-                "GGUF tensor rope_freqs.weight (per-frequency RoPE factors, e.g. Llama 3.1 \
-                 scaling baked in by llama.cpp); supported: plain, linear and yarn RoPE"
-                    .into(),
-            ));
-        }
         let n_layers = g.required_usize(&key("block_count"))?;
         let hidden_size = g.required_usize(&key("embedding_length"))?;
         let n_heads = g.required_usize(&key("attention.head_count"))?;
@@ -658,9 +672,29 @@ impl DecoderConfig {
             vocab_size,
             context_length,
             rope_theta: g.f32(&key("rope.freq_base"))?.unwrap_or(10_000.0),
-            rope_scaling: match gguf_longrope(file, &g, arch_name, context_length)? {
-                Some(longrope) => Some(longrope),
-                None => gguf_rope_scaling(&g, arch_name, context_length)?,
+            rope_scaling: match (
+                gguf_longrope(file, &g, arch_name, context_length)?,
+                gguf_rope_freqs(file, rope_dim)?,
+            ) {
+                (Some(longrope), None) => Some(longrope),
+                (None, Some(factors)) => match gguf_rope_scaling(&g, arch_name, context_length)? {
+                    None => Some(factors),
+                    Some(other) => {
+                        return Err(FormatError::Unsupported(format!(
+                            "GGUF tensor rope_freqs.weight together with {} scaling in the \
+                             metadata; supported: rope_freqs.weight over plain RoPE",
+                            other.name()
+                        )))
+                    }
+                },
+                (Some(_), Some(_)) => {
+                    return Err(FormatError::Unsupported(
+                        "GGUF tensor rope_freqs.weight beside LongRoPE factors; supported: \
+                         one or the other"
+                            .into(),
+                    ))
+                }
+                (None, None) => gguf_rope_scaling(&g, arch_name, context_length)?,
             },
             rope_dim,
             // llama.cpp's default for the local layers' base.
@@ -796,6 +830,19 @@ impl DecoderConfig {
                     for (i, &x) in factors.iter().enumerate() {
                         positive(&format!("longrope {name}[{i}]"), x)?;
                     }
+                }
+            }
+            Some(RopeScaling::FreqFactors { factors }) => {
+                if factors.len() != self.rope_dim / 2 {
+                    return Err(malformed(format!(
+                        "{source}: rope_freqs has {} entries, expected {} (rotary dims {} / 2)",
+                        factors.len(),
+                        self.rope_dim / 2,
+                        self.rope_dim
+                    )));
+                }
+                for (i, &x) in factors.iter().enumerate() {
+                    positive(&format!("rope_freqs[{i}]"), x)?;
                 }
             }
             Some(RopeScaling::Llama3 {
@@ -1463,6 +1510,28 @@ fn gguf_longrope(
 }
 
 /// RoPE scaling keys as llama.cpp writes them (`{arch}.rope.scaling.*`).
+/// The per-frequency RoPE divisors of llama.cpp's `rope_freqs.weight` tensor, when the file has
+/// one: F32, one per rotated pair. Their values are checked with the rest of the config.
+fn gguf_rope_freqs(file: &GgufFile, rope_dim: usize) -> Result<Option<RopeScaling>> {
+    let Some(info) = file.tensor("rope_freqs.weight") else {
+        return Ok(None);
+    };
+    if info.ggml_type != GgmlType::F32 || info.dims != [rope_dim as u64 / 2] {
+        return Err(malformed(format!(
+            "GGUF tensor rope_freqs.weight is {} {:?}, expected F32 [{}] (rotary dims {rope_dim} / 2)",
+            info.ggml_type,
+            info.dims,
+            rope_dim / 2
+        )));
+    }
+    let factors = file
+        .tensor_data(info)
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    Ok(Some(RopeScaling::FreqFactors { factors }))
+}
+
 fn gguf_rope_scaling(
     g: &GgufFields,
     arch: &str,

@@ -63,6 +63,10 @@ pub fn inv_freq(config: &DecoderConfig) -> Result<(Vec<f32>, f32)> {
         Some(RopeScaling::Linear { factor }) => {
             Ok((plain.iter().map(|f| f / factor).collect(), 1.0))
         }
+        // llama.cpp divides the angle's base frequency by the factor (`theta / freq_factor`).
+        Some(RopeScaling::FreqFactors { factors }) => {
+            Ok((plain.iter().zip(factors).map(|(f, d)| f / d).collect(), 1.0))
+        }
         Some(RopeScaling::Llama3 {
             factor,
             low_freq_factor,

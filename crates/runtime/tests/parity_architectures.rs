@@ -274,6 +274,13 @@ fn tiny_gemma3_gguf_from_llama_cpp_matches_transformers() {
     llama_cpp_gguf_matches_transformers("gemma3_text_gguf", &[(20, 8)]);
 }
 
+/// Llama 3.1 RoPE scaling (`rope_type` llama3), which llama.cpp's converter writes as the
+/// tensor `rope_freqs.weight` (one divisor per frequency), read back as those divisors.
+#[test]
+fn tiny_llama3_gguf_with_rope_freqs_from_llama_cpp_matches_transformers() {
+    llama_cpp_gguf_matches_transformers("llama3_gguf", &[(20, 8), (40, 4)]);
+}
+
 fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)]) {
     use std::process::Command;
     use torchnative_runtime::{load_model, LoadOptions, WeightFormat};
@@ -334,6 +341,16 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     };
     let model = load(&f32_file, WeightFormat::F32);
+    if tiny_arch == "llama3_gguf" {
+        // The scaling must come from the tensor, or this test would not cover it.
+        let factors = match &model.config().rope_scaling {
+            Some(torchnative_formats::RopeScaling::FreqFactors { factors }) => factors.clone(),
+            other => panic!("llama3 GGUF read as {other:?}"),
+        };
+        assert_eq!(factors.len(), 8);
+        assert!(factors.contains(&1.0) && factors.contains(&8.0));
+        assert!(factors.iter().any(|&f| f > 1.0 && f < 8.0), "{factors:?}");
+    }
     let q8 = load(&q8_file, WeightFormat::Native);
     let q8_as_f32 = load(&q8_file, WeightFormat::F32);
     let types = q8.weight_types();

@@ -563,6 +563,59 @@ mod gguf {
         );
     }
 
+    /// llama.cpp's `rope_freqs.weight` (Llama 3.1 scaling baked into a tensor) is read as
+    /// per-frequency divisors; bad ones are refused by name.
+    #[test]
+    fn gguf_rope_freqs_become_frequency_divisors() {
+        let with = |metadata: &[(String, V)], factors: &[f32]| {
+            let embd: Vec<u8> = (0..48).flat_map(|_| 1.0f32.to_le_bytes()).collect();
+            let freqs: Vec<u8> = factors.iter().flat_map(|f| f.to_le_bytes()).collect();
+            let tensors = [
+                TensorToWrite {
+                    name: "token_embd.weight".into(),
+                    dims: vec![8, 6],
+                    ggml_type: GgmlType::F32,
+                    data: &embd,
+                },
+                TensorToWrite {
+                    name: "rope_freqs.weight".into(),
+                    dims: vec![factors.len() as u64],
+                    ggml_type: GgmlType::F32,
+                    data: &freqs,
+                },
+            ];
+            let file = GgufFile::from_bytes(gguf_bytes(metadata, &tensors).unwrap()).unwrap();
+            DecoderConfig::from_gguf(&file)
+        };
+        let c = with(&qwen3_metadata(), &[1.0, 2.5]).unwrap();
+        assert_eq!(
+            c.rope_scaling,
+            Some(RopeScaling::FreqFactors {
+                factors: vec![1.0, 2.5]
+            })
+        );
+        let msg = with(&qwen3_metadata(), &[0.0, 1.0])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("rope_freqs[0] is 0"), "{msg}");
+        let msg = with(&qwen3_metadata(), &[1.0, f32::NAN])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("rope_freqs[1] is NaN"), "{msg}");
+        let msg = with(&qwen3_metadata(), &[1.0, 2.0, 3.0])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("expected F32 [2]"), "{msg}");
+        let mut m = qwen3_metadata();
+        m.push(("qwen3.rope.scaling.type".into(), V::String("linear".into())));
+        m.push(("qwen3.rope.scaling.factor".into(), V::F32(2.0)));
+        let msg = with(&m, &[1.0, 2.0]).unwrap_err().to_string();
+        assert!(
+            msg.contains("rope_freqs.weight together with linear"),
+            "{msg}"
+        );
+    }
+
     #[test]
     fn gguf_refusals_name_the_problem() {
         let err = |m: &[(String, V)], t: &[&str]| {
@@ -590,7 +643,10 @@ mod gguf {
             &qwen3_metadata(),
             &["token_embd.weight", "rope_freqs.weight"],
         );
-        assert!(msg.contains("rope_freqs.weight"), "{msg}");
+        assert!(
+            msg.contains("rope_freqs.weight is F32 [4], expected F32 [2]"),
+            "{msg}"
+        );
         let mut m = qwen3_metadata();
         m.push(("qwen3.rope.dimension_count".into(), V::U32(2)));
         assert!(err(&m, &QWEN3_TENSORS).contains("partial rotary"));

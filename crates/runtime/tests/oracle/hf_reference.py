@@ -26,7 +26,7 @@ The request names a command:
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text",
    "seed": S, "out_dir": DIR}
-  {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
+  {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf"|"llama3_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
       The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
       Saves a tiny randomly initialised model of that architecture (safetensors + config).
   {"cmd": "make_lora", "model": ..., "out_dir": DIR, "r": R, "alpha": A, "target_modules": [...],
@@ -239,6 +239,20 @@ def cmd_tiny(req):
                 "long_factor": [1.5 + 2.0 * i for i in range(6)],
             },
         )
+    elif arch == "llama3_gguf":
+        # Llama 3.1 RoPE scaling (context 32 extended 8x) with the vocabulary of
+        # req["tokenizer_dir"]: llama.cpp's converter bakes the scaling into rope_freqs.weight.
+        # With head_dim 16 the 8 frequencies span all three regimes (kept, smoothed, divided).
+        tok = req["tokenizer_dir"]
+        with open(os.path.join(tok, "tokenizer.json")) as f:
+            vocab = len(json.load(f)["model"]["vocab"])
+        cfg = transformers.LlamaConfig(
+            **{**common, "vocab_size": vocab},
+            rope_parameters={
+                "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 32,
+            },
+        )
     elif arch == "gemma3_text_gguf":
         # For llama.cpp's converter: the tokenizer of req["tokenizer_dir"], the layer pattern and
         # local base llama.cpp assumes (every 6th layer global, 10000), query_pre_attn_scalar =
@@ -281,7 +295,7 @@ def cmd_tiny(req):
         raise SystemExit(f"unknown arch {arch}")
     torch.manual_seed(req.get("seed", 0))
     m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    if arch.startswith(("gemma", "phi3")):
+    if arch.startswith(("gemma", "phi3", "llama3")):
         # Weights of std 0.02 leave attention nearly uniform and logits far below the softcaps;
         # larger weights make the caps, GeGLU's curvature, the windows and RoPE factors matter.
         with torch.no_grad():
