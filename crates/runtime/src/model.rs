@@ -979,23 +979,32 @@ fn attend(view: &KvLayerView, q: &[f32], out: &mut [f32], p: AttentionParams) ->
             block_size,
             ..
         } => {
-            let pp = kernels::PagedAttentionParams {
-                n_q: p.n_q,
-                n_heads: p.n_heads,
-                n_kv_heads: p.n_kv_heads,
-                head_dim: p.head_dim,
-                kv_len: p.kv_len,
-                q_pos0: p.q_pos0,
-                scale: p.scale,
-                sliding_window: p.sliding_window,
-                softcap: p.softcap,
-                block_size,
-                n_blocks: keys.len() / (p.n_kv_heads * block_size * p.head_dim).max(1),
-            };
+            let pp = paged_params(&p, block_size, keys.len());
             kernels::attention_paged_f32(q, keys, values, block_table, out, pp)
         }
     }
     .map_err(|e| RuntimeError::Kernel(e.to_string()))
+}
+
+/// `p` for a paged pool of `block_size` blocks whose layer buffer holds `pool_len` floats.
+fn paged_params(
+    p: &AttentionParams,
+    block_size: usize,
+    pool_len: usize,
+) -> kernels::PagedAttentionParams {
+    kernels::PagedAttentionParams {
+        n_q: p.n_q,
+        n_heads: p.n_heads,
+        n_kv_heads: p.n_kv_heads,
+        head_dim: p.head_dim,
+        kv_len: p.kv_len,
+        q_pos0: p.q_pos0,
+        scale: p.scale,
+        sliding_window: p.sliding_window,
+        softcap: p.softcap,
+        block_size,
+        n_blocks: pool_len / (p.n_kv_heads * block_size * p.head_dim).max(1),
+    }
 }
 
 /// Attention of every chunk of a batch over its own sequence (`base` gives the shared heads and
@@ -1043,19 +1052,7 @@ fn attend_batch(
         seqs.push(kernels::PagedSeq {
             row0,
             block_table,
-            p: kernels::PagedAttentionParams {
-                n_q: p.n_q,
-                n_heads: p.n_heads,
-                n_kv_heads: p.n_kv_heads,
-                head_dim: p.head_dim,
-                kv_len: p.kv_len,
-                q_pos0: p.q_pos0,
-                scale: p.scale,
-                sliding_window: p.sliding_window,
-                softcap: p.softcap,
-                block_size,
-                n_blocks: keys.len() / (p.n_kv_heads * block_size * p.head_dim).max(1),
-            },
+            p: paged_params(&p, block_size, keys.len()),
         });
         row0 += ch.tokens.len();
     }

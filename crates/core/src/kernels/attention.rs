@@ -356,9 +356,9 @@ pub struct PagedSeq<'a> {
 }
 
 /// [`attention_paged_f32`] for several sequences over one pool (a continuous-batching step),
-/// in one parallel section instead of one per sequence: on a 2-core machine eight decode
-/// calls of three tasks each kept a core idle a third of the time and paid eight fork/joins.
-/// Every (query, head) row gets the bits [`attention_paged_f32`] gives it alone. Sequences
+/// in one parallel section instead of one per sequence: one fork/join per step, and tasks
+/// enough to balance over the threads (a lone decode call has only as many as kv heads; on
+/// the 2-core machine of docs/STATUS.md the step time did not change). Every (query, head) row gets the bits [`attention_paged_f32`] gives it alone. Sequences
 /// must share the heads, head_dim and block size and take disjoint rows in increasing order;
 /// each is validated as [`attention_paged_f32`] validates its call, and errors name the
 /// sequence.

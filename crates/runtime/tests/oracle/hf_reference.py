@@ -192,6 +192,11 @@ def cmd_save_safetensors(req):
     AutoTokenizer.from_pretrained(d, gguf_file=f).save_pretrained(req["out_dir"])
 
 
+def tokenizer_vocab_size(tokenizer_dir):
+    with open(os.path.join(tokenizer_dir, "tokenizer.json")) as f:
+        return len(json.load(f)["model"]["vocab"])
+
+
 def cmd_tiny(req):
     from transformers import AutoModelForCausalLM
 
@@ -228,9 +233,7 @@ def cmd_tiny(req):
     elif arch == "phi3_longrope_gguf":
         # phi3_longrope with the vocabulary of the tokenizer in req["tokenizer_dir"] (byte-level
         # BPE, copied in), so that llama.cpp's converter can write a GGUF of it.
-        tok = req["tokenizer_dir"]
-        with open(os.path.join(tok, "tokenizer.json")) as f:
-            vocab = len(json.load(f)["model"]["vocab"])
+        vocab = tokenizer_vocab_size(req["tokenizer_dir"])
         cfg = transformers.Phi3Config(
             **{**common, "vocab_size": vocab}, pad_token_id=0, original_max_position_embeddings=16,
             rope_parameters={
@@ -243,9 +246,7 @@ def cmd_tiny(req):
         # Llama 3.1 RoPE scaling (context 32 extended 8x) with the vocabulary of
         # req["tokenizer_dir"]: llama.cpp's converter bakes the scaling into rope_freqs.weight.
         # With head_dim 16 the 8 frequencies span all three regimes (kept, smoothed, divided).
-        tok = req["tokenizer_dir"]
-        with open(os.path.join(tok, "tokenizer.json")) as f:
-            vocab = len(json.load(f)["model"]["vocab"])
+        vocab = tokenizer_vocab_size(req["tokenizer_dir"])
         cfg = transformers.LlamaConfig(
             **{**common, "vocab_size": vocab},
             rope_parameters={
@@ -257,9 +258,7 @@ def cmd_tiny(req):
         # For llama.cpp's converter: the tokenizer of req["tokenizer_dir"], the layer pattern and
         # local base llama.cpp assumes (every 6th layer global, 10000), query_pre_attn_scalar =
         # head_dim as llama.cpp scales.
-        tok = req["tokenizer_dir"]
-        with open(os.path.join(tok, "tokenizer.json")) as f:
-            vocab = len(json.load(f)["model"]["vocab"])
+        vocab = tokenizer_vocab_size(req["tokenizer_dir"])
         cfg = transformers.Gemma3TextConfig(
             **{**common, "vocab_size": vocab, "num_hidden_layers": 6, "tie_word_embeddings": True},
             pad_token_id=0, head_dim=16, query_pre_attn_scalar=16, sliding_window=8,
