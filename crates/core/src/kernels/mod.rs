@@ -42,7 +42,7 @@ pub use elementwise::{
 };
 pub use linear::{linear_bf16, linear_f16, linear_f32, matmul_f32};
 pub use norm::{layer_norm_f32, rms_norm_f32, rms_norm_inplace_f32, rms_norm_rows_f32};
-pub use rope::{rope_f32, RopeStyle, RopeTable};
+pub use rope::{rope_f32, rope_row, rope_rows_f32, RopeStyle, RopeTable};
 pub use softmax::{log_softmax_f32, softmax_f32, softmax_rows_f32};
 pub use threads::{install, num_threads, set_num_threads};
 

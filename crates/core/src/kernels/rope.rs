@@ -68,15 +68,14 @@ impl RopeTable {
                     "rope table {max_positions} x {half} too large"
                 ))
             })?;
-        let mut cos = Vec::with_capacity(len);
-        let mut sin = Vec::with_capacity(len);
-        for pos in 0..max_positions {
-            for &f in inv_freq {
-                // The angle is an f32 product as in HF; cos/sin of that f32 angle in f64.
-                let angle = (pos as f32 * f) as f64;
-                cos.push((angle.cos() * attention_factor as f64) as f32);
-                sin.push((angle.sin() * attention_factor as f64) as f32);
-            }
+        let mut cos = vec![0.0; len];
+        let mut sin = vec![0.0; len];
+        for (pos, (c, s)) in cos
+            .chunks_exact_mut(half)
+            .zip(sin.chunks_exact_mut(half))
+            .enumerate()
+        {
+            rope_row(inv_freq, pos, attention_factor, c, s);
         }
         Ok(RopeTable {
             rot_dim: 2 * half,
@@ -106,6 +105,28 @@ impl RopeTable {
     }
 }
 
+/// One position's table row: `cos` / `sin` of `pos * inv_freq[i]` times `attention_factor`
+/// (the angle an f32 product as in HF, its cos/sin taken in f64), what [`RopeTable`] holds for
+/// `pos`. For frequencies that change with the sequence (dynamic NTK scaling), computed per
+/// token by the caller. Contract (asserted): `cos` and `sin` have `inv_freq.len()` entries.
+pub fn rope_row(
+    inv_freq: &[f32],
+    pos: usize,
+    attention_factor: f32,
+    cos: &mut [f32],
+    sin: &mut [f32],
+) {
+    assert!(
+        cos.len() == inv_freq.len() && sin.len() == inv_freq.len(),
+        "rope_row: cos/sin rows must have one entry per frequency"
+    );
+    for ((&f, c), s) in inv_freq.iter().zip(cos).zip(sin) {
+        let angle = (pos as f32 * f) as f64;
+        *c = (angle.cos() * attention_factor as f64) as f32;
+        *s = (angle.sin() * attention_factor as f64) as f32;
+    }
+}
+
 /// Applies RoPE in place to one token's heads: `x` is `[n_heads][head_dim]`; the first
 /// `table.rot_dim()` dims of each head rotate by the angles of `pos`, the rest stay.
 /// Contract (asserted): `x.len() >= n_heads * head_dim`, `rot_dim <= head_dim`,
@@ -118,7 +139,33 @@ pub fn rope_f32(
     cos_sin: &RopeTable,
     style: RopeStyle,
 ) {
-    let rot = cos_sin.rot_dim;
+    assert!(
+        pos < cos_sin.max_positions,
+        "rope_f32: position {pos} >= table size {}",
+        cos_sin.max_positions
+    );
+    let (cos, sin) = cos_sin.row(pos);
+    rope_rows_f32(x, n_heads, head_dim, cos, sin, style);
+}
+
+/// [`rope_f32`] with one position's `cos` / `sin` rows given directly (`rot_dim / 2` each, as
+/// [`rope_row`] fills them): the same arithmetic. Contract (asserted): `cos.len() ==
+/// sin.len()`, `x.len() >= n_heads * head_dim`, `2 * cos.len() <= head_dim`.
+pub fn rope_rows_f32(
+    x: &mut [f32],
+    n_heads: usize,
+    head_dim: usize,
+    cos: &[f32],
+    sin: &[f32],
+    style: RopeStyle,
+) {
+    assert_eq!(
+        cos.len(),
+        sin.len(),
+        "rope_rows_f32: cos and sin rows differ"
+    );
+    let half = cos.len();
+    let rot = 2 * half;
     assert!(
         x.len() >= n_heads * head_dim,
         "rope_f32: x shorter than n_heads * head_dim"
@@ -127,13 +174,6 @@ pub fn rope_f32(
         rot <= head_dim,
         "rope_f32: rot_dim {rot} > head_dim {head_dim}"
     );
-    assert!(
-        pos < cos_sin.max_positions,
-        "rope_f32: position {pos} >= table size {}",
-        cos_sin.max_positions
-    );
-    let half = rot / 2;
-    let (cos, sin) = cos_sin.row(pos);
     for head in x[..n_heads * head_dim].chunks_exact_mut(head_dim) {
         match style {
             RopeStyle::HalfRotation => {
