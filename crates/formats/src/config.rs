@@ -114,10 +114,16 @@ pub enum RopeScaling {
         /// Position divisor.
         factor: f32,
     },
-    /// NTK-aware base rescaling once the sequence exceeds the trained length.
+    /// Dynamic NTK scaling (transformers' `dynamic`): a forward call whose sequence reaches
+    /// `seq_len > original_max_position_embeddings` rotates with the base
+    /// `theta * ((factor * seq_len / original) - (factor - 1))^(dim / (dim - 2))`. The model's
+    /// `context_length` is `original * factor` (as vLLM sizes it; transformers sets no bound).
     Dynamic {
-        /// Context extension factor.
-        factor: f32,
+        /// Context extension factor (at least 1), as the config writes it: f64, as Python holds
+        /// it (transformers takes `factor - 1` in double precision).
+        factor: f64,
+        /// The config's `max_position_embeddings`: the length the base is rescaled beyond.
+        original_max_position_embeddings: usize,
     },
     /// YaRN.
     Yarn {
@@ -213,7 +219,8 @@ pub struct DecoderConfig {
     pub intermediate_size: usize,
     /// Rows of the token embedding.
     pub vocab_size: usize,
-    /// Trained context length (`max_position_embeddings`).
+    /// Context length the model runs to: `max_position_embeddings` (with dynamic NTK RoPE
+    /// scaling, that times the factor; the trained length is then in the scaling).
     pub context_length: usize,
     /// RoPE base frequency.
     pub rope_theta: f32,
@@ -357,12 +364,12 @@ impl<'a> JsonFields<'a> {
     }
 
     fn f32(&self, key: &str) -> Result<Option<f32>> {
+        Ok(self.f64(key)?.map(|x| x as f32))
+    }
+
+    fn f64(&self, key: &str) -> Result<Option<f64>> {
         self.get(key)
-            .map(|v| {
-                v.as_f64()
-                    .map(|x| x as f32)
-                    .ok_or_else(|| self.bad(key, v, "a number"))
-            })
+            .map(|v| v.as_f64().ok_or_else(|| self.bad(key, v, "a number")))
             .transpose()
     }
 
@@ -478,6 +485,13 @@ impl DecoderConfig {
             });
 
         let rope = hf_rope(&f, architecture, head_dim, context_length)?;
+        // Dynamic NTK scaling runs past max_position_embeddings, up to factor times it.
+        let context_length = match &rope.scaling {
+            Some(RopeScaling::Dynamic { factor, .. }) if factor.is_finite() && *factor >= 1.0 => {
+                (context_length as f64 * *factor) as usize
+            }
+            _ => context_length,
+        };
         // transformers' defaults when the key is absent (an explicit null means none).
         let (default_bos, default_eos, default_pad) = match architecture {
             Llama | Mistral => (Some(1), Some(2), None),
@@ -759,6 +773,31 @@ impl DecoderConfig {
         bounded("head dim", self.head_dim, MAX_WIDTH)?;
         bounded("intermediate size", self.intermediate_size, MAX_WIDTH)?;
         bounded("vocab size", self.vocab_size, MAX_VOCAB)?;
+        if let Some(RopeScaling::Dynamic {
+            factor,
+            original_max_position_embeddings,
+        }) = &self.rope_scaling
+        {
+            // transformers warns that the factor "must be a float or int >= 1" and runs a
+            // smaller one anyway (a context shorter than the trained one); refused here.
+            if !(factor.is_finite() && *factor >= 1.0) {
+                return Err(malformed(format!(
+                    "{source}: rope_scaling dynamic factor is {factor}, expected a number >= 1"
+                )));
+            }
+            bounded(
+                "dynamic rope max_position_embeddings",
+                *original_max_position_embeddings,
+                MAX_CONTEXT,
+            )?;
+            if self.context_length > MAX_CONTEXT {
+                return Err(malformed(format!(
+                    "{source}: context length {} (max_position_embeddings {} x rope_scaling \
+                     dynamic factor {factor}) exceeds {MAX_CONTEXT}",
+                    self.context_length, original_max_position_embeddings
+                )));
+            }
+        }
         bounded("context length", self.context_length, MAX_CONTEXT)?;
         if self.n_heads % self.n_kv_heads != 0 {
             return Err(malformed(format!(
@@ -788,9 +827,9 @@ impl DecoderConfig {
         }
         match &self.rope_scaling {
             None => {}
-            Some(RopeScaling::Linear { factor } | RopeScaling::Dynamic { factor }) => {
-                positive("rope scaling factor", *factor)?
-            }
+            Some(RopeScaling::Linear { factor }) => positive("rope scaling factor", *factor)?,
+            // Checked with the context length above.
+            Some(RopeScaling::Dynamic { .. }) => {}
             Some(RopeScaling::Yarn {
                 factor,
                 original_max_position_embeddings,
@@ -1128,7 +1167,14 @@ fn rope_set(
     let scaling = match rope_type {
         "default" => None,
         "linear" => Some(RopeScaling::Linear { factor: factor()? }),
-        "dynamic" => Some(RopeScaling::Dynamic { factor: factor()? }),
+        // transformers rescales beyond the config's max_position_embeddings (never a
+        // rope_parameters original_max_position_embeddings).
+        "dynamic" => Some(RopeScaling::Dynamic {
+            factor: p
+                .f64("factor")?
+                .ok_or_else(|| malformed(format!("{file}: {rope_type} scaling needs factor")))?,
+            original_max_position_embeddings: context_length,
+        }),
         "yarn" => Some(RopeScaling::Yarn {
             factor: factor()?,
             original_max_position_embeddings: original(Some(context_length))?,

@@ -61,6 +61,14 @@ fn cases() -> Vec<(&'static str, Json)> {
                 "rope_scaling": {"type": "linear", "factor": 2.0}, "eos_token_id": [2, 3]}),
             ),
         ),
+        (
+            "llama_dynamic_ntk",
+            with(
+                tiny("llama"),
+                json!({"max_position_embeddings": 512,
+                "rope_parameters": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.5}}),
+            ),
+        ),
         ("mistral_minimal", tiny("mistral")),
         (
             "qwen2_tied_yarn",
@@ -134,9 +142,11 @@ fn assert_rope_matches(case: &str, c: &DecoderConfig, params: &Json) {
     let get = |k: &str| params.get(k).filter(|v| !v.is_null());
     match (&c.rope_scaling, ty) {
         (None, "default") => {}
-        (Some(RopeScaling::Linear { factor }), "linear")
-        | (Some(RopeScaling::Dynamic { factor }), "dynamic") => {
+        (Some(RopeScaling::Linear { factor }), "linear") => {
             assert_eq!(*factor, f32_of(&params["factor"]), "{case}")
+        }
+        (Some(RopeScaling::Dynamic { factor, .. }), "dynamic") => {
+            assert_eq!(Some(*factor), params["factor"].as_f64(), "{case}")
         }
         (
             Some(RopeScaling::Yarn {
@@ -223,6 +233,25 @@ fn assert_config_matches(case: &str, c: &DecoderConfig, want: &Json) {
         ("vocab_size", c.vocab_size),
         ("context_length", c.context_length),
     ];
+    // Dynamic NTK scaling: transformers' max_position_embeddings is the length the base is
+    // rescaled beyond; we run to factor times it.
+    let sizes = sizes.map(|(key, ours)| match (&c.rope_scaling, key) {
+        (
+            Some(RopeScaling::Dynamic {
+                factor,
+                original_max_position_embeddings,
+            }),
+            "context_length",
+        ) => {
+            assert_eq!(
+                ours,
+                (*original_max_position_embeddings as f64 * *factor) as usize,
+                "{case}: dynamic context"
+            );
+            (key, *original_max_position_embeddings)
+        }
+        _ => (key, ours),
+    });
     for (key, ours) in sizes {
         assert_eq!(Some(ours as u64), want[key].as_u64(), "{case}: {key}");
     }

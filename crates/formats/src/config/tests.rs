@@ -244,8 +244,58 @@ fn legacy_rope_scaling_spellings() {
     let c = DecoderConfig::from_hf_config_json(&dynamic).unwrap();
     assert_eq!(
         (c.rope_scaling, c.rope_theta),
-        (Some(RopeScaling::Dynamic { factor: 3.0 }), 100000.0)
+        (
+            Some(RopeScaling::Dynamic {
+                factor: 3.0,
+                original_max_position_embeddings: 8192
+            }),
+            100000.0
+        )
     );
+    // Dynamic NTK scaling runs past max_position_embeddings, to factor times it.
+    assert_eq!(c.context_length, 3 * 8192);
+}
+
+#[test]
+fn dynamic_rope_scaling_is_read_and_bad_factors_are_refused_by_name() {
+    let dynamic = |factor: Value| {
+        with(
+            SMOLLM2,
+            "rope_parameters",
+            serde_json::json!({"rope_type": "dynamic", "factor": factor, "rope_theta": 10000.0}),
+        )
+    };
+    // transformers' v5 spelling; factor 1 is allowed (it still rescales past the length) and
+    // a fractional factor rounds the context down.
+    for (factor, context) in [(1.0, 8192), (2.5, 20480), (1.0001, 8192)] {
+        let c = DecoderConfig::from_hf_config_json(&dynamic(serde_json::json!(factor))).unwrap();
+        assert_eq!(
+            c.rope_scaling,
+            Some(RopeScaling::Dynamic {
+                factor,
+                original_max_position_embeddings: 8192
+            })
+        );
+        assert_eq!((c.rope_theta, c.context_length), (10000.0, context));
+    }
+    for bad in [0.5, 0.0, -2.0] {
+        let msg = err(&dynamic(serde_json::json!(bad)));
+        assert!(
+            msg.contains("rope_scaling dynamic factor") && msg.contains(">= 1"),
+            "{bad}: {msg}"
+        );
+    }
+    let msg = err(&dynamic(serde_json::json!(1e9)));
+    assert!(
+        msg.contains("context length") && msg.contains("dynamic factor"),
+        "{msg}"
+    );
+    let msg = err(&with(
+        SMOLLM2,
+        "rope_parameters",
+        serde_json::json!({"rope_type": "dynamic", "rope_theta": 10000.0}),
+    ));
+    assert!(msg.contains("dynamic scaling needs factor"), "{msg}");
 }
 
 #[test]
