@@ -57,6 +57,16 @@ pub trait KvCache: Send {
     fn layer(&self, layer: usize, seq: usize, len: usize) -> Result<KvLayerView<'_>>;
     /// Bytes held by the cache buffers.
     fn bytes(&self) -> usize;
+    /// Dynamic NTK RoPE only: the sequence length `seq`'s tokens are rotated for at least: a
+    /// token at position `p` takes the frequencies of length `max(p + 1, floor)`, so a prompt
+    /// read in any chunks rotates as one forward call of the floor's length and each later
+    /// token as its own call (transformers' cached `generate`). `None` (the default, and after
+    /// the sequence is emptied by truncating it to 0): each chunk is rotated for its own end, as
+    /// transformers rotates one forward call.
+    fn rope_floor(&self, seq: usize) -> Option<usize>;
+    /// Set [`KvCache::rope_floor`] of `seq` (what its cached keys were or will be rotated with
+    /// is the caller's to keep consistent).
+    fn set_rope_floor(&mut self, seq: usize, floor: Option<usize>) -> Result<()>;
 }
 
 /// Check a [`KvCache::write`] of `k` / `v` (`[n][n_kv_heads][head_dim]`) at `pos0` of `layer`
@@ -101,6 +111,8 @@ pub struct DenseKvCache {
     /// `[seq][layer]` -> (keys, values), each `n_kv_heads * capacity * head_dim`.
     buffers: Vec<Vec<(Vec<f32>, Vec<f32>)>>,
     lens: Vec<usize>,
+    /// Per sequence: [`KvCache::rope_floor`].
+    rope_floors: Vec<Option<usize>>,
 }
 
 impl DenseKvCache {
@@ -139,6 +151,7 @@ impl DenseKvCache {
             capacity,
             buffers,
             lens: vec![0; n_seqs],
+            rope_floors: vec![None; n_seqs],
         })
     }
 
@@ -176,6 +189,9 @@ impl KvCache for DenseKvCache {
     fn truncate(&mut self, seq: usize, len: usize) -> Result<()> {
         self.check_seq(seq)?;
         self.lens[seq] = self.lens[seq].min(len);
+        if self.lens[seq] == 0 {
+            self.rope_floors[seq] = None;
+        }
         Ok(())
     }
 
@@ -237,6 +253,16 @@ impl KvCache for DenseKvCache {
             .flatten()
             .map(|(k, v)| (k.len() + v.len()) * 4)
             .sum()
+    }
+
+    fn rope_floor(&self, seq: usize) -> Option<usize> {
+        self.rope_floors.get(seq).copied().flatten()
+    }
+
+    fn set_rope_floor(&mut self, seq: usize, floor: Option<usize>) -> Result<()> {
+        self.check_seq(seq)?;
+        self.rope_floors[seq] = floor;
+        Ok(())
     }
 }
 
@@ -300,9 +326,13 @@ mod tests {
     fn truncate_keeps_a_prefix() {
         let mut c = DenseKvCache::new(shape(), 8, 1).unwrap();
         c.commit(0, 5).unwrap();
+        c.set_rope_floor(0, Some(6)).unwrap();
         c.truncate(0, 3).unwrap();
-        assert_eq!(c.len(0), 3);
+        assert_eq!((c.len(0), c.rope_floor(0)), (3, Some(6)));
         c.truncate(0, 7).unwrap();
         assert_eq!(c.len(0), 3, "truncate never extends");
+        c.truncate(0, 0).unwrap();
+        assert_eq!(c.rope_floor(0), None, "an empty sequence has no floor");
+        assert!(c.set_rope_floor(1, None).is_err());
     }
 }

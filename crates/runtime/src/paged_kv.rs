@@ -56,6 +56,10 @@ pub struct PagedKvCache {
     /// Per sequence: the chained hash of each leading full block already keyed (or attached),
     /// so that registering after every step hashes only the blocks that became full.
     chains: Vec<Vec<u64>>,
+    /// Per sequence: [`KvCache::rope_floor`]. It seeds the sequence's hash chain: with dynamic
+    /// NTK RoPE a block's keys depend on the floor they were rotated with, not only on the
+    /// tokens, so only sequences with the same floor share blocks.
+    rope_floors: Vec<Option<usize>>,
     /// Blocks with a reference (kept equal to the count of `refs[b] > 0`).
     used: usize,
     /// Keyed blocks without a reference (kept equal to that count).
@@ -134,6 +138,7 @@ impl PagedKvCache {
             keys: (0..n_blocks).map(|_| None).collect(),
             by_hash: HashMap::new(),
             chains: vec![Vec::new(); n_seqs],
+            rope_floors: vec![None; n_seqs],
             used: 0,
             cached_unused: 0,
             stats: PrefixStats::default(),
@@ -271,6 +276,15 @@ impl PagedKvCache {
         Ok(())
     }
 
+    /// The parent hash of `seq`'s first block: the plain root, or one derived from its RoPE
+    /// floor (blocks keyed under one floor are never found under another).
+    fn root(&self, seq: usize) -> u64 {
+        match self.rope_floors[seq] {
+            None => ROOT_HASH,
+            Some(f) => chain_hash(!ROOT_HASH, &[f as u32, (f as u64 >> 32) as u32]),
+        }
+    }
+
     /// Whether [`Self::attach_prefix`] can extend `seq` now: it holds only whole blocks, all
     /// keyed by their tokens.
     pub fn can_attach(&self, seq: usize) -> bool {
@@ -297,7 +311,7 @@ impl PagedKvCache {
                 ),
             ));
         }
-        let mut parent = self.chains[seq].last().copied().unwrap_or(ROOT_HASH);
+        let mut parent = self.chains[seq].last().copied().unwrap_or(self.root(seq));
         let mut attached = 0;
         // Full blocks only, and never the block holding the last token.
         let usable = tokens.len().saturating_sub(1) / bs;
@@ -336,7 +350,7 @@ impl PagedKvCache {
         let bs = self.block_size;
         let full = self.lens[seq].min(tokens.len()) / bs;
         let done = self.chains[seq].len();
-        let mut parent = self.chains[seq].last().copied().unwrap_or(ROOT_HASH);
+        let mut parent = self.chains[seq].last().copied().unwrap_or(self.root(seq));
         for j in done..full {
             let block_tokens = &tokens[j * bs..(j + 1) * bs];
             let hash = chain_hash(parent, block_tokens);
@@ -389,6 +403,9 @@ impl KvCache for PagedKvCache {
         while self.tables[seq].len() > keep {
             let b = self.tables[seq].pop().expect("longer than keep");
             self.release(b);
+        }
+        if len == 0 {
+            self.rope_floors[seq] = None;
         }
         Ok(())
     }
@@ -471,6 +488,23 @@ impl KvCache for PagedKvCache {
 
     fn bytes(&self) -> usize {
         self.pool.iter().map(|(k, v)| (k.len() + v.len()) * 4).sum()
+    }
+
+    fn rope_floor(&self, seq: usize) -> Option<usize> {
+        self.rope_floors.get(seq).copied().flatten()
+    }
+
+    /// Only while `seq` holds nothing: the floor is part of its blocks' keys.
+    fn set_rope_floor(&mut self, seq: usize, floor: Option<usize>) -> Result<()> {
+        self.check_seq(seq)?;
+        if !self.tables[seq].is_empty() {
+            return Err(invalid(
+                "rope floor",
+                format!("sequence {seq} already holds blocks; set it before the first token"),
+            ));
+        }
+        self.rope_floors[seq] = floor;
+        Ok(())
     }
 }
 
@@ -597,6 +631,29 @@ mod tests {
             "blocks past the length are released"
         );
         assert_eq!(c.available_blocks(), 6);
+    }
+
+    #[test]
+    fn only_sequences_with_the_same_rope_floor_share_blocks() {
+        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64).unwrap();
+        let tokens: Vec<u32> = (0..40).collect();
+        c.set_rope_floor(0, Some(40)).unwrap();
+        fill(&mut c, 0, 0, 40);
+        c.register_full_blocks(0, &tokens).unwrap();
+        assert!(
+            c.set_rope_floor(0, Some(41)).is_err(),
+            "not once it holds blocks"
+        );
+        // No floor, or another one: the same tokens are other keys.
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 0);
+        c.set_rope_floor(2, Some(48)).unwrap();
+        assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 0);
+        c.truncate(2, 0).unwrap();
+        assert_eq!(c.rope_floor(2), None, "emptied, the floor goes");
+        c.set_rope_floor(2, Some(40)).unwrap();
+        assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 32);
+        assert_eq!(read(&c, 0, 2, 31, 1), read(&c, 0, 0, 31, 1));
+        check_counters(&c);
     }
 
     #[test]
