@@ -525,7 +525,8 @@ impl Worker {
                 }
                 let mut r = self.preempted.pop_front().expect("front exists");
                 r.slot = self.free_slots.pop().expect("checked non-empty");
-                r.read = self.attach(r.slot, &r.prompt);
+                // The request's own prompt length: what it generated is rotated as before.
+                r.read = self.attach(r.slot, &r.prompt, r.n_prompt);
                 self.running.push(r);
                 continue;
             }
@@ -542,7 +543,7 @@ impl Worker {
                     let slot = self.free_slots.pop().expect("checked non-empty");
                     let vocab = self.llm.config().vocab_size;
                     let prompt = std::mem::take(&mut p.request.prompt);
-                    let read = self.attach(slot, &prompt);
+                    let read = self.attach(slot, &prompt, prompt.len());
                     self.running.push(Running {
                         id: p.id,
                         slot,
@@ -576,7 +577,13 @@ impl Worker {
     }
 
     /// Attach the cached prefix of `tokens` to the empty `slot`: positions already computed.
-    fn attach(&mut self, slot: usize, tokens: &[u32]) -> usize {
+    /// With dynamic NTK RoPE the slot's floor is set first from the request's prompt length
+    /// `n_prompt` (so its prompt rotates as one call whatever the chunks, as a `Session`
+    /// rotates it), and only blocks keyed under the same floor attach.
+    fn attach(&mut self, slot: usize, tokens: &[u32], n_prompt: usize) -> usize {
+        let floor = self.llm.model().rope_floor_for(n_prompt);
+        // Cannot fail: the slot is free (emptied) and in range.
+        let _ = self.cache.set_rope_floor(slot, floor);
         let got = self.cache.attach_prefix(slot, tokens).unwrap_or(0);
         self.stats
             .prefix_lookup_tokens
@@ -642,10 +649,12 @@ impl Worker {
         if end > r.prompt.len().saturating_sub(1) {
             return false;
         }
+        let floor = self.cache.rope_floor(r.slot);
         self.running[..k].iter().any(|s| {
             s.feed.is_none()
                 && s.read < end
                 && s.prompt.len() > end
+                && self.cache.rope_floor(s.slot) == floor
                 && s.prompt[..end] == r.prompt[..end]
         })
     }

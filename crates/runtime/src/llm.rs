@@ -688,6 +688,12 @@ impl Session {
         if keep == tokens.len() {
             keep -= 1;
         }
+        // Dynamic NTK RoPE: the cached keys were rotated for their prompt's length; they are
+        // this prompt's keys only if it takes the same floor (see `KvCache::rope_floor`).
+        let floor = self.llm.model().rope_floor_for(tokens.len());
+        if floor.is_some() && self.cache.rope_floor(0) != floor {
+            keep = 0;
+        }
         self.cache.truncate(0, keep)?;
         self.tokens.truncate(keep);
         self.prefill(&tokens[keep..])?;
@@ -697,6 +703,7 @@ impl Session {
     /// Evaluate `tokens` after what the cache holds (benchmarks; generation uses `generate`).
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<()> {
         self.check_capacity(self.tokens.len(), tokens.len())?;
+        self.raise_rope_floor(tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
         for chunk in tokens.chunks(n_batch) {
@@ -723,6 +730,7 @@ impl Session {
     /// of the session's `n_batch`). The session then holds its tokens and `tokens`.
     pub fn append_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         self.check_capacity(self.tokens.len(), tokens.len())?;
+        self.raise_rope_floor(tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
         // Every position's logits need a workspace with that many logit rows; this evaluation
@@ -742,6 +750,18 @@ impl Session {
             self.tokens.extend_from_slice(chunk);
         }
         Ok(out)
+    }
+
+    /// Dynamic NTK RoPE: `n` tokens appended in one call (in any chunks) rotate as one
+    /// transformers forward call reaching the new length, as if the call were the session's
+    /// prompt so far; the decode steps after it each rotate for their own length.
+    fn raise_rope_floor(&mut self, n: usize) -> Result<()> {
+        let end = self.tokens.len() + n;
+        if let Some(floor) = self.llm.model().rope_floor_for(end) {
+            let floor = floor.max(self.cache.rope_floor(0).unwrap_or(0));
+            self.cache.set_rope_floor(0, Some(floor))?;
+        }
+        Ok(())
     }
 
     /// The logits row of the last token evaluated.

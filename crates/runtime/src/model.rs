@@ -31,7 +31,7 @@ fn fault_on(_: Fault) -> bool {
 }
 use crate::kv_cache::{KvCache, KvLayerView, KvShape};
 use crate::lora::{self, ActiveLora, LoraModule};
-use crate::rope::{inv_freq, local_inv_freq, long_inv_freq};
+use crate::rope::{dynamic_ntk, dynamic_ntk_inv_freq, inv_freq, local_inv_freq, long_inv_freq};
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
 
 struct Layer {
@@ -77,6 +77,10 @@ pub struct DecoderModel {
     rope_local: Option<RopeTable>,
     /// LongRoPE's long-sequence table and the pretrained length beyond which it is used.
     rope_long: Option<(RopeTable, usize)>,
+    /// Dynamic NTK scaling: `(factor, original length)`. Tokens rotated for a sequence length
+    /// beyond the original take frequencies computed for that length (`dynamic_rope_rows`);
+    /// `rope` is the plain table used up to it.
+    rope_dynamic: Option<(f64, usize)>,
     rope_style: RopeStyle,
     /// Attention score scale (`head_dim^-1/2`, Gemma's `query_pre_attn_scalar^-1/2`).
     attn_scale: f32,
@@ -126,6 +130,13 @@ pub struct Workspace {
     lora: Vec<ActiveLora>,
     /// One row's `A x` (the largest rank of `lora`).
     lora_tmp: Vec<f32>,
+    /// Dynamic NTK RoPE (empty for other models): per row of the pass, the sequence length its
+    /// rotation was computed for (0: the plain table), its cos/sin (`[row][rope_dim / 2]`),
+    /// and the frequencies of the last length computed.
+    rope_len: Vec<usize>,
+    rope_cos: Vec<f32>,
+    rope_sin: Vec<f32>,
+    rope_inv: Vec<f32>,
 }
 
 impl Workspace {
@@ -301,6 +312,7 @@ impl DecoderModel {
         let rope_long = long_inv_freq(c)
             .map(|(f, from)| table(&f, attention_factor).map(|t| (t, from)))
             .transpose()?;
+        let rope_dynamic = dynamic_ntk(c);
         let rope_style = match &checkpoint {
             Checkpoint::Gguf(_) if gguf_qk_rows_interleaved(c.architecture) => {
                 RopeStyle::Interleaved
@@ -324,6 +336,7 @@ impl DecoderModel {
             rope,
             rope_local,
             rope_long,
+            rope_dynamic,
             rope_style,
             attn_scale,
             embed_scale,
@@ -461,6 +474,12 @@ impl DecoderModel {
         );
         let mut act = ActivationScratch::new();
         act.reserve(t, d.max(q).max(ff));
+        let half = if self.rope_dynamic.is_some() {
+            c.rope_dim / 2
+        } else {
+            0
+        };
+        let rows = if half > 0 { t } else { 0 };
         Workspace {
             max_tokens: t,
             x: vec![0.0; t * d],
@@ -479,6 +498,10 @@ impl DecoderModel {
             act,
             lora: Vec::new(),
             lora_tmp: Vec::new(),
+            rope_len: vec![0; rows],
+            rope_cos: vec![0.0; rows * half],
+            rope_sin: vec![0.0; rows * half],
+            rope_inv: vec![0.0; half],
         }
     }
 
@@ -594,6 +617,11 @@ impl DecoderModel {
         let ff = c.intermediate_size;
         let m: usize = chunks.iter().map(|ch| ch.tokens.len()).sum();
 
+        if let Some((factor, original)) = self.rope_dynamic {
+            self.dynamic_rope_rows(chunks, &*cache, ws, factor, original);
+        }
+        let half = c.rope_dim / 2;
+
         // Embedding lookup straight from the (possibly packed) rows.
         let tokens = chunks.iter().flat_map(|ch| ch.tokens.iter());
         for (row, &tok) in tokens.enumerate() {
@@ -637,6 +665,8 @@ impl DecoderModel {
                 norm_heads(&mut ws.k[..m * nkv], kn, c.norm_eps);
             }
             let rope_style = self.rope_style_for_this_pass();
+            let dynamic_layer =
+                self.rope_dynamic.is_some() && !(layer.local_rope && self.rope_local.is_some());
             let mut row0 = 0;
             for ch in chunks {
                 let n = ch.tokens.len();
@@ -644,6 +674,17 @@ impl DecoderModel {
                 for t in 0..n {
                     let r = row0 + t;
                     let pos = ch.pos0 + t;
+                    if dynamic_layer && ws.rope_len[r] > 0 {
+                        let (cos, sin) = (
+                            &ws.rope_cos[r * half..(r + 1) * half],
+                            &ws.rope_sin[r * half..(r + 1) * half],
+                        );
+                        let q = &mut ws.q[r * nq..(r + 1) * nq];
+                        kernels::rope_rows_f32(q, c.n_heads, hd, cos, sin, rope_style);
+                        let k = &mut ws.k[r * nkv..(r + 1) * nkv];
+                        kernels::rope_rows_f32(k, c.n_kv_heads, hd, cos, sin, rope_style);
+                        continue;
+                    }
                     kernels::rope_f32(
                         &mut ws.q[r * nq..(r + 1) * nq],
                         c.n_heads,
@@ -868,6 +909,67 @@ impl DecoderModel {
             Some((t, from)) if end > *from => t,
             _ => &self.rope,
         }
+    }
+
+    /// Dynamic NTK RoPE: the rotation of every row of the pass, as transformers' cached forward
+    /// calls rotate. transformers recomputes the frequencies of a whole call for its length
+    /// `seq_len = last position + 1` when that exceeds the longest call so far (and
+    /// `max_position_embeddings`); keys already cached keep theirs. So in a fresh model's cached
+    /// `generate` the prompt's tokens are rotated for the prompt's length and each generated
+    /// token for its own position + 1. Here a token at position `p` of a sequence with a
+    /// [`KvCache::rope_floor`] `f` is rotated for `max(p + 1, f)` (sessions and the engine set
+    /// `f` to the prompt's length, so prompt chunks and batches do not matter); without one, a
+    /// chunk is one call, rotated for its end. Lengths up to the original take the plain table
+    /// (`rope_len` 0); longer ones get their cos/sin rows here, once for all layers.
+    fn dynamic_rope_rows(
+        &self,
+        chunks: &[SeqChunk],
+        cache: &dyn KvCache,
+        ws: &mut Workspace,
+        factor: f64,
+        original: usize,
+    ) {
+        let c = &self.config;
+        let half = c.rope_dim / 2;
+        // The length whose frequencies `ws.rope_inv` holds (0: none yet).
+        let mut freqs_for = 0;
+        let mut r = 0;
+        for ch in chunks {
+            let n = ch.tokens.len();
+            let floor = cache.rope_floor(ch.seq);
+            for pos in ch.pos0..ch.pos0 + n {
+                let len = match floor {
+                    Some(f) => (pos + 1).max(f),
+                    None => ch.pos0 + n,
+                };
+                if len <= original {
+                    ws.rope_len[r] = 0;
+                } else {
+                    if len != freqs_for {
+                        let inv = &mut ws.rope_inv;
+                        dynamic_ntk_inv_freq(c.rope_dim, c.rope_theta, factor, original, len, inv);
+                        freqs_for = len;
+                    }
+                    ws.rope_len[r] = len;
+                    kernels::rope_row(
+                        &ws.rope_inv,
+                        pos,
+                        1.0,
+                        &mut ws.rope_cos[r * half..(r + 1) * half],
+                        &mut ws.rope_sin[r * half..(r + 1) * half],
+                    );
+                }
+                r += 1;
+            }
+        }
+    }
+
+    /// Whether sequences of this model rotate by [`KvCache::rope_floor`] (dynamic NTK RoPE),
+    /// and the floor a sequence whose prompt has `prompt_len` tokens takes: the prompt's
+    /// length, at least the original one (below it every floor rotates alike).
+    pub fn rope_floor_for(&self, prompt_len: usize) -> Option<usize> {
+        self.rope_dynamic
+            .map(|(_, original)| prompt_len.max(original))
     }
 
     fn rope_style_for_this_pass(&self) -> RopeStyle {

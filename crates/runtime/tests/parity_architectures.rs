@@ -418,3 +418,370 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Dynamic NTK RoPE's tiny llama (`rope_type` dynamic, factor 4 over max_position_embeddings
+/// 32, head_dim 16): context 128.
+const DYNAMIC_ORIGINAL: usize = 32;
+const DYNAMIC_CONTEXT: usize = 128;
+
+/// Our logits along `forward_logits`' path with the sequence's RoPE floor set as sessions and
+/// the engine set it (the prompt's length) and the prompt fed in chunks of `chunk`: every
+/// prefill row, then each cached decode step.
+fn floored_logits(
+    model: &DecoderModel,
+    prompt: &[u32],
+    greedy: &[u32],
+    chunk: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    use torchnative_runtime::KvCache;
+    let cap = prompt.len() + greedy.len();
+    let mut cache = DenseKvCache::new(model.kv_shape(), cap, 1).unwrap();
+    cache
+        .set_rope_floor(0, model.rope_floor_for(prompt.len()))
+        .unwrap();
+    let mut ws = model.workspace(cap, cap);
+    let mut prefill = Vec::new();
+    for (i, part) in prompt.chunks(chunk).enumerate() {
+        let c = SeqChunk {
+            seq: 0,
+            tokens: part,
+            pos0: i * chunk,
+        };
+        model
+            .forward(&[c], &mut cache, &mut ws, LogitsFor::AllTokens)
+            .unwrap();
+        prefill.extend_from_slice(ws.logits());
+    }
+    let mut decode = Vec::new();
+    for (k, &t) in greedy.iter().enumerate() {
+        let c = SeqChunk {
+            seq: 0,
+            tokens: &[t],
+            pos0: prompt.len() + k,
+        };
+        model
+            .forward(&[c], &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
+            .unwrap();
+        decode.extend_from_slice(ws.logits());
+    }
+    (prefill, decode)
+}
+
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Dynamic NTK scaling (`rope_type` dynamic, factor 4, max_position_embeddings 32) against
+/// transformers' cached forward calls, each case from a fresh model's RoPE state: a prompt
+/// past 32 (its keys rotated for its length, each decode step for its own), a short prompt
+/// whose decode crosses 32, a prompt of exactly 32, and one of 100 near the context (128 = 4
+/// x 32). Every logit within the tolerance rule; the same bits when the prompt is fed in
+/// chunks with the sequence's RoPE floor set (what sessions and the engine do); 129 positions
+/// refused.
+#[test]
+fn tiny_llama_dynamic_ntk_matches_transformers_every_logit() {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let work = torchnative_testing::temp_dir("parity-dynamic");
+    let (model_dir, model) = tiny_model(&python, "llama_dynamic", 3, &work);
+    assert_eq!(
+        model.config().rope_scaling,
+        Some(torchnative_formats::RopeScaling::Dynamic {
+            factor: 4.0,
+            original_max_position_embeddings: DYNAMIC_ORIGINAL
+        })
+    );
+    assert_eq!(model.config().context_length, DYNAMIC_CONTEXT);
+    let vocab = model.config().vocab_size as u32;
+    let runs = [(40, 8), (20, 20), (32, 6), (100, 12)];
+    let prompts: Vec<(Vec<u32>, usize)> = runs
+        .iter()
+        .map(|&(len, steps)| (prompt(len, 4, vocab), steps))
+        .collect();
+    let refs = reference_logits(
+        &python,
+        serde_json::json!({"dir": model_dir}),
+        None,
+        &prompts,
+        &work,
+    );
+    let mut failures = Vec::new();
+    for ((p, steps), r) in prompts.iter().zip(&refs) {
+        let label = format!("llama dynamic NTK x4 over 32, prompt {} + {steps}", p.len());
+        let (prefill, decode) = forward_logits(&model, p, &r.greedy).unwrap();
+        let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
+        let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
+        println!(
+            "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
+             decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
+        );
+        if let Err(msg) = forward_matches_reference(&model, p, r) {
+            failures.push(format!("{label}: {msg}"));
+        }
+        for chunk in [7, 1] {
+            let (fp, fd) = floored_logits(&model, p, &r.greedy, chunk);
+            if !same_bits(&fp, &prefill) || !same_bits(&fd, &decode) {
+                failures.push(format!(
+                    "{label}: prompt in chunks of {chunk} with the RoPE floor set changes the \
+                     logits"
+                ));
+            }
+        }
+    }
+    // The context is factor x max_position_embeddings: one more position is refused by name.
+    let mut cache = DenseKvCache::new(model.kv_shape(), DYNAMIC_CONTEXT + 1, 1).unwrap();
+    let mut ws = model.workspace(DYNAMIC_CONTEXT + 1, 1);
+    let long = prompt(DYNAMIC_CONTEXT + 1, 4, vocab);
+    let whole = SeqChunk {
+        seq: 0,
+        tokens: &long,
+        pos0: 0,
+    };
+    let err = model
+        .forward(&[whole], &mut cache, &mut ws, LogitsFor::LastOfEachChunk)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            torchnative_runtime::RuntimeError::ContextOverflow {
+                capacity: DYNAMIC_CONTEXT,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Greedy continuations of the dynamic NTK llama equal transformers' own `generate` (a fresh
+/// model's state per prompt): a prompt past the original length, one crossing it during
+/// decode, one of exactly that length.
+#[test]
+fn tiny_llama_dynamic_ntk_greedy_equals_transformers_generate() {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let work = torchnative_testing::temp_dir("greedy-dynamic");
+    let (model_dir, model) = tiny_model(&python, "llama_dynamic", 5, &work);
+    let vocab = model.config().vocab_size as u32;
+    let prompts: Vec<Vec<u32>> = [40, 20, 32]
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| prompt(len, 10 + i as u32, vocab))
+        .collect();
+    let n = 24;
+    let theirs = transformers_greedy(&python, &model_dir, &prompts, n, &work);
+    for (p, theirs) in prompts.iter().zip(&theirs) {
+        let ours = our_greedy(&model, p, n);
+        assert_eq!(
+            &ours[..theirs.len()],
+            &theirs[..],
+            "llama dynamic: prompt {} greedy continuation",
+            p.len()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// transformers' `generate(do_sample=False)` continuation of each prompt (f32).
+fn transformers_greedy(
+    python: &std::path::Path,
+    model_dir: &std::path::Path,
+    prompts: &[Vec<u32>],
+    n: usize,
+    work: &std::path::Path,
+) -> Vec<Vec<u32>> {
+    run_oracle(
+        python,
+        &serde_json::json!({"cmd": "greedy", "model": {"dir": model_dir}, "out_dir": work,
+            "prompts": prompts, "max_new_tokens": n}),
+        work,
+    );
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("result.json")).unwrap()).unwrap();
+    result["continuations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap() as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// The dynamic NTK llama with the default model's tokenizer, run as an `Llm`: sessions (a
+/// prompt read in chunks of 7, a session reused across prompts of other lengths, its cached
+/// prefix reused only under the same floor), prompt-lookup speculation and the batching engine
+/// (small token budget, shared prefixes, a pool small enough to preempt) all produce
+/// transformers' `generate` tokens, the same as a fresh session's.
+#[test]
+fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_generate() {
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
+    use torchnative_runtime::*;
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let Some(default) = default_model() else {
+        return;
+    };
+    let tokenizer_dir = safetensors_copy(&python, &default);
+    let work = torchnative_testing::temp_dir("dynamic-llm");
+    let model_dir = work.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "tiny", "arch": "llama_dynamic", "seed": 11,
+            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
+        &work,
+    );
+    let llm = load_llm(
+        model_dir.to_str().unwrap(),
+        &LoadOptions {
+            weight_format: WeightFormat::F32,
+            threads: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(llm.config().context_length, DYNAMIC_CONTEXT);
+    let vocab = llm.config().vocab_size as u32;
+    // 70 tokens; prompts of 20 and 45 share its start, 32 and 24 another's, a second 20 the
+    // first 16 of the 20 (same floor, 32: its prefix is reused).
+    let long = prompt(70, 21, vocab);
+    let other = prompt(32, 22, vocab);
+    let mut twin = long[..20].to_vec();
+    twin[16..].copy_from_slice(&[5, 6, 7, 8]);
+    let prompts: Vec<Vec<u32>> = vec![
+        long.clone(),
+        long[..45].to_vec(),
+        long[..20].to_vec(),
+        other.clone(),
+        other[..24].to_vec(),
+        twin,
+    ];
+    let n = 30;
+    let config = GenerationConfig {
+        max_new_tokens: n,
+        min_new_tokens: n,
+        ..Default::default()
+    };
+    let theirs = transformers_greedy(&python, &model_dir, &prompts, n, &work);
+    let fresh = |p: &[u32], n_batch: usize| {
+        let mut s = llm
+            .session(SessionOptions {
+                n_ctx: None,
+                n_batch,
+            })
+            .unwrap();
+        s.generate(p, &config, &mut |_| Flow::Continue)
+            .unwrap()
+            .tokens
+    };
+    let alone: Vec<Vec<u32>> = prompts.iter().map(|p| fresh(p, 256)).collect();
+    for ((p, ours), theirs) in prompts.iter().zip(&alone).zip(&theirs) {
+        assert_eq!(
+            &ours[..theirs.len()],
+            &theirs[..],
+            "session: prompt {} vs transformers generate",
+            p.len()
+        );
+        assert_eq!(&fresh(p, 7), ours, "prompt {} read in chunks of 7", p.len());
+    }
+    // One session through every prompt in turn: each answer is the fresh session's; the cache
+    // is reused only where the new prompt takes the floor the cached keys have.
+    let mut s = llm.session(SessionOptions::default()).unwrap();
+    let mut reused = Vec::new();
+    for (p, want) in prompts.iter().zip(&alone) {
+        let got = s.generate(p, &config, &mut |_| Flow::Continue).unwrap();
+        assert_eq!(&got.tokens, want, "reused session: prompt {}", p.len());
+        reused.push(got.counters.reused_prompt_tokens);
+    }
+    // 45 after 70 (floors 45 / 70), 20 after 45, 32 after 20 (floor 32 both, nothing shared),
+    // 24 after 32 (floor 32: 23 reused), the twin after 24 tokens of another prompt.
+    assert_eq!(reused, vec![0, 0, 0, 0, 23, 0], "reused prompt tokens");
+    let mut s = llm.session(SessionOptions::default()).unwrap();
+    s.generate(&prompts[2], &config, &mut |_| Flow::Continue)
+        .unwrap();
+    let got = s
+        .generate(&prompts[5], &config, &mut |_| Flow::Continue)
+        .unwrap();
+    assert_eq!(got.counters.reused_prompt_tokens, 16);
+    assert_eq!(got.tokens, alone[5], "twin after its 20-token sibling");
+    // Prompt lookup drafts verified several positions at once: each rotated as its own step.
+    for (p, want) in prompts.iter().zip(&alone) {
+        let mut spec = Speculator::new(&llm, SpeculativeConfig::prompt_lookup(4)).unwrap();
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        let got = s
+            .generate_speculative(p, &config, &mut spec, &mut |_| Flow::Continue)
+            .unwrap();
+        assert_eq!(&got.tokens, want, "speculative: prompt {}", p.len());
+    }
+    // The engine: chunked prompts beside other sequences, shared prefix blocks, then a pool
+    // that cannot hold everyone (preemption recomputes a sequence from its history).
+    let run_engine = |config_engine: EngineConfig| {
+        let engine = Engine::start(llm.clone(), config_engine).unwrap();
+        let rxs: Vec<_> = prompts
+            .iter()
+            .map(|p| {
+                let (tx, rx) = mpsc::channel();
+                engine
+                    .submit(
+                        EngineRequest {
+                            prompt: p.clone(),
+                            config: config.clone(),
+                            top_logprobs: None,
+                        },
+                        Box::new(move |e| {
+                            let _ = tx.send(e);
+                            Flow::Continue
+                        }),
+                    )
+                    .unwrap();
+                rx
+            })
+            .collect();
+        for ((p, rx), want) in prompts.iter().zip(rxs).zip(&alone) {
+            let done = loop {
+                match rx
+                    .recv_timeout(std::time::Duration::from_secs(300))
+                    .unwrap()
+                {
+                    EngineEvent::Done(d) => break d,
+                    EngineEvent::Error(e) => panic!("engine: prompt {}: {e}", p.len()),
+                    _ => {}
+                }
+            };
+            assert_eq!(&done.tokens, want, "engine: prompt {}", p.len());
+        }
+        engine
+    };
+    let engine = run_engine(EngineConfig {
+        max_running: 6,
+        ctx_per_seq: DYNAMIC_CONTEXT,
+        max_batch_tokens: 16,
+        kv_block_size: 16,
+        kv_cache_tokens: 6 * DYNAMIC_CONTEXT,
+        ..Default::default()
+    });
+    let hits = engine.stats().prefix_hit_tokens.load(Ordering::Relaxed);
+    println!("engine: prefix hit tokens {hits}");
+    let engine = run_engine(EngineConfig {
+        max_running: 4,
+        ctx_per_seq: DYNAMIC_CONTEXT,
+        max_batch_tokens: 32,
+        kv_block_size: 16,
+        kv_cache_tokens: DYNAMIC_CONTEXT,
+        ..Default::default()
+    });
+    assert!(
+        engine.stats().preemptions.load(Ordering::Relaxed) > 0,
+        "the small pool preempts"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -24,11 +24,14 @@ The request names a command:
       "continuation": [ids...]?}]}
   {"cmd": "save_safetensors", "model": {"gguf": PATH}, "out_dir": DIR}
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
-  {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text",
-   "seed": S, "out_dir": DIR}
+  {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text"
+   |"llama_dynamic", "seed": S, "out_dir": DIR, "tokenizer_dir": DIR?}
   {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf"|"llama3_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
       The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
-      Saves a tiny randomly initialised model of that architecture (safetensors + config).
+      Saves a tiny randomly initialised model of that architecture (safetensors + config);
+      "llama_dynamic" takes the optional tokenizer_dir the same way (a model `load_llm` can run).
+  Every "logits" case and every "greedy" prompt starts from the RoPE state of a freshly loaded
+  model: dynamic NTK scaling keeps, in the rotary module, the longest sequence it has seen.
   {"cmd": "make_lora", "model": ..., "out_dir": DIR, "r": R, "alpha": A, "target_modules": [...],
    "use_rslora": bool, "seed": S, "std": X}
       A PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) for that model, with
@@ -107,8 +110,22 @@ def cmd_make_lora(req):
     pm.save_pretrained(req["out_dir"])
 
 
+def fresh_rope_state(m):
+    """Dynamic NTK RoPE (`dynamic_rope_update`) recomputes `inv_freq` when a forward call reaches
+    past the longest sequence the rotary module has seen and keeps it as the new longest; it
+    resets only when a later call is shorter than max_position_embeddings. Put every such module
+    back as a freshly loaded model has it (what its own reset does), so each case is a fresh
+    model's run rather than depending on the cases before it."""
+    for mod in m.modules():
+        rope_type = getattr(mod, "rope_type", None)
+        if isinstance(rope_type, str) and "dynamic" in rope_type and hasattr(mod, "original_inv_freq"):
+            mod.register_buffer("inv_freq", mod.original_inv_freq, persistent=False)
+            mod.max_seq_len_cached = mod.original_max_seq_len
+
+
 def run_case(m, prompt_ids, steps, forced=None):
     """Full-prefix logits, then `steps` cached decode steps (greedy unless `forced`)."""
+    fresh_rope_state(m)
     ids = torch.tensor([prompt_ids], dtype=torch.long)
     out = m(input_ids=ids, use_cache=True)
     prefill = out.logits[0].float().numpy()
@@ -150,6 +167,7 @@ def cmd_greedy(req):
     outs = []
     with torch.no_grad():
         for ids in req["prompts"]:
+            fresh_rope_state(m)
             inp = torch.tensor([ids], dtype=torch.long)
             out = m.generate(
                 input_ids=inp,
@@ -230,6 +248,15 @@ def cmd_tiny(req):
                 "long_factor": [1.5 + 2.0 * i for i in range(rot_half)],
             },
         )
+    elif arch == "llama_dynamic":
+        # Dynamic NTK scaling, factor 4 over max_position_embeddings 32 (head_dim 16): calls
+        # reaching past 32 positions recompute the base for their length. With tokenizer_dir
+        # the vocabulary is that tokenizer's (so that `load_llm` can run it).
+        vocab = tokenizer_vocab_size(req["tokenizer_dir"]) if "tokenizer_dir" in req else 320
+        cfg = transformers.LlamaConfig(
+            **{**common, "vocab_size": vocab, "max_position_embeddings": 32},
+            rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0},
+        )
     elif arch == "phi3_longrope_gguf":
         # phi3_longrope with the vocabulary of the tokenizer in req["tokenizer_dir"] (byte-level
         # BPE, copied in), so that llama.cpp's converter can write a GGUF of it.
@@ -294,7 +321,7 @@ def cmd_tiny(req):
         raise SystemExit(f"unknown arch {arch}")
     torch.manual_seed(req.get("seed", 0))
     m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    if arch.startswith(("gemma", "phi3", "llama3")):
+    if arch.startswith(("gemma", "phi3", "llama3", "llama_dynamic")):
         # Weights of std 0.02 leave attention nearly uniform and logits far below the softcaps;
         # larger weights make the caps, GeGLU's curvature, the windows and RoPE factors matter.
         with torch.no_grad():
