@@ -306,7 +306,9 @@ pub fn call(
                 }
                 return tensor_list_container(py, schema, result, python_binding);
             }
-            Err(m) => reasons.push(format!("  ({schema})\n      {}", m.0)),
+            // Formatted only when every overload fails: printing a schema costs more than
+            // binding it, and a later overload usually takes the call.
+            Err(m) => reasons.push((*schema, m.0)),
         }
     }
     let name = match target {
@@ -321,7 +323,11 @@ pub fn call(
     }
     Err(PyTypeError::new_err(format!(
         "{name}() received an invalid combination of arguments; the overloads are:\n{}",
-        reasons.join("\n")
+        reasons
+            .iter()
+            .map(|(schema, why)| format!("  ({schema})\n      {why}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     )))
 }
 
