@@ -234,20 +234,38 @@ pub fn for_each_offsets<const N: usize>(
     offsets: [usize; N],
     mut f: impl FnMut([usize; N]),
 ) {
+    for_each_run(sizes, strides, offsets, |start, len, step| {
+        let mut cur = start;
+        for _ in 0..len {
+            f(cur);
+            for (c, st) in cur.iter_mut().zip(&step) {
+                *c += st;
+            }
+        }
+    });
+}
+
+/// [`for_each_offsets`] a run at a time: `f(start, len, step)` covers the `len` indices of
+/// the innermost merged dimension, operand `k`'s elements at `start[k] + i * step[k]`. A step
+/// of 1 is a plain slice and 0 a broadcast value, so callers can write loops the compiler
+/// vectorizes instead of one call per element.
+pub fn for_each_run<const N: usize>(
+    sizes: &[usize],
+    strides: [&[usize]; N],
+    offsets: [usize; N],
+    mut f: impl FnMut([usize; N], usize, [usize; N]),
+) {
     if sizes.contains(&0) {
         return;
     }
     // Coalesce: drop size-1 dims, then merge dim d into d+1 when every operand allows it.
-    let mut dims: Vec<(usize, [usize; N])> = Vec::with_capacity(sizes.len());
+    let mut merged: Vec<(usize, [usize; N])> = Vec::with_capacity(sizes.len());
     for d in 0..sizes.len() {
-        if sizes[d] == 1 {
+        let size = sizes[d];
+        if size == 1 {
             continue;
         }
         let st: [usize; N] = std::array::from_fn(|k| strides[k][d]);
-        dims.push((sizes[d], st));
-    }
-    let mut merged: Vec<(usize, [usize; N])> = Vec::with_capacity(dims.len());
-    for (size, st) in dims {
         if let Some(last) = merged.last_mut() {
             if (0..N).all(|k| last.1[k] == st[k] * size) {
                 last.0 *= size;
@@ -258,20 +276,14 @@ pub fn for_each_offsets<const N: usize>(
         merged.push((size, st));
     }
     let Some(&(inner_size, inner_strides)) = merged.last() else {
-        f(offsets);
+        f(offsets, 1, [0; N]);
         return;
     };
     let outer = &merged[..merged.len() - 1];
     let mut index = vec![0usize; outer.len()];
     let mut base = offsets;
     loop {
-        let mut cur = base;
-        for _ in 0..inner_size {
-            f(cur);
-            for (c, st) in cur.iter_mut().zip(&inner_strides) {
-                *c += st;
-            }
-        }
+        f(base, inner_size, inner_strides);
         // Odometer increment over the outer dims.
         let mut d = outer.len();
         loop {
@@ -412,6 +424,37 @@ mod tests {
             got,
             vec![[0, 10], [1, 12], [2, 14], [3, 11], [4, 13], [5, 15]]
         );
+    }
+
+    #[test]
+    fn runs_cover_the_same_offsets_in_the_same_order() {
+        // (sizes, strides of two operands): contiguous, broadcast last dim, broadcast rows,
+        // transposed, size-1 dims, a 0-dim tensor, an empty one.
+        let cases: [(&[usize], &[usize], &[usize]); 7] = [
+            (&[2, 3, 4], &[12, 4, 1], &[12, 4, 1]),
+            (&[2, 3, 4], &[12, 4, 1], &[3, 1, 0]),
+            (&[2, 3, 4], &[12, 4, 1], &[0, 0, 1]),
+            (&[3, 4], &[1, 3], &[4, 1]),
+            (&[1, 5, 1, 2], &[10, 2, 2, 1], &[0, 1, 0, 5]),
+            (&[], &[], &[]),
+            (&[2, 0, 3], &[3, 3, 1], &[0, 3, 1]),
+        ];
+        for (sizes, a, b) in cases {
+            let mut each = Vec::new();
+            for_each_offsets(sizes, [a, b], [1, 7], |o| each.push(o));
+            let mut runs = Vec::new();
+            let mut lens = Vec::new();
+            for_each_run(sizes, [a, b], [1, 7], |start, len, step| {
+                lens.push(len);
+                runs.extend((0..len).map(|i| [start[0] + i * step[0], start[1] + i * step[1]]));
+            });
+            assert_eq!(runs, each, "{sizes:?} {a:?} {b:?}");
+            assert_eq!(runs.len(), sizes.iter().product::<usize>());
+            // Mergeable dims make one long run: fewer runs than outer indices.
+            if sizes == [2, 3, 4] && a == b {
+                assert_eq!(lens, vec![24]);
+            }
+        }
     }
 
     #[test]

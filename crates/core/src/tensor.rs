@@ -5,8 +5,8 @@
 use crate::dtype::{result_type, DType, Device, OperandKind, Scalar};
 use crate::error::{invalid, Error, Result};
 use crate::layout::{
-    broadcast_shapes, checked_numel, compute_view_strides, for_each_offsets, infer_shape, wrap_dim,
-    Layout,
+    broadcast_shapes, checked_numel, compute_view_strides, for_each_offsets, for_each_run,
+    infer_shape, wrap_dim, Layout,
 };
 use crate::storage::{cast_element, Buffer, Element, Storage};
 use crate::with_dtype;
@@ -633,8 +633,13 @@ impl Tensor {
         }
         with_dtype!(self.dtype, S => {
             let data = crate::storage::typed::<S>("to_vec", &buf)?;
-            for_each_offsets(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o]| {
-                out.push(cast_element(data[o]));
+            // A run at a time: in-order runs as slice loops (they vectorize).
+            for_each_run(&self.layout.sizes, [&self.layout.strides[..]], [self.layout.offset], |[o], len, [st]| {
+                if st == 1 {
+                    out.extend(data[o..o + len].iter().map(|&v| cast_element::<S, T>(v)));
+                } else {
+                    out.extend((0..len).map(|k| cast_element::<S, T>(data[o + k * st])));
+                }
             });
         });
         Ok(out)
@@ -1320,15 +1325,23 @@ impl Tensor {
             return self.write_values::<u8>(op, &bytes);
         }
         let data = crate::storage::typed_mut::<T>(op, &mut buf)?;
-        let mut it = values.iter();
-        for_each_offsets(
+        // `values` in row-major order; stops where either side ends.
+        let mut next = 0usize;
+        for_each_run(
             &self.layout.sizes,
             [&self.layout.strides[..]],
             [self.layout.offset],
-            |[o]| {
-                if let Some(v) = it.next() {
-                    data[o] = *v;
+            |[o], len, [st]| {
+                let len = len.min(values.len().saturating_sub(next));
+                let src = &values[next..next + len];
+                if st == 1 {
+                    data[o..o + len].copy_from_slice(src);
+                } else {
+                    for (k, v) in src.iter().enumerate() {
+                        data[o + k * st] = *v;
+                    }
                 }
+                next += len;
             },
         );
         Ok(())

@@ -6,7 +6,7 @@
 
 use crate::dtype::{DType, Scalar, DEFAULT_FLOAT};
 use crate::error::{invalid, reserve_vec, Error, Result};
-use crate::layout::for_each_offsets;
+use crate::layout::{for_each_offsets, for_each_run};
 use crate::storage::Element;
 use crate::tensor::{broadcast_all_shapes, common_device, result_type_of, Tensor};
 use crate::with_dtype;
@@ -261,14 +261,25 @@ fn f32_broadcast<F: Fn(f32, f32) -> f32>(a: &Tensor, b: &Tensor, f: F) -> Result
         };
         let s = s.item()?.to_f64() as f32;
         let t = t.broadcast_to(&shape)?;
-        let t = t.contiguous()?;
-        t.with_data(|x: &[f32]| {
-            if scalar_first {
-                out.extend(x.iter().map(|&v| f(s, v)));
-            } else {
-                out.extend(x.iter().map(|&v| f(v, s)));
-            }
-        })?;
+        let Some(storage) = t.storage_ref() else {
+            return Ok(None);
+        };
+        let guard = storage.read();
+        let Some(x) = f32::slice(&guard) else {
+            return Ok(None);
+        };
+        for_each_run(
+            &shape,
+            [t.strides()],
+            [t.storage_offset()],
+            |[i], len, [st]| match (st, scalar_first) {
+                (1, true) => out.extend(x[i..i + len].iter().map(|&v| f(s, v))),
+                (1, false) => out.extend(x[i..i + len].iter().map(|&v| f(v, s))),
+                (_, true) => out.extend((0..len).map(|k| f(s, x[i + k * st]))),
+                (_, false) => out.extend((0..len).map(|k| f(x[i + k * st], s))),
+            },
+        );
+        drop(guard);
         return Tensor::from_vec(out, &shape).map(Some);
     }
     let (va, vb) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
@@ -296,11 +307,29 @@ fn f32_broadcast<F: Fn(f32, f32) -> f32>(a: &Tensor, b: &Tensor, f: F) -> Result
                 .map(|(&x, &y)| f(x, y)),
         );
     } else if n > 0 {
-        for_each_offsets(
+        // A run at a time, with slice loops for the usual steps (1: in order, 0: broadcast)
+        // so they vectorize.
+        for_each_run(
             &shape,
             [va.strides(), vb.strides()],
             [va.storage_offset(), vb.storage_offset()],
-            |[i, j]| out.push(f(da[i], db[j])),
+            |[i, j], len, step| match step {
+                [1, 1] => out.extend(
+                    da[i..i + len]
+                        .iter()
+                        .zip(&db[j..j + len])
+                        .map(|(&x, &y)| f(x, y)),
+                ),
+                [1, 0] => {
+                    let y = db[j];
+                    out.extend(da[i..i + len].iter().map(|&x| f(x, y)));
+                }
+                [0, 1] => {
+                    let x = da[i];
+                    out.extend(db[j..j + len].iter().map(|&y| f(x, y)));
+                }
+                [si, sj] => out.extend((0..len).map(|k| f(da[i + k * si], db[j + k * sj]))),
+            },
         );
     }
     drop(gb);
@@ -452,9 +481,46 @@ fn comparison(
     map_n(op, [a, b], compute, DType::Bool, Kernel::Both(&ff, &fi))
 }
 
-fn float_unary(op: &'static str, t: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
+fn float_unary(op: &'static str, t: &Tensor, f: impl Fn(f64) -> f64) -> Result<Tensor> {
+    // float32: the same f64 computation rounded once, in a loop specialised for `f`.
+    if let Some(r) = f32_unary(op, t, |x| f(x as f64) as f32)? {
+        return Ok(r);
+    }
     let d = float_result(t.dtype());
     map_n(op, [t], d, d, Kernel::Float(&|[x]| f(x)))
+}
+
+/// `f` over every element of a float32 CPU tensor of any strides, into a new contiguous
+/// tensor, in loops the compiler can vectorize (the general path calls a `dyn` kernel per
+/// element). `None` when `t` is not float32 on the CPU. Callers pass the same arithmetic as
+/// their general kernel, so the bits are the same.
+fn f32_unary(op: &'static str, t: &Tensor, f: impl Fn(f32) -> f32) -> Result<Option<Tensor>> {
+    if t.dtype() != DType::F32 || t.device() != Device::Cpu {
+        return Ok(None);
+    }
+    let Some(storage) = t.storage_ref() else {
+        return Ok(None);
+    };
+    let mut out = reserve_vec(op, t.numel())?;
+    {
+        let guard = storage.read();
+        let Some(x) = f32::slice(&guard) else {
+            return Ok(None);
+        };
+        for_each_run(
+            t.shape(),
+            [t.strides()],
+            [t.storage_offset()],
+            |[i], len, [st]| {
+                if st == 1 {
+                    out.extend(x[i..i + len].iter().map(|&v| f(v)));
+                } else {
+                    out.extend((0..len).map(|k| f(x[i + k * st])));
+                }
+            },
+        );
+    }
+    Tensor::from_vec(out, t.shape()).map(Some)
 }
 
 /// float64 `tanh` of a contiguous CPU tensor, straight over its elements (the general path
@@ -846,6 +912,9 @@ impl Tensor {
                 op: "neg",
                 dtype: DType::Bool,
             });
+        }
+        if let Some(r) = f32_unary("neg", self, |x| -x)? {
+            return Ok(r);
         }
         let d = self.dtype();
         map_n(

@@ -236,6 +236,9 @@ impl Tensor {
     pub fn mean(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         require_float("mean", self)?;
         let d = self.dtype();
+        if let Some(r) = self.mean_f32_in_order(dims, keepdim)? {
+            return Ok(r);
+        }
         reduce_f64("mean", self, dims, keepdim, d, d, &mean_of)
     }
 
@@ -757,6 +760,33 @@ pub(crate) fn neumaier(it: impl Iterator<Item = f64>) -> f64 {
     s + c
 }
 
+/// [`neumaier`] of float32 values in 8 independent lanes (so the loop vectorizes), the lanes
+/// and their compensations then summed the same way: as accurate, in f64.
+pub(crate) fn neumaier_f32(v: &[f32]) -> f64 {
+    const LANES: usize = 8;
+    let (mut s, mut c) = ([0.0f64; LANES], [0.0f64; LANES]);
+    let chunks = v.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for k in 0..LANES {
+            let x = chunk[k] as f64;
+            let t = s[k] + x;
+            c[k] += if s[k].abs() >= x.abs() {
+                (s[k] - t) + x
+            } else {
+                (x - t) + s[k]
+            };
+            s[k] = t;
+        }
+    }
+    neumaier(
+        s.iter()
+            .copied()
+            .chain(rest.iter().map(|&x| x as f64))
+            .chain(c.iter().copied()),
+    )
+}
+
 /// Variance with compensated sums (as accurate as upstream's float64 Welford).
 fn var_of(v: &[f64], correction: f64) -> f64 {
     let n = v.len() as f64;
@@ -848,7 +878,31 @@ impl Tensor {
     /// `torch.mean(self, dims, keepdim, dtype=)`: float dtypes only (NotImplementedError).
     pub fn mean_dtype(&self, dims: &[i64], keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
         let out = float_dtype_arg("mean", self, dtype)?;
+        if out == DType::F32 {
+            if let Some(r) = self.mean_f32_in_order(dims, keepdim)? {
+                return Ok(r);
+            }
+        }
         reduce_as("mean", self, dims, keepdim, out, &mean_of, &|_| 0)
+    }
+
+    /// float32 mean whose groups lie in order in memory (the usual last-dim mean, RMSNorm's),
+    /// read in place with [`neumaier_f32`]. `None` for other inputs.
+    fn mean_f32_in_order(&self, dims: &[i64], keepdim: bool) -> Result<Option<Tensor>> {
+        if self.dtype() != DType::F32 || self.device() != Device::Cpu {
+            return Ok(None);
+        }
+        let p = plan("mean", self, dims, keepdim)?;
+        if p.group_len == 0 || !p.permuted.is_contiguous() {
+            return Ok(None);
+        }
+        let len = p.group_len;
+        let means = p.permuted.with_data(|x: &[f32]| {
+            x.chunks_exact(len)
+                .map(|g| (neumaier_f32(g) / len as f64) as f32)
+                .collect::<Vec<f32>>()
+        })?;
+        Tensor::from_vec(means, &p.out_shape).map(Some)
     }
 
     /// `torch.nanmean`: mean of the non-NaN values (NaN when there are none).
