@@ -249,9 +249,15 @@ unsafe fn tile_task<S: Simd, T: WeightElem, const MR: usize, const NR: usize>(t:
         gemv_columns::<S, T>(&t);
         return;
     }
+    // Long rows: fewer W rows per block so the block still fits in L1 beside x's rows.
+    let block_rows = if t.d.k > 1024 {
+        W_BLOCK_ROWS / 2
+    } else {
+        W_BLOCK_ROWS
+    };
     let mut jb = t.cols.start;
     while jb < t.cols.end {
-        let jb_end = (jb + W_BLOCK_ROWS).min(t.cols.end);
+        let jb_end = (jb + block_rows).min(t.cols.end);
         let mut i = 0;
         while i + MR <= m {
             tile_columns::<S, T, MR, NR>(&t, i, jb, jb_end);

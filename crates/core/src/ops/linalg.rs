@@ -343,14 +343,20 @@ fn linear_f32_in_place(
         Some(b) if plain(b) && b.dim() == 1 && b.shape()[0] == n => Some(b.to_vec::<f32>()?),
         Some(_) => return Ok(None),
     };
-    // The activations are copied (they are small beside the weight, and the copy keeps the
-    // weight's storage lock the only one held).
-    let x = input.to_vec::<f32>()?;
-    let m = x.len() / k;
+    let m = input.numel() / k;
     let mut out = vec![0f32; m * n];
-    weight.with_data(|w: &[f32]| {
-        crate::kernels::linear_f32(&x, w, bias.as_deref(), &mut out, m, k, n)
-    })?;
+    let run = |x: &[f32], out: &mut [f32]| {
+        weight
+            .with_data(|w: &[f32]| crate::kernels::linear_f32(x, w, bias.as_deref(), out, m, k, n))
+    };
+    if input.is_contiguous() && !input.shares_storage(weight) {
+        // Read in place: two read locks on distinct storages.
+        input.with_data(|x: &[f32]| run(x, &mut out))??;
+    } else {
+        // A strided input, or one sharing the weight's storage (a second read lock on one
+        // RwLock could wait behind a queued writer): copied.
+        run(&input.to_vec::<f32>()?, &mut out)?;
+    }
     let mut shape = input.shape().to_vec();
     *shape.last_mut().expect("input has at least one dim") = n;
     Tensor::from_vec(out, &shape).map(Some)
