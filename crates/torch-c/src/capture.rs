@@ -15,7 +15,7 @@ use pyo3::types::PyDict;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use torchnative_core::Tensor;
-use torchnative_runtime::{DecoderModel, DenseKvCache, LogitsFor, SeqChunk, WeightFormat};
+use torchnative_runtime::{DecoderModel, DenseKvCache, KvCache, LogitsFor, SeqChunk, WeightFormat};
 
 /// Operator names seen since `_tn_trace_start`, when tracing.
 static TRACE: Mutex<Option<Vec<String>>> = Mutex::new(None);
@@ -85,6 +85,11 @@ impl CapturedDecoder {
         } else {
             LogitsFor::LastOfEachChunk
         };
+        // Dynamic NTK RoPE: the whole prompt rotates as one call of transformers' forward (as
+        // a fresh model's `generate` prefills it), however it is chunked here.
+        cache
+            .set_rope_floor(0, self.model.rope_floor_for(prompt.len()))
+            .map_err(runtime_err)?;
         let mut out = Vec::new();
         for (i, chunk) in prompt.chunks(CHUNK).enumerate() {
             let c = SeqChunk {
