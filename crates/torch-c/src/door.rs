@@ -894,13 +894,7 @@ fn pointwise_layout(
     result: &torchnative_core::Tensor,
     values: &[Value],
 ) -> PyResult<Option<torchnative_core::Tensor>> {
-    let pointwise = registry()
-        .get(full)
-        .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"))
-        || ITER_LAYOUT_UNTAGGED.contains(&schema.base_name().trim_end_matches('_'));
-    // Ops that take a memory_format choose their layout themselves (clone, to, ...).
-    let chooses_layout = schema.arguments.iter().any(|a| a.name == "memory_format");
-    if !pointwise || chooses_layout || result.dim() < 2 {
+    if result.dim() < 2 {
         return Ok(None);
     }
     let mut inputs = Vec::new();
@@ -911,6 +905,25 @@ fn pointwise_layout(
             Value::Scalar(_) => all_same_shape = false,
             _ => {}
         }
+    }
+    // Same-shape contiguous inputs give a row-major result whatever the op (the common case
+    // of a model's elementwise ops): decided before the registry lookups below.
+    if all_same_shape
+        && result.is_contiguous()
+        && inputs
+            .iter()
+            .all(|t| t.shape() == result.shape() && t.is_contiguous())
+    {
+        return Ok(None);
+    }
+    let pointwise = registry()
+        .get(full)
+        .is_some_and(|f| f.tags.iter().any(|t| t == "pointwise"))
+        || ITER_LAYOUT_UNTAGGED.contains(&schema.base_name().trim_end_matches('_'));
+    // Ops that take a memory_format choose their layout themselves (clone, to, ...).
+    let chooses_layout = schema.arguments.iter().any(|a| a.name == "memory_format");
+    if !pointwise || chooses_layout {
+        return Ok(None);
     }
     // Upstream's nan_to_num.out skips TensorIterator for integral inputs (a plain copy into a
     // row-major result).

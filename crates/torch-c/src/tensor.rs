@@ -102,15 +102,32 @@ pub fn link_view_base(view: &Bound<'_, PyAny>, of: &Bound<'_, TensorBase>) -> Py
 impl TensorBase {
     /// `object.__new__`-style allocation of a (sub)class instance holding an empty tensor.
     fn type_object_new<'py>(cls: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
-        let base = cls.py().get_type::<TensorBase>();
-        base.getattr("__new__")?.call1((cls,))
+        // Every operator's result comes through here: the `__new__` lookup is done once.
+        static NEW: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+        let py = cls.py();
+        let new = NEW.get_or_try_init(py, || {
+            py.get_type::<TensorBase>()
+                .getattr("__new__")
+                .map(Bound::unbind)
+        })?;
+        new.bind(py).call1((cls,))
     }
 }
 
 fn size_object(py: Python<'_>, dims: &[usize]) -> PyResult<Py<PyAny>> {
     let tuple = PyTuple::new(py, dims)?;
     match SIZE_CLASS.get(py) {
-        Some(cls) => Ok(cls.bind(py).call1((tuple,))?.unbind()),
+        // `tuple.__new__(Size, dims)`: the sizes are ints already, so `Size.__new__`'s
+        // conversion of each (Python code, on every `.shape`) is skipped.
+        Some(cls) => {
+            static TUPLE_NEW: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+            let new = TUPLE_NEW.get_or_try_init(py, || {
+                py.get_type::<PyTuple>()
+                    .getattr("__new__")
+                    .map(Bound::unbind)
+            })?;
+            Ok(new.bind(py).call1((cls.bind(py), tuple))?.unbind())
+        }
         None => Ok(tuple.into_any().unbind()),
     }
 }
