@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::sync::mpsc;
-
 use serde_json::Value;
 use torchnative_runtime::*;
 
@@ -179,20 +177,8 @@ fn constrained_output_is_the_same_with_speculation_and_in_the_engine() {
     let engine = Engine::start(llm.clone(), EngineConfig::default()).unwrap();
     let mut pending = Vec::new();
     for q in questions {
-        let (tx, rx) = mpsc::channel();
-        engine
-            .submit(
-                EngineRequest {
-                    prompt: chat(&llm, q),
-                    config: config.clone(),
-                    top_logprobs: None,
-                },
-                Box::new(move |e| {
-                    let _ = tx.send(e);
-                    Flow::Continue
-                }),
-            )
-            .unwrap();
+        let (_, rx) =
+            common::submit_with_channel(&engine, chat(&llm, q), config.clone(), None).unwrap();
         pending.push(rx);
     }
     for (q, rx) in questions.iter().zip(pending) {

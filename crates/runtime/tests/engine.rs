@@ -22,19 +22,7 @@ fn submit(
     config: GenerationConfig,
     top_logprobs: Option<usize>,
 ) -> Result<(RequestId, mpsc::Receiver<EngineEvent>)> {
-    let (tx, rx) = mpsc::channel();
-    let id = engine.submit(
-        EngineRequest {
-            prompt,
-            config,
-            top_logprobs,
-        },
-        Box::new(move |e| {
-            let _ = tx.send(e);
-            Flow::Continue
-        }),
-    )?;
-    Ok((id, rx))
+    common::submit_with_channel(engine, prompt, config, top_logprobs)
 }
 
 /// Wait for the end event; the text pieces must join to the final text.

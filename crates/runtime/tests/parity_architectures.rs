@@ -295,16 +295,8 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
     let Some(default) = default_model() else {
         return;
     };
-    let tokenizer_dir = safetensors_copy(&python, &default);
     let work = torchnative_testing::temp_dir("arch-gguf");
-    let model_dir = work.join("model");
-    std::fs::create_dir_all(&model_dir).unwrap();
-    run_oracle(
-        &python,
-        &serde_json::json!({"cmd": "tiny", "arch": tiny_arch, "seed": 7,
-            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
-        &work,
-    );
+    let model_dir = tiny_model_dir_with_default_tokenizer(&python, &default, tiny_arch, 7, &work);
     let f32_file = work.join("tiny-f32.gguf");
     let run = Command::new(&python)
         .arg(root.join(converter))
@@ -623,7 +615,6 @@ fn transformers_greedy(
 #[test]
 fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_generate() {
     use std::sync::atomic::Ordering;
-    use std::sync::mpsc;
     use torchnative_runtime::*;
     let Some(python) = oracle_python() else {
         return;
@@ -631,16 +622,9 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
     let Some(default) = default_model() else {
         return;
     };
-    let tokenizer_dir = safetensors_copy(&python, &default);
     let work = torchnative_testing::temp_dir("dynamic-llm");
-    let model_dir = work.join("model");
-    std::fs::create_dir_all(&model_dir).unwrap();
-    run_oracle(
-        &python,
-        &serde_json::json!({"cmd": "tiny", "arch": "llama_dynamic", "seed": 11,
-            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
-        &work,
-    );
+    let model_dir =
+        tiny_model_dir_with_default_tokenizer(&python, &default, "llama_dynamic", 11, &work);
     let llm = load_llm(
         model_dir.to_str().unwrap(),
         &LoadOptions {
@@ -729,21 +713,9 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
         let rxs: Vec<_> = prompts
             .iter()
             .map(|p| {
-                let (tx, rx) = mpsc::channel();
-                engine
-                    .submit(
-                        EngineRequest {
-                            prompt: p.clone(),
-                            config: config.clone(),
-                            top_logprobs: None,
-                        },
-                        Box::new(move |e| {
-                            let _ = tx.send(e);
-                            Flow::Continue
-                        }),
-                    )
-                    .unwrap();
-                rx
+                submit_with_channel(&engine, p.clone(), config.clone(), None)
+                    .unwrap()
+                    .1
             })
             .collect();
         for ((p, rx), want) in prompts.iter().zip(rxs).zip(&alone) {

@@ -138,6 +138,27 @@ pub fn assert_close_to_truth(
     }
 }
 
+/// A tiny random model of `arch` saved by transformers into `work/model` with the default
+/// model's tokenizer files (so `load_llm` and llama.cpp's converter can use it): the model dir.
+pub fn tiny_model_dir_with_default_tokenizer(
+    python: &Path,
+    default: &Path,
+    arch: &str,
+    seed: usize,
+    work: &Path,
+) -> PathBuf {
+    let tokenizer_dir = safetensors_copy(python, default);
+    let model_dir = work.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    run_oracle(
+        python,
+        &serde_json::json!({"cmd": "tiny", "arch": arch, "seed": seed,
+            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
+        work,
+    );
+    model_dir
+}
+
 /// A tiny random model of `arch` saved by transformers into `work/model`, loaded with f32 weights.
 pub fn tiny_model(
     python: &Path,
@@ -217,4 +238,29 @@ pub fn forward_matches_reference(
     let (prefill, decode) = forward_logits(model, prompt, &r.greedy)?;
     close_to_truth("prefill", &prefill, &r.prefill32, &r.prefill64, r.vocab)?;
     close_to_truth("decode", &decode, &r.decode32, &r.decode64, r.vocab)
+}
+
+/// Submits to `engine` with a channel sink: the request's id and the receiver of its events.
+pub fn submit_with_channel(
+    engine: &torchnative_runtime::Engine,
+    prompt: Vec<u32>,
+    config: torchnative_runtime::GenerationConfig,
+    top_logprobs: Option<usize>,
+) -> torchnative_runtime::Result<(
+    torchnative_runtime::RequestId,
+    std::sync::mpsc::Receiver<torchnative_runtime::EngineEvent>,
+)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let id = engine.submit(
+        torchnative_runtime::EngineRequest {
+            prompt,
+            config,
+            top_logprobs,
+        },
+        Box::new(move |e| {
+            let _ = tx.send(e);
+            torchnative_runtime::Flow::Continue
+        }),
+    )?;
+    Ok((id, rx))
 }
