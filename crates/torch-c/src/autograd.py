@@ -771,11 +771,57 @@ def _ag_reshape(self, shape):
         return torch.ops.aten._unsafe_view(self.clone(memory_format=torch.contiguous_format), shape)
 
 
+def _ag_nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _tn_ag_torch().ops.aten.nll_loss_forward(self, target, weight, reduction,
+                                                    ignore_index)[0]
+
+
+def _ag_nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    # upstream's nll_loss_nd: 1-D and 2-D inputs as nll_loss, 4-D as nll_loss2d, others
+    # reshaped to 4-D
+    torch = _tn_ag_torch()
+    if self.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
+    if self.dim() != 1 and self.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({self.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0]}).")
+    if self.dim() <= 2:
+        return _ag_nll_loss(self, target, weight, reduction, ignore_index)
+    loss2d = torch.ops.aten.nll_loss2d_forward
+    if self.dim() == 4:
+        return loss2d(self, target, weight, reduction, ignore_index)[0]
+    n, c = self.shape[0], self.shape[1]
+    if _b.tuple(target.shape[1:]) != _b.tuple(self.shape[2:]):
+        raise ValueError(f"Expected target size {[n] + _b.list(self.shape[2:])}, got "
+                         f"{_b.list(target.shape)}")
+    x = self.contiguous()
+    x = x.view(n, c, 1, -1) if x.numel() > 0 else x.view(n, c, 0, 0)
+    t = target.contiguous()
+    t = t.view(n, 1, -1) if t.numel() > 0 else t.view(n, 0, 0)
+    out = loss2d(x, t, weight, reduction, ignore_index)[0]
+    return out if reduction != 0 else out.view((n,) + _b.tuple(self.shape[2:]))
+
+
+def _ag_cross_entropy(self, target, weight=None, reduction=1, ignore_index=-100,
+                      label_smoothing=0.0):
+    # upstream's cross_entropy_loss with class-index targets: nll_loss_nd of log_softmax
+    if _b.tuple(self.shape) == _b.tuple(target.shape) or label_smoothing > 0.0:
+        raise NotImplementedError(
+            "torchnative: backward through cross_entropy with probability targets or label "
+            "smoothing is not implemented (autograd: issue 12)")
+    class_dim = 0 if self.dim() == 1 else 1
+    logp = _tn_ag_torch().ops.aten._log_softmax(self, class_dim, False)
+    return _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
+
+
 # CompositeImplicitAutograd operators that torch._decomp has no decomposition of: upstream's
 # C++ bodies (aliases of an operator with a formula; not formulas).
 _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::log_softmax.int": _ag_softmax("_log_softmax"),
-                "aten::reshape": _ag_reshape}
+                "aten::reshape": _ag_reshape,
+                "aten::cross_entropy_loss": _ag_cross_entropy,
+                "aten::nll_loss_nd": _ag_nll_loss_nd,
+                "aten::nll_loss": _ag_nll_loss}
 
 
 def _ag_is_float_tensor(t):
@@ -1120,8 +1166,10 @@ class _AgEnv(dict):
     def __missing__(self, key):
         if key in _AG_GLOBALS:
             return _AG_GLOBALS[key]
+        # C++'s `foo_symint` is the operator `foo` (symbolic sizes are plain ints here)
+        name = key[: -len("_symint")] if key.endswith("_symint") else key
         try:
-            return _tn_ag_aten(key)
+            return _tn_ag_aten(name)
         except (AttributeError, RuntimeError):
             raise NameError(key) from None
 

@@ -1853,20 +1853,91 @@ for _line in _STUB_LINES:
 
 
 def _tn_has_decomp(full):
-    return full in _python_decomps
+    return full in _python_decomps or _foreach_base(full) is not None
 
 
 def _tn_run_decomp(full, args, kwargs):
-    """Runs upstream's registered Python decomposition of `full` (e.g. `aten::unbind.int`)."""
+    """Runs upstream's registered Python decomposition of `full` (e.g. `aten::unbind.int`), or
+    a `_foreach_*` operator as upstream's CPU kernels run it: the per-tensor operator on each
+    element of the lists."""
     import torch
     from torch._decomp import decomposition_table
 
     ns, rest = full.split("::", 1)
     name, _, overload = rest.partition(".")
     op = getattr(getattr(getattr(torch.ops, ns), name), overload or "default")
-    return decomposition_table[op](*args, **kwargs)
+    if op in decomposition_table:
+        return decomposition_table[op](*args, **kwargs)
+    return _run_foreach(full, args, kwargs)
 
 
+# `_foreach_<op>` overloads whose per-tensor operator has another name (upstream's foreach
+# maximum/minimum with a scalar are clamp_min/clamp_max; norm is linalg_vector_norm).
+_FOREACH_RENAMED = {("maximum", "Scalar"): "clamp_min", ("maximum", "ScalarList"): "clamp_min",
+                    ("minimum", "Scalar"): "clamp_max", ("minimum", "ScalarList"): "clamp_max",
+                    ("norm", "Scalar"): "linalg_vector_norm"}
+
+
+def _foreach_base(full):
+    """(per-tensor operator name, overload, in place) of an `aten::_foreach_*` overload, or None."""
+    if not full.startswith("aten::_foreach_"):
+        return None
+    name, _, overload = full[len("aten::_foreach_"):].partition(".")
+    in_place = name.endswith("_")
+    base = name.rstrip("_")
+    base = _FOREACH_RENAMED.get((base, overload), base)
+    return (base + ("_" if in_place else ""), overload, in_place)
+
+
+def _run_foreach(full, args, kwargs):
+    """The per-tensor operator over the lists: list arguments (tensors or scalars) are taken
+    element by element, the rest (a single tensor, a scalar) passed to every call; a `Tensor
+    scalars` argument of addcmul/addcdiv gives one value per element, as upstream's kernels read
+    it."""
+    name, overload, in_place = _foreach_base(full)
+    lists = [a for a in args if isinstance(a, (_builtins.list, _builtins.tuple))]
+    if not lists:
+        raise NotImplementedError(f"operator {full} has no kernel in torchnative")
+    n = len(lists[0])
+    if any(len(a) != n for a in lists):
+        raise RuntimeError(f"{full}: tensor lists must have the same number of tensors, got "
+                           + ", ".join(str(len(a)) for a in lists))
+    per_value = overload == "Tensor" and name.rstrip("_") in ("addcmul", "addcdiv")
+    # The foreach schema's trailing arguments (`value`, `alpha`) go by position onto the
+    # per-tensor operator's keyword-only ones, as upstream's C++ passes them.
+    func = _tn_ag_aten(name)
+    trailing = _builtins.list(kwargs.values())
+    results = []
+    for i in range(n):
+        call_args = []
+        for k, a in enumerate(args):
+            if isinstance(a, (_builtins.list, _builtins.tuple)):
+                call_args.append(a[i])
+            elif per_value and k == len(args) - 1:
+                call_args.append(a[i].item())
+            else:
+                call_args.append(a)
+        results.append(func(*call_args, *trailing))
+    return None if in_place else results
+
+
+
+
+def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+    """Upstream's grouping for the optimizers' foreach paths: the entries at each index of
+    the lists, grouped by the device and dtype of the first list's tensor there, in order of
+    first appearance: {(device, dtype): ([list per input list], [indices or nothing])}."""
+    groups = {}
+    for i, t in enumerate(tensorlistlist[0]):
+        key = (t.device, t.dtype)
+        if key not in groups:
+            groups[key] = ([[] for _ in tensorlistlist], [])
+        lists, indices = groups[key]
+        for j, tl in enumerate(tensorlistlist):
+            lists[j].append(tl[i] if i < len(tl) else None)
+        if with_indices:
+            indices.append(i)
+    return groups
 
 
 # DTensor placements (upstream's python_placement.cpp): plain value classes.
