@@ -61,6 +61,20 @@ CASES = [
     ("linear", [(6, 4), (3, 4), (3,)], False, "torch.nn.functional.linear(a, b, c)"),
     ("linear_nobias", [(2, 6, 4), (3, 4)], False, "torch.nn.functional.linear(a, b)"),
     ("chain", [(3, 4), (4, 4)], False, "((a @ b).tanh() * a.sigmoid() - a.exp() / 3).relu().pow(2)"),
+    # indexing a tensor that requires grad records upstream's operators (select, slice,
+    # unsqueeze, index); list inputs get one gradient per element
+    ("getitem_slices", [(4, 5)], False, "a[1:3, ::2].exp()"),
+    ("getitem_int_none", [(3, 4, 5)], False, "a[1, None, :, 2:].exp()"),
+    ("getitem_ellipsis", [(3, 4, 5)], False, "a[..., -1].exp()"),
+    ("getitem_advanced", [(5, 4)], False, "a[torch.tensor([0, 2, 2]), 1:].exp()"),
+    ("cat_list", [(2, 3), (4, 3)], False, "torch.cat([a, b.exp()], 0)"),
+    ("cat_legacy_empty", [(2, 3)], False, "torch.cat([torch.tensor([], dtype=a.dtype), a], -1).exp()"),
+    ("stack_list", [(2, 3), (2, 3)], False, "torch.stack([a, b], -1).exp()"),
+    ("sdpa_gqa_causal", [(1, 4, 5, 8), (1, 2, 5, 8), (1, 2, 5, 8)], False,
+     "torch.nn.functional.scaled_dot_product_attention(a, b, c, is_causal=True, enable_gqa=True)"),
+    ("cross_entropy", [(6, 5)], False,
+     "torch.nn.functional.cross_entropy(a, torch.tensor([0, 4, 1, 1, 3, 2]), reduction='none')"),
+    ("silu", [(3, 4)], False, "torch.nn.functional.silu(a)"),
 ]
 
 # matmul and linear are CompositeImplicitAutograd upstream: upstream records the operators its
@@ -68,7 +82,7 @@ CASES = [
 # derivatives.yaml's formula for it (upstream's nested-tensor path). Their gradients are compared;
 # the node names are not.
 IMPLICIT = {"matmul_2d", "matmul_1d_2d", "matmul_2d_1d", "matmul_1d_1d", "matmul_batched_broadcast",
-            "linear", "linear_nobias"}
+            "linear", "linear_nobias", "sdpa_gqa_causal"}
 
 GOLDEN_CODE = r"""
 import json, sys, torch

@@ -1,7 +1,8 @@
 """Training on the face (issue 12): upstream's own `torch.optim` (SGD with momentum and Nesterov,
 Adam, AdamW, RMSprop; the per-parameter loops and the `foreach` paths) and an LR scheduler run
 unmodified for 20 steps of a small MLP with a cross-entropy loss. Losses, learning rates and
-every final weight are compared with upstream's run of the same script, within 4x upstream's own
+every final weight are compared with upstream's run of the same script (also for a 2-layer
+tiny transformers llama trained with AdamW), within 4x upstream's own
 float32 error (its float32 run against its float64 run of the same steps, from the same float32
 initial weights and inputs). With every gradient scaled by 1 + 1e-3
 (TORCHNATIVE_AUTOGRAD_PERTURB=1e-3) the SGD and RMSprop cases fail (Adam's updates do not depend
@@ -84,6 +85,47 @@ def test_optimizers_train_like_upstream(name, foreach):
     # kernels do); the loop path ran none
     foreach_ops = [op for op in face["ops"] if op.startswith("aten::_foreach_")]
     assert bool(foreach_ops) == foreach, foreach_ops
+
+
+LLAMA = r"""
+import json, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+dtype = getattr(torch, sys.argv[1])
+torch.manual_seed(0)
+config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+model = LlamaForCausalLM(config).to(dtype)
+ids = torch.randint(0, 64, (2, 12))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+losses = []
+for step in range(20):
+    opt.zero_grad()
+    loss = model(ids, labels=ids).loss
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+params = [v for p in model.parameters() for v in p.detach().reshape(-1).tolist()]
+print(json.dumps({"losses": losses, "params": params}))
+"""
+
+
+def test_a_tiny_llama_trains_like_upstream():
+    """transformers' LlamaForCausalLM (2 layers, grouped-query attention) with its own
+    cross-entropy loss and AdamW: every step goes through embedding, RMSNorm, RoPE (indexing,
+    cat), SDPA, SiLU and the loss's backward."""
+    def run(python, dtype):
+        out = subprocess.run([python, "-c", LLAMA, dtype], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout)
+
+    oracle = _oracle()
+    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
+    assert up32["losses"][-1] < up32["losses"][0] - 0.5  # it learns
+    for key in ("losses", "params"):
+        own = _worst(up32[key], up64[key])
+        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
+        worst = _worst(face[key], up32[key])
+        assert worst <= tol, f"{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
 
 
 def test_foreach_operators_refuse_mismatched_lists():

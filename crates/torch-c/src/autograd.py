@@ -112,9 +112,11 @@ def _ag_table():
         od = [x.strip() == "True" for x in od.strip("[]").split(",")] if od else None
         formulas = {k: v for k, v in formulas.items()
                     if k not in ("output_differentiability", "result") and not k.startswith("result")}
-        n = counts.get(base, 0)
-        counts[base] = n + 1
-        cls = _ag_camel(base) + "Backward" + str(n)
+        # upstream's node names drop an operator's `_forward` (nll_loss_forward: NllLossBackward0)
+        named = base[: -len("_forward")] if base.endswith("_forward") else base
+        n = counts.get(named, 0)
+        counts[named] = n + 1
+        cls = _ag_camel(named) + "Backward" + str(n)
         rets = sig.rsplit("->", 1)[1].strip().strip("()")
         ret_names = [r.strip().split(" ")[-1] for r in rets.split(",")] if " " in rets else []
         table["aten::" + head] = (cls, formulas, sig, ret_names, od)
@@ -160,6 +162,11 @@ def _ag_translate(text):
         if nxt == "::" and t in ("at", "c10", "std", "torch", "native"):
             i += 2
             continue
+        if t == "GradMode" and toks[i + 1:i + 5] == ["::", "is_enabled", "(", ")"]:
+            # grad mode while the formula runs (on only for create_graph)
+            out.append("_tn_ag_grad_mode()")
+            i += 5
+            continue
         if t == "tuple" and nxt == "<":
             # std::tuple<Tensor, ...>(): undefined gradients
             j, depth, commas = i + 1, 0, 0
@@ -201,7 +208,8 @@ def _ag_translate(text):
             call = i + 2 < len(toks) and toks[i + 2] == "("
             attr = {"sym_sizes": "shape", "sizes": "shape", "scalar_type": "dtype", "layout": "layout",
                     "options": "_tn_ag_options", "sym_strides": "stride", "strides": "stride",
-                    "sym_numel": "numel", "sym_size": "size", "defined": "_tn_ag_defined"}.get(name)
+                    "sym_numel": "numel", "sym_size": "size", "defined": "_tn_ag_defined",
+                    "new_zeros": "_tn_ag_new_zeros"}.get(name)
             if attr in ("shape", "dtype", "layout") and call and toks[i + 3] == ")":
                 out.append("." + attr)
                 i += 4
@@ -495,6 +503,9 @@ def _tn_ag_aten(name):
 
 
 TensorBase._tn_ag_defined = lambda self: True
+# C++'s `t.new_zeros(sizes, options)`: the options (a dtype here) go by position
+TensorBase._tn_ag_new_zeros = lambda self, size, dtype=None: self.new_zeros(
+    _b.list(size), dtype=self.dtype if dtype is None else dtype)
 TensorBase._tn_ag_options = lambda self: self.dtype
 
 
@@ -634,8 +645,13 @@ class _AgNode:
                     f"does not implement: {text}") from None
             values = _b.list(value) if len(names) > 1 else [value]
             for n, v in zip(names, values):
-                if n in self._tn_index and v is not None:
-                    out[self._tn_index[n]] = v * (1 + _AG["perturb"]) if _AG["perturb"] else v
+                if n not in self._tn_index or v is None:
+                    continue
+                where = self._tn_index[n]
+                pairs = _b.zip(where, v) if isinstance(where, _b.list) else [(where, v)]
+                for k, g in pairs:
+                    if k is not None and g is not None:
+                        out[k] = g * (1 + _AG["perturb"]) if _AG["perturb"] else g
         return out
 
     def _tn_free(self):
@@ -814,6 +830,51 @@ def _ag_cross_entropy(self, target, weight=None, reduction=1, ignore_index=-100,
     return _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
 
 
+def _ag_contiguous(self, memory_format=None):
+    # upstream: the tensor itself when already laid out so, else a clone in that layout
+    torch = _tn_ag_torch()
+    # the door hands the format over by its name
+    name = "contiguous_format" if memory_format is None else _b.str(memory_format).split(".")[-1]
+    memory_format = getattr(torch, name)
+    if self.is_contiguous(memory_format=memory_format):
+        return self
+    return self.clone(memory_format=memory_format)
+
+
+def _ag_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+    # upstream's math path (_scaled_dot_product_attention_math): q and k each scaled by the
+    # square root of the scale, masked scores, softmax, weighted sum; every step recorded
+    torch = _tn_ag_torch()
+    if dropout_p > 0.0:
+        raise NotImplementedError(
+            "torchnative: backward through scaled_dot_product_attention with dropout is not "
+            "implemented (autograd: issue 12)")
+    d = query.shape[-1]
+    factor = (1.0 / d ** 0.5 if scale is None else scale) ** 0.5
+    if enable_gqa and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+
+        def repeat(t):
+            shape = _b.list(t.shape)
+            t = t.unsqueeze(-3).expand(*shape[:-2], rep, *shape[-2:])
+            return t.reshape(*shape[:-3], shape[-3] * rep, *shape[-2:])
+
+        key, value = repeat(key), repeat(value)
+    scores = torch.matmul(query * factor, (key * factor).transpose(-2, -1))
+    length, source = query.shape[-2], key.shape[-2]
+    if is_causal:
+        keep = torch.ones(length, source, dtype=torch.bool).tril()
+        scores = scores.masked_fill(keep.logical_not(), _b.float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), _b.float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = torch.ops.aten._softmax(scores, -1, False)
+    return torch.matmul(weights, value)
+
+
 # CompositeImplicitAutograd operators that torch._decomp has no decomposition of: upstream's
 # C++ bodies (aliases of an operator with a formula; not formulas).
 _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
@@ -821,7 +882,9 @@ _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::reshape": _ag_reshape,
                 "aten::cross_entropy_loss": _ag_cross_entropy,
                 "aten::nll_loss_nd": _ag_nll_loss_nd,
-                "aten::nll_loss": _ag_nll_loss}
+                "aten::nll_loss": _ag_nll_loss,
+                "aten::scaled_dot_product_attention": _ag_sdpa,
+                "aten::contiguous": _ag_contiguous}
 
 
 def _ag_is_float_tensor(t):
@@ -871,7 +934,17 @@ def _tn_autograd_post(token, result):
                     mask[n] = False
             elif isinstance(v, _b.list) and v and isinstance(v[0], TensorBase):
                 env[n] = [_AgSaved(x) for x in v]
-                mask[n] = False
+                # a list input (cat, stack): one edge per element that requires grad; the
+                # formula gives a list of gradients, element by element
+                wants = [isinstance(x, TensorBase) and x.requires_grad for x in v]
+                mask[n] = _b.any(wants)
+                if mask[n]:
+                    index[n] = []
+                    for x, w in zip(v, wants):
+                        index[n].append(len(node._tn_edges) if w else None)
+                        if w:
+                            node._tn_edges.append(_ag_edge(x))
+                            node._tn_shapes.append((_b.tuple(x.shape), x.dtype))
             else:
                 env[n] = _ag_wrap_scalar(v)
                 mask[n] = False
@@ -1150,8 +1223,75 @@ _FunctionBase._tn_hook_dicts = ()
 for _n in ("next_functions", "register_hook", "register_prehook", "_register_hook_dict", "metadata"):
     setattr(_FunctionBase, _n, getattr(_AgNode, _n))
 
+def _tn_ag_grad_mode():
+    return _grad_enabled[0]
+
+
+def to_args_sizes(tensors):
+    return [_b.list(t.shape) for t in tensors]
+
+
+to_args_sizes_symint = to_args_sizes
+
+
+def to_args_scalartypes(tensors):
+    return [t.dtype for t in tensors]
+
+
+def slice_backward_wrapper(grad, input_sizes, dim, start, end, step):
+    # upstream's FunctionsManual: open bounds become 0 and INT64_MAX
+    start = 0 if start is None else start
+    end = 2 ** 63 - 1 if end is None else end
+    return _tn_ag_aten("slice_backward")(grad, _b.list(input_sizes), dim, start, end, step)
+
+
+def index_backward(zeros_like_self, indices, grad):
+    # upstream's FunctionsManual: the gradient accumulated into zeros at the indexed places
+    return zeros_like_self.index_put(indices, grad, True)
+
+
+def stack_tensors_backward(grad, dim, dtypes):
+    # upstream's FunctionsManual: input i's gradient is the slice i of the stacked dim
+    if grad is None:
+        return [None] * len(dtypes)
+    out = []
+    for i, dtype in enumerate(dtypes):
+        g = grad.select(dim, i)
+        out.append(g.real if grad.is_complex() and not dtype.is_complex else g)
+    return out
+
+
+def cat_tensors_backward(grad, sizes, dtypes, dim):
+    # upstream's FunctionsManual: the gradient narrowed back into each input's extent (a
+    # legacy empty 1-D input gets an empty gradient; complex grads give real inputs their
+    # real part)
+    if grad is None:
+        return [None] * len(sizes)
+    shaped = [s for s in sizes if not (len(s) == 1 and s[0] == 0)]
+    rank = len(shaped[0]) if shaped else 1
+    dim = dim + rank if dim < 0 else dim
+    out, at = [], 0
+    for shape, dtype in zip(sizes, dtypes):
+        g = grad.real if grad.is_complex() and not dtype.is_complex else grad
+        if len(shape) == 1 and shape[0] == 0:
+            out.append(g.new_zeros((0,)))
+            continue
+        out.append(g.narrow(dim, at, shape[dim]))
+        at += shape[dim]
+    return out
+
+
+def infinitely_differentiable_silu_backward(grad_output, input):
+    # upstream's FunctionsManual: differentiable again (create_graph)
+    sigmoid = input.sigmoid()
+    return grad_output * sigmoid * (1.0 + input * (1.0 - sigmoid))
+
+
 _AG_GLOBALS = {"__builtins__": _b}
-for _n in ("handle_r_to_c", "maybe_multiply", "sum_to", "mul_tensor_backward",
+for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
+           "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",
+           "slice_backward_wrapper", "index_backward",
+           "handle_r_to_c", "maybe_multiply", "sum_to", "mul_tensor_backward",
            "div_tensor_self_backward", "div_tensor_other_backward", "mm_mat1_backward",
            "mm_mat2_backward", "matmul_backward", "linear_backward", "pow_backward",
            "pow_backward_self", "pow_backward_exponent", "mean_backward", "sum_backward",

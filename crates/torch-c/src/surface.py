@@ -1852,8 +1852,23 @@ for _line in _STUB_LINES:
             setattr(_this, _n, _stub_function(_n))
 
 
+def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+    # upstream's CompositeImplicitAutograd body: the dense form (sparse gradients refused)
+    import torch
+
+    if sparse:
+        raise NotImplementedError("torchnative: sparse embedding gradients are not implemented")
+    return torch.ops.aten.embedding_dense_backward(grad, indices, num_weights, padding_idx,
+                                                   scale_grad_by_freq)
+
+
+# CompositeImplicitAutograd bodies upstream writes in C++ and torch._decomp does not register.
+_IMPLICIT_BODIES = {"aten::embedding_backward": _embedding_backward}
+
+
 def _tn_has_decomp(full):
-    return full in _python_decomps or _foreach_base(full) is not None
+    return (full in _python_decomps or full in _IMPLICIT_BODIES
+            or _foreach_base(full) is not None)
 
 
 def _tn_run_decomp(full, args, kwargs):
@@ -1868,6 +1883,8 @@ def _tn_run_decomp(full, args, kwargs):
     op = getattr(getattr(getattr(torch.ops, ns), name), overload or "default")
     if op in decomposition_table:
         return decomposition_table[op](*args, **kwargs)
+    if full in _IMPLICIT_BODIES:
+        return _IMPLICIT_BODIES[full](*args, **kwargs)
     return _run_foreach(full, args, kwargs)
 
 
@@ -2111,7 +2128,73 @@ def _getitem(self, index):
         import torch
 
         return torch.overrides.handle_torch_function(torch.Tensor.__getitem__, (self,), self, index)
+    if _grad_enabled[0] and self.requires_grad:
+        return _getitem_recorded(self, index)
     return _index_get(self, index)
+
+
+def _getitem_recorded(self, index):
+    """Indexing as upstream's applySlicing spells it in operators (select, slice, unsqueeze,
+    alias, index), each through the door, so autograd records them; the fast path above
+    computes the same view without recording."""
+    import torch
+
+    aten = torch.ops.aten
+    items = index if type(index) is _builtins.tuple else (index,)
+    items = [torch.tensor(i) if type(i) is _builtins.list else i for i in items]
+    # a 0-dim integer tensor indexes as its int (upstream selects)
+    items = [i.item() if isinstance(i, TensorBase) and i.dim() == 0  # noqa: F821
+             and not i.dtype.is_floating_point and i.dtype != torch.bool else i for i in items]
+
+    def refuse(what):
+        raise NotImplementedError(
+            f"torchnative: indexing a tensor that requires grad with {what} is not "
+            "differentiable yet (autograd: issue 12)")
+
+    consumed = 0
+    for i in items:
+        if isinstance(i, TensorBase):  # noqa: F821
+            if i.dtype == torch.bool and i.dim() != 1:
+                refuse("a boolean mask of more than one dimension")
+            consumed += 1
+        elif i is None or i is Ellipsis:
+            pass
+        elif type(i) is _builtins.bool:
+            refuse("a Python bool")
+        elif isinstance(i, (_builtins.int, _builtins.slice)) or hasattr(i, "__index__"):
+            consumed += 1
+        else:
+            refuse(_builtins.type(i).__name__)
+    if consumed > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+    result, dim, advanced = self, 0, []
+    touched = False
+    for i in items:
+        if i is Ellipsis:
+            dim += self.dim() - consumed
+            consumed = self.dim()
+        elif i is None:
+            result = aten.unsqueeze(result, dim)
+            dim += 1
+            touched = True
+        elif isinstance(i, _builtins.slice):
+            size = result.shape[dim]
+            start, stop, step = i.indices(size) if i.step is None or i.step > 0 else (None, None, i.step)
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            if not (start == 0 and stop == size and step == 1):
+                result = aten.slice.Tensor(result, dim, start, stop, step)
+                touched = True
+            dim += 1
+        elif isinstance(i, TensorBase):  # noqa: F821
+            advanced += [None] * (dim - _builtins.len(advanced)) + [i]
+            dim += 1
+        else:
+            result = aten.select.int(result, dim, i.__index__())
+            touched = True
+    if advanced:
+        return aten.index.Tensor(result, advanced)
+    return result if touched else aten.alias(self)
 
 
 def _setitem(self, index, value):
@@ -2119,6 +2202,13 @@ def _setitem(self, index, value):
         import torch
 
         return torch.overrides.handle_torch_function(torch.Tensor.__setitem__, (self, value), self, index, value)
+    if _grad_enabled[0] and (self.requires_grad or getattr(value, "requires_grad", False)):
+        if self.requires_grad and self.grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+        raise NotImplementedError(
+            "torchnative: indexed assignment where a tensor requires grad is not differentiable "
+            "yet (autograd: issue 12)")
     return _index_set(self, index, value)
 
 
