@@ -75,6 +75,8 @@ CASES = [
     ("cross_entropy", [(6, 5)], False,
      "torch.nn.functional.cross_entropy(a, torch.tensor([0, 4, 1, 1, 3, 2]), reduction='none')"),
     ("silu", [(3, 4)], False, "torch.nn.functional.silu(a)"),
+    ("flatten", [(2, 3, 4)], False, "a.flatten(1).exp()"),
+    ("max_pool2d", [(1, 2, 4, 6)], False, "torch.nn.functional.max_pool2d(a, 2)"),
 ]
 
 # matmul and linear are CompositeImplicitAutograd upstream: upstream records the operators its

@@ -760,12 +760,15 @@ def _tn_autograd_pre(full, names, values):
                 f"{base}(): functions with out=... arguments don't support automatic "
                 "differentiation, but one of the arguments requires grad.")
     cls = _ag_node_class(full)
-    if cls is None:
-        implicit = _AG_IMPLICIT.get(full) or _ag_decomposition(full)
-        if implicit is not None:
-            args = [v for n, v in zip(names, values) if not n.startswith("*")]
-            kwargs = {n[1:]: v for n, v in zip(names, values) if n.startswith("*")}
-            return (None, implicit(*args, **kwargs))
+    # upstream's own route under autograd first (max_pool2d records max_pool2d_with_indices on
+    # the CPU although derivatives.yaml also has a formula for max_pool2d)
+    implicit = _AG_IMPLICIT.get(full)
+    if implicit is None and cls is None:
+        implicit = _ag_decomposition(full)
+    if implicit is not None:
+        args = [v for n, v in zip(names, values) if not n.startswith("*")]
+        kwargs = {n[1:]: v for n, v in zip(names, values) if n.startswith("*")}
+        return (None, implicit(*args, **kwargs))
     names = [n.lstrip("*") for n in names]
     return ((full, names, values, cls, written), None)
 
@@ -830,6 +833,31 @@ def _ag_cross_entropy(self, target, weight=None, reduction=1, ignore_index=-100,
     return _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
 
 
+def _ag_flatten(self, start_dim=0, end_dim=-1):
+    # upstream's flatten.using_ints: a reshape merging start_dim..end_dim (the tensor itself
+    # for a 0-dim one or an empty range)
+    if self.dim() == 0:
+        return self.reshape(1)
+    start = start_dim + self.dim() if start_dim < 0 else start_dim
+    end = end_dim + self.dim() if end_dim < 0 else end_dim
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return self
+    shape = _b.list(self.shape)
+    merged = 1
+    for d in shape[start:end + 1]:
+        merged *= d
+    return self.reshape(shape[:start] + [merged] + shape[end + 1:])
+
+
+def _ag_max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    # upstream's CPU max_pool2d under autograd: max_pool2d_with_indices, whose formula scatters
+    # the gradient to each window's maximum
+    return _tn_ag_torch().ops.aten.max_pool2d_with_indices(
+        self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
 def _ag_contiguous(self, memory_format=None):
     # upstream: the tensor itself when already laid out so, else a clone in that layout
     torch = _tn_ag_torch()
@@ -884,7 +912,9 @@ _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::nll_loss_nd": _ag_nll_loss_nd,
                 "aten::nll_loss": _ag_nll_loss,
                 "aten::scaled_dot_product_attention": _ag_sdpa,
-                "aten::contiguous": _ag_contiguous}
+                "aten::contiguous": _ag_contiguous,
+                "aten::flatten.using_ints": _ag_flatten,
+                "aten::max_pool2d": _ag_max_pool2d}
 
 
 def _ag_is_float_tensor(t):
