@@ -48,6 +48,48 @@ fn prompt(len: usize, salt: u32, vocab: u32) -> Vec<u32> {
         .collect()
 }
 
+/// `runs` (prompt length, decode steps) as prompts of ids salted with `salt`, and transformers'
+/// reference logits for them from the model saved in `model_dir`.
+fn prompts_with_references(
+    python: &std::path::Path,
+    model_dir: &std::path::Path,
+    runs: &[(usize, usize)],
+    salt: u32,
+    vocab: u32,
+    work: &std::path::Path,
+) -> (Vec<(Vec<u32>, usize)>, Vec<Reference>) {
+    let prompts: Vec<(Vec<u32>, usize)> = runs
+        .iter()
+        .map(|&(len, steps)| (prompt(len, salt, vocab), steps))
+        .collect();
+    let refs = reference_logits(
+        python,
+        serde_json::json!({"dir": model_dir}),
+        None,
+        &prompts,
+        work,
+    );
+    (prompts, refs)
+}
+
+/// Our prefill and decode logits along `r`'s greedy path, their largest errors printed under
+/// `label` beside transformers' own float32 errors.
+fn reported_logits(
+    model: &DecoderModel,
+    label: &str,
+    p: &[u32],
+    r: &Reference,
+) -> (Vec<f32>, Vec<f32>) {
+    let (prefill, decode) = forward_logits(model, p, &r.greedy).unwrap();
+    let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
+    let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
+    println!(
+        "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
+         decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
+    );
+    (prefill, decode)
+}
+
 #[test]
 fn tiny_phi3_and_gemma_models_match_transformers_every_logit() {
     let Some(python) = oracle_python() else {
@@ -58,18 +100,8 @@ fn tiny_phi3_and_gemma_models_match_transformers_every_logit() {
         let work = torchnative_testing::temp_dir("parity-arch");
         let (model_dir, model) = tiny_model(&python, case.arch, i, &work);
         let vocab = model.config().vocab_size as u32;
-        let prompts: Vec<(Vec<u32>, usize)> = case
-            .runs
-            .iter()
-            .map(|&(len, steps)| (prompt(len, i as u32, vocab), steps))
-            .collect();
-        let refs = reference_logits(
-            &python,
-            serde_json::json!({"dir": model_dir}),
-            None,
-            &prompts,
-            &work,
-        );
+        let (prompts, refs) =
+            prompts_with_references(&python, &model_dir, case.runs, i as u32, vocab, &work);
         for ((p, steps), r) in prompts.iter().zip(&refs) {
             let label = format!(
                 "{} ({}), prompt {} + {steps}",
@@ -77,13 +109,7 @@ fn tiny_phi3_and_gemma_models_match_transformers_every_logit() {
                 case.what,
                 p.len()
             );
-            let (prefill, decode) = forward_logits(&model, p, &r.greedy).unwrap();
-            let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
-            let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
-            println!(
-                "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
-                 decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
-            );
+            reported_logits(&model, &label, p, r);
             if let Err(msg) = forward_matches_reference(&model, p, r) {
                 failures.push(format!("{label}: {msg}"));
             }
@@ -351,26 +377,10 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
         "{types:?}"
     );
     let vocab = model.config().vocab_size as u32;
-    let prompts: Vec<(Vec<u32>, usize)> = runs
-        .iter()
-        .map(|&(len, steps)| (prompt(len, 5, vocab), steps))
-        .collect();
-    let refs = reference_logits(
-        &python,
-        serde_json::json!({"dir": model_dir}),
-        None,
-        &prompts,
-        &work,
-    );
+    let (prompts, refs) = prompts_with_references(&python, &model_dir, runs, 5, vocab, &work);
     for ((p, steps), r) in prompts.iter().zip(&refs) {
         let label = format!("{tiny_arch} (llama.cpp F32), prompt {} + {steps}", p.len());
-        let (prefill, decode) = forward_logits(&model, p, &r.greedy).unwrap();
-        let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
-        let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
-        println!(
-            "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
-             decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
-        );
+        let (prefill, _) = reported_logits(&model, &label, p, r);
         if let Err(msg) = forward_matches_reference(&model, p, r) {
             panic!("{label}: {msg}");
         }
@@ -487,27 +497,11 @@ fn tiny_llama_dynamic_ntk_matches_transformers_every_logit() {
     assert_eq!(model.config().context_length, DYNAMIC_CONTEXT);
     let vocab = model.config().vocab_size as u32;
     let runs = [(40, 8), (20, 20), (32, 6), (100, 12)];
-    let prompts: Vec<(Vec<u32>, usize)> = runs
-        .iter()
-        .map(|&(len, steps)| (prompt(len, 4, vocab), steps))
-        .collect();
-    let refs = reference_logits(
-        &python,
-        serde_json::json!({"dir": model_dir}),
-        None,
-        &prompts,
-        &work,
-    );
+    let (prompts, refs) = prompts_with_references(&python, &model_dir, &runs, 4, vocab, &work);
     let mut failures = Vec::new();
     for ((p, steps), r) in prompts.iter().zip(&refs) {
         let label = format!("llama dynamic NTK x4 over 32, prompt {} + {steps}", p.len());
-        let (prefill, decode) = forward_logits(&model, p, &r.greedy).unwrap();
-        let (ours_p, up_p) = worst_errors(&prefill, &r.prefill32, &r.prefill64, r.vocab);
-        let (ours_d, up_d) = worst_errors(&decode, &r.decode32, &r.decode64, r.vocab);
-        println!(
-            "{label}: max |ours - f64| prefill {ours_p:.2e} (transformers f32 {up_p:.2e}), \
-             decode {ours_d:.2e} (transformers f32 {up_d:.2e})"
-        );
+        let (prefill, decode) = reported_logits(&model, &label, p, r);
         if let Err(msg) = forward_matches_reference(&model, p, r) {
             failures.push(format!("{label}: {msg}"));
         }
