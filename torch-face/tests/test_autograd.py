@@ -77,6 +77,18 @@ CASES = [
     ("silu", [(3, 4)], False, "torch.nn.functional.silu(a)"),
     ("flatten", [(2, 3, 4)], False, "a.flatten(1).exp()"),
     ("max_pool2d", [(1, 2, 4, 6)], False, "torch.nn.functional.max_pool2d(a, 2)"),
+    ("conv2d", [(2, 3, 6, 5), (4, 3, 3, 2), (4,)], False, "torch.nn.functional.conv2d(a, b, c)"),
+    ("conv2d_stride_pad_dilation", [(1, 2, 7, 6), (3, 2, 2, 3)], False,
+     "torch.nn.functional.conv2d(a, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1))"),
+    ("conv2d_groups", [(2, 4, 5, 5), (6, 2, 3, 3), (6,)], False,
+     "torch.nn.functional.conv2d(a, b, c, padding=1, groups=2)"),
+    ("conv1d_same_unbatched", [(3, 9), (2, 3, 4)], False, "torch.nn.functional.conv1d(a, b, padding='same')"),
+    ("layer_norm", [(3, 4, 5), (5,), (5,)], False, "torch.nn.functional.layer_norm(a, (5,), b, c)"),
+    ("batch_norm_training", [(4, 3, 2, 2), (3,), (3,)], False,
+     "torch.nn.functional.batch_norm(a, torch.zeros(3, dtype=a.dtype), torch.ones(3, dtype=a.dtype), b, c, training=True)"),
+    ("batch_norm_eval", [(4, 3), (3,), (3,)], False,
+     "torch.nn.functional.batch_norm(a, torch.full((3,), 0.5, dtype=a.dtype), torch.full((3,), 2.0, dtype=a.dtype), b, c)"),
+    ("rms_norm", [(3, 4, 5), (5,)], False, "torch.nn.functional.rms_norm(a, (5,), b)"),
 ]
 
 # matmul and linear are CompositeImplicitAutograd upstream: upstream records the operators its
@@ -294,6 +306,10 @@ def test_what_autograd_cannot_do_refuses_by_name_at_backward():
     with pytest.raises(NotImplementedError, match=r"in-place operator aten::mul_.Tensor"):
         z.sum().backward()
     assert x.grad is None
+    w = torch.randn(3, 2, 2, requires_grad=True)
+    y = torch.nn.functional.conv_transpose1d(torch.randn(1, 3, 5), w).sum()
+    with pytest.raises(NotImplementedError, match=r"aten::conv_transpose1d"):
+        y.backward()
 
 
 def test_formulas_come_from_derivatives_yaml():

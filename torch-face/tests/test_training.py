@@ -128,6 +128,52 @@ def test_a_tiny_llama_trains_like_upstream():
         assert worst <= tol, f"{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
 
 
+CNN = r"""
+import json, sys, torch
+dtype = getattr(torch, sys.argv[1])
+torch.manual_seed(0)
+nn = torch.nn
+model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(4, 6, 3, stride=1, groups=2), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(6 * 2 * 2, 3)).to(dtype)
+x = torch.randn(16, 1, 8, 8).to(dtype)
+y = torch.randint(0, 3, (16,))
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=True)
+losses = []
+for step in range(20):
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+model.eval()
+with torch.no_grad():
+    eval_logits = model(x).reshape(-1).tolist()
+state = [v for t in model.state_dict().values() if t.dtype.is_floating_point for v in t.reshape(-1).tolist()]
+print(json.dumps({"losses": losses, "params": state, "eval": eval_logits}))
+"""
+
+
+def test_a_small_cnn_trains_like_upstream():
+    """Convolutions (padded, grouped), BatchNorm in training mode (its running statistics are in
+    the compared state), ReLU, max pooling, flatten and a linear head, 20 steps of SGD with
+    momentum; then the eval-mode forward over the running statistics."""
+    def run(python, dtype):
+        out = subprocess.run([python, "-c", CNN, dtype], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout)
+
+    oracle = _oracle()
+    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
+    assert up32["losses"][-1] < up32["losses"][0] - 0.3  # it learns
+    for key in ("losses", "params", "eval"):
+        assert len(face[key]) == len(up32[key])
+        own = _worst(up32[key], up64[key])
+        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
+        worst = _worst(face[key], up32[key])
+        assert worst <= tol, f"{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+
+
 def test_foreach_operators_refuse_mismatched_lists():
     code = r"""
 import torch

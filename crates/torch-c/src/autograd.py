@@ -181,6 +181,11 @@ def _ag_translate(text):
             out.append("(" + "None, " * (commas + 1) + ")")
             i = j + 2
             continue
+        if t == "->" and nxt in ("sym_sizes", "sizes") and toks[i + 2:i + 4] == ["(", ")"] and out:
+            # an optional tensor's sizes (None when the tensor is absent)
+            out[-1] = f"_tn_ag_opt_sizes({out[-1]})"
+            i += 4
+            continue
         if t == "::" or t == "<" and out and out[-1] in ("vector", "optional", "array"):
             raise _AgUntranslatable(text)
         if t == "&&":
@@ -296,6 +301,10 @@ def _ag_top_level_q(body):
 def _tn_ag_torch():
     import torch
     return torch
+
+
+def _tn_ag_opt_sizes(t):
+    return None if t is None else _b.list(t.shape)
 
 
 class _AgScalar(_b.float):
@@ -858,6 +867,69 @@ def _ag_max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
         self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
+def _ag_rms_norm(input, normalized_shape, weight=None, eps=None):
+    # upstream's CPU rms_norm: x * rsqrt(mean(x^2 over the normalized dims) + eps), in the op
+    # math type, then times the weight (each step recorded: MulBackward0, ...)
+    torch = _tn_ag_torch()
+    opmath = torch.float32 if input.dtype in (torch.float16, torch.bfloat16) else input.dtype
+    x = input.to(opmath)
+    if eps is None:
+        eps = torch.finfo(opmath).eps
+    dims = [input.dim() - i - 1 for i in _b.range(_b.len(normalized_shape))]
+    result = (x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True).add(eps))).type_as(input)
+    if weight is not None:
+        result = (result * weight).type_as(result)
+    return result
+
+
+def _ag_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    # upstream's layer_norm: native_layer_norm's first result (NativeLayerNormBackward0)
+    return _tn_ag_torch().ops.aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
+
+
+def _ag_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                   cudnn_enabled=True):
+    # upstream's CPU batch_norm: native_batch_norm (NativeBatchNormBackward0), which also
+    # updates the running statistics in training mode
+    return _tn_ag_torch().ops.aten.native_batch_norm(input, weight, bias, running_mean,
+                                                     running_var, training, momentum, eps)[0]
+
+
+def _ag_conv(nd, transposed=False):
+    # upstream's conv{1,2,3}d: convolution (ConvolutionBackward0) on a batched input
+    def body(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        torch = _tn_ag_torch()
+
+        def expand(v):
+            v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
+            return v * nd if _b.len(v) == 1 else v
+
+        unbatched = input.dim() == nd + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if isinstance(padding, _b.str):
+            k = weight.shape[2:]
+            dil = expand(dilation)
+            if padding == "valid":
+                pad = [0] * nd
+            elif padding == "same":
+                total = [dil[d] * (k[d] - 1) for d in _b.range(nd)]
+                if _b.any(t % 2 for t in total):
+                    # upstream pads the extra element on the right first
+                    pads = []
+                    for d in _b.reversed(_b.range(nd)):
+                        pads += [0, total[d] % 2]
+                    x = torch.ops.aten.constant_pad_nd(x, pads, 0)
+                pad = [t // 2 for t in total]
+            else:
+                raise ValueError(f"Invalid padding string '{padding}'")
+        else:
+            pad = expand(padding)
+        out = torch.ops.aten.convolution(x, weight, bias, expand(stride), pad, expand(dilation),
+                                         False, [0] * nd, groups)
+        return out.squeeze(0) if unbatched else out
+    return body
+
+
 def _ag_contiguous(self, memory_format=None):
     # upstream: the tensor itself when already laid out so, else a clone in that layout
     torch = _tn_ag_torch()
@@ -914,7 +986,13 @@ _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::scaled_dot_product_attention": _ag_sdpa,
                 "aten::contiguous": _ag_contiguous,
                 "aten::flatten.using_ints": _ag_flatten,
-                "aten::max_pool2d": _ag_max_pool2d}
+                "aten::max_pool2d": _ag_max_pool2d,
+                "aten::rms_norm": _ag_rms_norm,
+                "aten::layer_norm": _ag_layer_norm,
+                "aten::batch_norm": _ag_batch_norm,
+                "aten::conv1d": _ag_conv(1), "aten::conv2d": _ag_conv(2), "aten::conv3d": _ag_conv(3),
+                "aten::conv1d.padding": _ag_conv(1), "aten::conv2d.padding": _ag_conv(2),
+                "aten::conv3d.padding": _ag_conv(3)}
 
 
 def _ag_is_float_tensor(t):
@@ -1275,6 +1353,11 @@ def slice_backward_wrapper(grad, input_sizes, dim, start, end, step):
     return _tn_ag_aten("slice_backward")(grad, _b.list(input_sizes), dim, start, end, step)
 
 
+def constant_pad_nd_backward(grad, pad):
+    # padding by the negated amounts cuts the padded border off again
+    return _tn_ag_torch().ops.aten.constant_pad_nd(grad, [-p for p in pad], 0)
+
+
 def index_backward(zeros_like_self, indices, grad):
     # upstream's FunctionsManual: the gradient accumulated into zeros at the indexed places
     return zeros_like_self.index_put(indices, grad, True)
@@ -1320,7 +1403,8 @@ def infinitely_differentiable_silu_backward(grad_output, input):
 _AG_GLOBALS = {"__builtins__": _b}
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",
-           "slice_backward_wrapper", "index_backward",
+           "slice_backward_wrapper", "index_backward", "_tn_ag_opt_sizes",
+           "constant_pad_nd_backward",
            "handle_r_to_c", "maybe_multiply", "sum_to", "mul_tensor_backward",
            "div_tensor_self_backward", "div_tensor_other_backward", "mm_mat1_backward",
            "mm_mat2_backward", "matmul_backward", "linear_backward", "pow_backward",

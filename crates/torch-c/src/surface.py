@@ -1862,8 +1862,51 @@ def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_f
                                                    scale_grad_by_freq)
 
 
-# CompositeImplicitAutograd bodies upstream writes in C++ and torch._decomp does not register.
-_IMPLICIT_BODIES = {"aten::embedding_backward": _embedding_backward}
+def _convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                          transposed, output_padding, groups, output_mask):
+    # convolution's gradients written as convolutions (upstream's CPU kernels compute the same
+    # sums with im2col + GEMM): the input's gradient is the transposed convolution of the
+    # output's gradient, the weight's is the input correlated with it, group by group
+    import torch
+
+    if transposed:
+        raise NotImplementedError(
+            "torchnative: backward through a transposed convolution is not implemented "
+            "(autograd: issue 12)")
+    conv = torch.ops.aten.convolution
+    nd = weight.dim() - 2
+    spatial = _builtins.list(_builtins.range(2, nd + 2))
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        # the output padding that makes the transposed convolution give back the input's size
+        extra = []
+        for d in _builtins.range(nd):
+            covered = ((grad_output.shape[d + 2] - 1) * stride[d] - 2 * padding[d]
+                       + dilation[d] * (weight.shape[d + 2] - 1) + 1)
+            extra.append(input.shape[d + 2] - covered)
+        grad_input = conv(grad_output, weight, None, stride, padding, dilation, True, extra, groups)
+    if output_mask[1]:
+        cin, cout = input.shape[1] // groups, grad_output.shape[1] // groups
+        parts = []
+        for g in _builtins.range(groups):
+            x = input.narrow(1, g * cin, cin).transpose(0, 1)
+            dy = grad_output.narrow(1, g * cout, cout).transpose(0, 1)
+            # stride and dilation trade places: out[c, o, a] = sum x[n, c, p*stride + a*dil - pad] dy[n, o, p]
+            w = conv(x, dy, None, dilation, padding, stride, False, [0] * nd, 1)
+            for d in _builtins.range(nd):
+                w = w.narrow(d + 2, 0, weight.shape[d + 2])
+            parts.append(w.transpose(0, 1))
+        grad_weight = parts[0] if groups == 1 else torch.cat(parts, 0)
+        grad_weight = grad_weight.contiguous()
+    if output_mask[2]:
+        grad_bias = grad_output.sum([0] + spatial)
+    return grad_input, grad_weight, grad_bias
+
+
+# CompositeImplicitAutograd bodies upstream writes in C++ and torch._decomp does not register
+# (and convolution_backward, whose CPU kernel the face writes as convolutions).
+_IMPLICIT_BODIES = {"aten::embedding_backward": _embedding_backward,
+                    "aten::convolution_backward": _convolution_backward}
 
 
 def _tn_has_decomp(full):
