@@ -4,7 +4,7 @@ The wheel it writes is the distribution `torch` (version from ../pyproject.toml)
   * every file of the pinned upstream wheel under torch/, torchgen/ and functorch/, byte for byte,
     except native binaries and C/C++ build material (torch/lib, torch/include, torch/share,
     torch/bin, and any .so/.a/.dll/.dylib/.pyd or ELF/ar file elsewhere);
-  * ours: torchnative_face.py (torch-face/python: capture to the native runtime), torch/_C.abi3.so (crates/torch-c, built here with cargo), torch/lib/libtorch_global_deps.so
+  * ours: the package torchnative_face (torch-face/python: capture to the native runtime, test-time adaptation), torch/_C.abi3.so (crates/torch-c, built here with cargo), torch/lib/libtorch_global_deps.so
     (an empty shared library, compiled here with cc: upstream's torch/__init__.py loads it),
     torch/bin/torch_shm_manager (a script that says there is no shared-memory manager: upstream
     checks that the file exists) and the marker torch/_torchnative_face.json;
@@ -62,7 +62,7 @@ SHM_MANAGER = "torch/bin/torch_shm_manager"
 MARKER = "torch/_torchnative_face.json"
 # torchnative's own Python additions (capture to the native runtime), a top-level module beside
 # torch, so upstream's tree stays unmodified.
-OUR_MODULE = "torchnative_face.py"
+OUR_PACKAGE = "torchnative_face"
 
 SHM_MANAGER_SCRIPT = b"""#!/bin/sh
 # torchnative's stand-in for PyTorch's torch_shm_manager (upstream's torch/__init__.py checks that
@@ -421,8 +421,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             GLOBAL_DEPS: (global_deps.read_bytes(), 0o755),
             SHM_MANAGER: (SHM_MANAGER_SCRIPT, 0o755),
             MARKER: (_marker(tool), 0o644),
-            OUR_MODULE: ((FACE_DIR / "python" / OUR_MODULE).read_bytes(), 0o644),
         }
+        for source in sorted((FACE_DIR / "python" / OUR_PACKAGE).glob("*.py")):
+            ours[f"{OUR_PACKAGE}/{source.name}"] = (source.read_bytes(), 0o644)
     out = Path(wheel_directory) / wheel_name
     part = out.with_name(out.name + ".part")
     try:
