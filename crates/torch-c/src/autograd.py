@@ -930,6 +930,22 @@ def _ag_conv(nd, transposed=False):
     return body
 
 
+def _ag_conv_transpose(nd):
+    # upstream's conv_transpose{1,2,3}d: convolution with transposed=True on a batched input
+    def body(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        def expand(v):
+            v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
+            return v * nd if _b.len(v) == 1 else v
+
+        unbatched = input.dim() == nd + 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = _tn_ag_torch().ops.aten.convolution(x, weight, bias, expand(stride), expand(padding),
+                                                  expand(dilation), True, expand(output_padding),
+                                                  groups)
+        return out.squeeze(0) if unbatched else out
+    return body
+
+
 def _ag_contiguous(self, memory_format=None):
     # upstream: the tensor itself when already laid out so, else a clone in that layout
     torch = _tn_ag_torch()
@@ -992,7 +1008,10 @@ _AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::batch_norm": _ag_batch_norm,
                 "aten::conv1d": _ag_conv(1), "aten::conv2d": _ag_conv(2), "aten::conv3d": _ag_conv(3),
                 "aten::conv1d.padding": _ag_conv(1), "aten::conv2d.padding": _ag_conv(2),
-                "aten::conv3d.padding": _ag_conv(3)}
+                "aten::conv3d.padding": _ag_conv(3),
+                "aten::conv_transpose1d": _ag_conv_transpose(1),
+                "aten::conv_transpose2d.input": _ag_conv_transpose(2),
+                "aten::conv_transpose3d.input": _ag_conv_transpose(3)}
 
 
 def _ag_is_float_tensor(t):

@@ -1865,34 +1865,39 @@ def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_f
 def _convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
                           transposed, output_padding, groups, output_mask):
     # convolution's gradients written as convolutions (upstream's CPU kernels compute the same
-    # sums with im2col + GEMM): the input's gradient is the transposed convolution of the
-    # output's gradient, the weight's is the input correlated with it, group by group
+    # sums with im2col + GEMM): the input's gradient is the adjoint convolution of the output's
+    # gradient, the weight's a correlation of the input with it, group by group
     import torch
 
-    if transposed:
-        raise NotImplementedError(
-            "torchnative: backward through a transposed convolution is not implemented "
-            "(autograd: issue 12)")
     conv = torch.ops.aten.convolution
     nd = weight.dim() - 2
     spatial = _builtins.list(_builtins.range(2, nd + 2))
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
-        # the output padding that makes the transposed convolution give back the input's size
-        extra = []
-        for d in _builtins.range(nd):
-            covered = ((grad_output.shape[d + 2] - 1) * stride[d] - 2 * padding[d]
-                       + dilation[d] * (weight.shape[d + 2] - 1) + 1)
-            extra.append(input.shape[d + 2] - covered)
-        grad_input = conv(grad_output, weight, None, stride, padding, dilation, True, extra, groups)
+        if transposed:
+            # the transposed convolution's adjoint is the convolution
+            grad_input = conv(grad_output, weight, None, stride, padding, dilation, False,
+                              [0] * nd, groups)
+        else:
+            # the output padding that makes the transposed convolution give back the input's size
+            extra = []
+            for d in _builtins.range(nd):
+                covered = ((grad_output.shape[d + 2] - 1) * stride[d] - 2 * padding[d]
+                           + dilation[d] * (weight.shape[d + 2] - 1) + 1)
+                extra.append(input.shape[d + 2] - covered)
+            grad_input = conv(grad_output, weight, None, stride, padding, dilation, True, extra,
+                              groups)
     if output_mask[1]:
-        cin, cout = input.shape[1] // groups, grad_output.shape[1] // groups
+        # non-transposed: w[o, c, a] = sum x[n, c, p*stride + a*dil - pad] dy[n, o, p];
+        # transposed: w[c, o, a] = sum dy[n, o, p*stride + a*dil - pad] x[n, c, p]. Either is a
+        # convolution with stride and dilation trading places, group by group.
+        long, short = (grad_output, input) if transposed else (input, grad_output)
+        n_long, n_short = long.shape[1] // groups, short.shape[1] // groups
         parts = []
         for g in _builtins.range(groups):
-            x = input.narrow(1, g * cin, cin).transpose(0, 1)
-            dy = grad_output.narrow(1, g * cout, cout).transpose(0, 1)
-            # stride and dilation trade places: out[c, o, a] = sum x[n, c, p*stride + a*dil - pad] dy[n, o, p]
-            w = conv(x, dy, None, dilation, padding, stride, False, [0] * nd, 1)
+            a = long.narrow(1, g * n_long, n_long).transpose(0, 1)
+            b = short.narrow(1, g * n_short, n_short).transpose(0, 1)
+            w = conv(a, b, None, dilation, padding, stride, False, [0] * nd, 1)
             for d in _builtins.range(nd):
                 w = w.narrow(d + 2, 0, weight.shape[d + 2])
             parts.append(w.transpose(0, 1))
