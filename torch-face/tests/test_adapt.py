@@ -153,18 +153,20 @@ def test_tent_on_smollm2_follows_upstreams_entropy_trajectory_and_reverts_bit_fo
 
 
 USER_MODULES = r"""
-import sys, torch
+import json, sys, torch
 sys.path.insert(0, sys.argv[1])
 from torchnative_face import adapt
+dtype = getattr(torch, sys.argv[2])
+nn = torch.nn
 
 torch.manual_seed(0)
-net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8), torch.nn.Tanh(),
-                          torch.nn.Linear(8, 8), torch.nn.RMSNorm(8), torch.nn.Linear(8, 5))
+net = nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.Tanh(), nn.Linear(8, 8), nn.RMSNorm(8),
+                    nn.Linear(8, 5)).to(dtype)
 net.eval()
 base = adapt.parameter_digest(net)
 served = adapt.wrap(net, method=adapt.Tent(steps=2), lr=1e-2, optimizer="sgd")
 assert served.adapted_parameter_names == ["1.weight", "1.bias", "4.weight"], served.adapted_parameter_names
-x = torch.randn(16, 6)
+x = torch.randn(16, 6).to(dtype)
 frozen_before = net[0].weight.detach().clone()
 out = served(x)                         # offline: no adaptation
 assert adapt.parameter_digest(net) == base and served.entropies == []
@@ -173,7 +175,8 @@ assert net.training and not net[0].weight.requires_grad and net[1].weight.requir
 for _ in range(3):
     out = served(x)
 assert not out.requires_grad
-assert len(served.entropies) == 6 and served.entropies[-1] < served.entropies[0], served.entropies
+mlp = list(served.entropies)
+assert len(mlp) == 6 and mlp[-1] < mlp[0], mlp
 assert torch.equal(net[0].weight, frozen_before) and net[0].weight.grad is None
 assert adapt.parameter_digest(net) != base
 assert set(served.delta()) == {"1.weight", "1.bias", "4.weight"}
@@ -182,19 +185,31 @@ assert not net.training and net[0].weight.requires_grad  # the model's own modes
 served.revert()
 assert adapt.parameter_digest(net) == base and served.entropies == []
 
-# BatchNorm: batch statistics while adapting, its running statistics put back by offline/revert
-bn = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3)).eval()
+# A CNN with BatchNorm: batch statistics while adapting (Tent's setting), the running
+# statistics untouched and put back by offline and revert.
+torch.manual_seed(1)
+cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                    nn.Flatten(), nn.Linear(4 * 4 * 4, 3)).to(dtype).eval()
 with torch.no_grad():
-    bn[1].running_mean.fill_(0.5)
-mean = bn[1].running_mean
-served = adapt.wrap(bn)
+    cnn[1].running_mean.fill_(0.5)
+mean = cnn[1].running_mean
+base = adapt.parameter_digest(cnn)
+served = adapt.wrap(cnn, lr=5e-3)
+assert served.adapted_parameter_names == ["1.weight", "1.bias"]
 served.online()
-assert bn[1].running_mean is None and not bn[1].track_running_stats and bn.training
+assert cnn[1].running_mean is None and not cnn[1].track_running_stats and cnn.training
+images = torch.randn(8, 1, 8, 8).to(dtype)
+for _ in range(4):
+    served(images)
+cnn_entropies = list(served.entropies)
 served.offline()
-assert bn[1].running_mean is mean and bn[1].track_running_stats and not bn.training
+assert cnn[1].running_mean is mean and cnn[1].track_running_stats and not cnn.training
+assert bool((mean == 0.5).all())
+served.revert()
+assert adapt.parameter_digest(cnn) == base
 
 errors = []
-for bad in (lambda: adapt.wrap("model"), lambda: adapt.wrap(torch.nn.Linear(2, 2)),
+for bad in (lambda: adapt.wrap("model"), lambda: adapt.wrap(nn.Linear(2, 2)),
             lambda: adapt.wrap(net, lr=0), lambda: adapt.wrap(net, optimizer="lion"),
             lambda: adapt.Tent(steps=0), lambda: adapt.wrap(net).adapt_step(x)):
     try:
@@ -202,17 +217,31 @@ for bad in (lambda: adapt.wrap("model"), lambda: adapt.wrap(torch.nn.Linear(2, 2
         errors.append("accepted")
     except (TypeError, ValueError, RuntimeError) as e:
         errors.append(f"{type(e).__name__}: {e}")
-print("\n".join(errors))
+print(json.dumps({"mlp": mlp, "cnn": cnn_entropies, "errors": errors}))
 """
 
 
-@pytest.mark.parametrize("side", ["face", "upstream"])
-def test_adapt_on_user_modules(side):
-    python = sys.executable if side == "face" else _oracle()
-    done = subprocess.run([python, "-c", USER_MODULES, str(HERE.parent / "python")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    assert len(lines) == 6 and "accepted" not in lines, lines
+def test_adapt_on_user_modules_follows_upstream():
+    """Tent on an MLP (LayerNorm, RMSNorm; SGD, 2 steps per batch) and on a CNN (BatchNorm with
+    batch statistics; Adam): what it adapts, freezes and puts back, and the entropies of every
+    step against upstream's run of the same script (4x upstream's own float32 error)."""
+    def run(python, dtype):
+        done = subprocess.run([python, "-c", USER_MODULES, str(HERE.parent / "python"), dtype],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    oracle = _oracle()
+    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
+    for key in ("mlp", "cnn"):
+        own = max(abs(a - b) for a, b in zip(up32[key], up64[key]))
+        tol = 4 * own + 4 * 2.0 ** -23 * max(up64[key])
+        worst = max(abs(a - b) for a, b in zip(face[key], up32[key]))
+        assert len(face[key]) == len(up32[key]) and worst <= tol, (key, worst, tol, face[key], up32[key])
+    assert face["cnn"][-1] < face["cnn"][0]
+    lines = face["errors"]
+    assert lines == up32["errors"]
+    assert "accepted" not in lines, lines
     assert "expected a torch.nn.Module, got str" in lines[0]
     assert "Linear has no normalisation layer" in lines[1]
     assert "lr must be a positive number" in lines[2]
