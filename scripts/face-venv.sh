@@ -5,8 +5,8 @@
 # Prints the venv's python path on stdout; everything else goes to stderr.
 #
 # The venv lives at $TORCHNATIVE_HOME/face-venv (default ~/.cache/torchnative). The face is
-# rebuilt and reinstalled only when what it is built from (crates/, torch-face/ less its golden/
-# and tests/, Cargo.toml, Cargo.lock, the cargo profile) changed since the last install, so a
+# rebuilt and reinstalled only when what it is built from (crates/, torch-face/ less its golden/,
+# tests/ and examples/, Cargo.toml, Cargo.lock, the cargo profile) changed since the last install, so a
 # second run only checks. The extension is built with cargo's `release` profile, or the one in
 # TORCHNATIVE_FACE_PROFILE (`ci` reuses what `cargo test --profile ci` built).
 #
@@ -61,7 +61,7 @@ stamp_file="$VENV/.torchnative-face-build-stamp"
 fingerprint="$(
     { echo "profile=$profile"
       git ls-files -co --exclude-standard -- crates torch-face Cargo.toml Cargo.lock \
-        | grep -v -e '^torch-face/golden/' -e '^torch-face/tests/' -e '/__pycache__/' \
+        | grep -v -e '^torch-face/golden/' -e '^torch-face/tests/' -e '^torch-face/examples/' -e '/__pycache__/' \
         | LC_ALL=C sort | while read -r f; do
             if [[ -f "$f" ]]; then printf '%s\0' "$f"; fi
         done | xargs -0 -r sha256sum; } | sha256sum | cut -d' ' -f1

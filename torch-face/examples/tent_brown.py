@@ -12,7 +12,9 @@ batches come from the corpus's files in order, taken round-robin over its 15 gen
 held-out set is the paragraphs after them, never adapted on. Prints JSON on stdout:
 entropy of the held-out set before adaptation, the entropy of every online step, the held-out
 entropy after, the parameter digests before / adapted / reverted, and the held-out entropy
-after the revert (bit-identical to before when the revert is exact).
+after the revert (bit-identical to before when the revert is exact); also the held-out text's
+next-token negative log-likelihood before, after and after the revert (whether lower entropy
+came with better or worse predictions of the actual text).
 """
 
 import argparse
@@ -60,9 +62,16 @@ def chunks(tok, tokens, count):
     return out
 
 
-def held_out_entropy(model, batches):
+def evaluate(model, batches):
+    """(mean prediction entropy, mean next-token negative log-likelihood) over `batches`."""
+    entropy = nll = 0.0
     with torch.no_grad():
-        return sum(adapt.entropy(model(ids).logits).item() for ids in batches) / len(batches)
+        for ids in batches:
+            logits = model(ids).logits
+            entropy += adapt.entropy(logits).item()
+            nll += torch.nn.functional.cross_entropy(
+                logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)).item()
+    return entropy / len(batches), nll / len(batches)
 
 
 def main():
@@ -88,7 +97,7 @@ def main():
     online, held_out = batches[:args.steps], batches[args.steps:]
 
     base = adapt.parameter_digest(model)
-    before = held_out_entropy(model, held_out)
+    before, nll_before = evaluate(model, held_out)
     served = adapt.wrap(model, method=adapt.Tent(), lr=args.lr, optimizer=args.optimizer)
     served.online()
     start = time.perf_counter()
@@ -97,12 +106,12 @@ def main():
     seconds = time.perf_counter() - start
     trajectory = list(served.entropies)
     served.offline()
-    after = held_out_entropy(served, held_out)
+    after, nll_after = evaluate(served, held_out)
     delta = served.delta()
     changed = adapt.parameter_digest(model)
     served.revert()
     reverted = adapt.parameter_digest(model)
-    after_revert = held_out_entropy(served, held_out)
+    after_revert, nll_after_revert = evaluate(served, held_out)
     print(json.dumps({
         "torch": torch.__version__, "face": hasattr(torch._C, "_tn_trace_start"), "dtype": args.dtype, "optimizer": args.optimizer, "lr": args.lr,
         "batch": args.batch, "tokens": args.tokens,
@@ -111,6 +120,8 @@ def main():
         "largest_change": max(v.abs().max().item() for v in delta.values()),
         "held_out_before": before, "online": trajectory,
         "held_out_after": after, "held_out_after_revert": after_revert,
+        "held_out_nll_before": nll_before, "held_out_nll_after": nll_after,
+        "held_out_nll_after_revert": nll_after_revert,
         "digest_base": base, "digest_adapted": changed, "digest_reverted": reverted,
         "seconds_per_step": seconds / len(online),
     }))

@@ -226,7 +226,7 @@ def test_capture_runs_the_module_on_the_native_runtime_with_shared_weights(tmp_p
     # weights are copied.
     assert r["shared"] >= r["matrices"] and r["owned"] < 1_000_000, r
     installed = open(r["module_file"], "rb").read()
-    ours = open(os.path.join(HERE, "..", "python", "torchnative_face.py"), "rb").read()
+    ours = open(os.path.join(HERE, "..", "python", "torchnative_face", "__init__.py"), "rb").read()
     assert installed == ours
 
 
