@@ -74,6 +74,12 @@ CASES = [
      "torch.nn.functional.scaled_dot_product_attention(a, b, c, is_causal=True, enable_gqa=True)"),
     ("cross_entropy", [(6, 5)], False,
      "torch.nn.functional.cross_entropy(a, torch.tensor([0, 4, 1, 1, 3, 2]), reduction='none')"),
+    ("cross_entropy_label_smoothing", [(6, 5)], False,
+     "torch.nn.functional.cross_entropy(a, torch.tensor([0, 4, -100, 1, 3, 2]), "
+     "weight=torch.linspace(0.5, 2.0, 5, dtype=a.dtype), label_smoothing=0.2)"),
+    ("cross_entropy_probabilities", [(2, 5, 3)], False,
+     "torch.nn.functional.cross_entropy(a, torch.softmax(torch.arange(30.0, dtype=a.dtype).view(2, 5, 3).cos(), 1), "
+     "label_smoothing=0.1, reduction='none')"),
     ("silu", [(3, 4)], False, "torch.nn.functional.silu(a)"),
     ("flatten", [(2, 3, 4)], False, "a.flatten(1).exp()"),
     ("max_pool2d", [(1, 2, 4, 6)], False, "torch.nn.functional.max_pool2d(a, 2)"),

@@ -832,14 +832,41 @@ def _ag_nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
 
 def _ag_cross_entropy(self, target, weight=None, reduction=1, ignore_index=-100,
                       label_smoothing=0.0):
-    # upstream's cross_entropy_loss with class-index targets: nll_loss_nd of log_softmax
-    if _b.tuple(self.shape) == _b.tuple(target.shape) or label_smoothing > 0.0:
-        raise NotImplementedError(
-            "torchnative: backward through cross_entropy with probability targets or label "
-            "smoothing is not implemented (autograd: issue 12)")
+    # upstream's cross_entropy_loss: nll_loss_nd of log_softmax for class indices; its
+    # probability-target and label-smoothing bodies otherwise (reduction 0 none, 1 mean, 2 sum)
+    torch = _tn_ag_torch()
     class_dim = 0 if self.dim() == 1 else 1
-    logp = _tn_ag_torch().ops.aten._log_softmax(self, class_dim, False)
-    return _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    logp = torch.ops.aten._log_softmax(self, class_dim, False)
+    n_classes = self.shape[class_dim]
+    weight_ = None
+    if weight is not None:
+        shape = [1] * self.dim()
+        shape[class_dim] = n_classes
+        weight_ = weight.view(shape) if self.dim() > 1 else weight
+    if _b.tuple(self.shape) == _b.tuple(target.shape) and target.dtype.is_floating_point:
+        # probability targets
+        t = target * (1 - label_smoothing) + label_smoothing / n_classes if label_smoothing > 0.0 else target
+        terms = logp * t if weight_ is None else logp * t * weight_
+        if reduction == 0:
+            return -terms.sum(class_dim)
+        if reduction == 2:
+            return -terms.sum()
+        return -terms.sum() / (self.numel() / n_classes)
+    nll = _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    if label_smoothing <= 0.0:
+        return nll
+    ignore = target == ignore_index
+    smooth = -(logp.sum(class_dim) if weight_ is None else (logp * weight_).sum(class_dim))
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == 1:
+        keep = ignore.logical_not()
+        if weight is not None:
+            smooth = smooth.sum() / weight.gather(0, target.masked_select(keep).flatten()).sum()
+        else:
+            smooth = smooth.sum() / keep.sum()
+    elif reduction == 2:
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
 
 
 def _ag_flatten(self, start_dim=0, end_dim=-1):
