@@ -20,7 +20,7 @@ from test_torch_face import _oracle  # noqa: E402
 
 TRAIN = r"""
 import json, sys, torch
-name, foreach, dtype = sys.argv[1], sys.argv[2] == "1", getattr(torch, sys.argv[3])
+dtype, name, foreach = getattr(torch, sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to(dtype)
 x = torch.randn(32, 8).to(dtype)  # drawn in float32 on both runs: the same inputs
@@ -55,32 +55,38 @@ print(json.dumps({"losses": losses, "lrs": lrs, "params": params, "ops": ops}))
 OPTIMIZERS = ["sgd", "sgd_nesterov", "adam", "adamw", "rmsprop"]
 
 
-def _run(python, *args):
-    out = subprocess.run([python, "-c", TRAIN, *args], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
-
-
 def _worst(got, want):
     return max(abs(a - b) for a, b in zip(got, want))
+
+
+def _assert_like_upstream(face, up32, up64, keys, label=""):
+    """Each of `keys` within 4x upstream's own float32 error (its float32 run against its float64
+    run) and at least a few ulp of the values."""
+    for key in keys:
+        assert len(face[key]) == len(up32[key]), key
+        own = _worst(up32[key], up64[key])
+        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
+        worst = _worst(face[key], up32[key])
+        assert worst <= tol, f"{label}{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+
+
+def _face_and_upstream(code, *args):
+    """`code`'s JSON from the face in float32 and from upstream in float32 and float64."""
+    def run(python, dtype):
+        out = subprocess.run([python, "-c", code, dtype, *args], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout)
+
+    oracle = _oracle()
+    return run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
 
 
 @pytest.mark.parametrize("foreach", [False, True], ids=["loop", "foreach"])
 @pytest.mark.parametrize("name", OPTIMIZERS)
 def test_optimizers_train_like_upstream(name, foreach):
-    flag = "1" if foreach else "0"
-    oracle = _oracle()
-    face = _run(sys.executable, name, flag, "float32")
-    up32 = _run(oracle, name, flag, "float32")
-    up64 = _run(oracle, name, flag, "float64")
+    face, up32, up64 = _face_and_upstream(TRAIN, name, "1" if foreach else "0")
     assert face["lrs"] == up32["lrs"]
-    for key in ("losses", "params"):
-        assert len(face[key]) == len(up32[key])
-        # upstream's own float32 error on these steps, and at least a few ulp of the values
-        own = _worst(up32[key], up64[key])
-        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
-        worst = _worst(face[key], up32[key])
-        assert worst <= tol, f"{name} foreach={foreach} {key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+    _assert_like_upstream(face, up32, up64, ("losses", "params"), f"{name} foreach={foreach} ")
     # the foreach path ran upstream's _foreach_* operators (each per tensor, as upstream's CPU
     # kernels do); the loop path ran none
     foreach_ops = [op for op in face["ops"] if op.startswith("aten::_foreach_")]
@@ -113,19 +119,9 @@ def test_a_tiny_llama_trains_like_upstream():
     """transformers' LlamaForCausalLM (2 layers, grouped-query attention) with its own
     cross-entropy loss and AdamW: every step goes through embedding, RMSNorm, RoPE (indexing,
     cat), SDPA, SiLU and the loss's backward."""
-    def run(python, dtype):
-        out = subprocess.run([python, "-c", LLAMA, dtype], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr[-3000:]
-        return json.loads(out.stdout)
-
-    oracle = _oracle()
-    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
+    face, up32, up64 = _face_and_upstream(LLAMA)
     assert up32["losses"][-1] < up32["losses"][0] - 0.5  # it learns
-    for key in ("losses", "params"):
-        own = _worst(up32[key], up64[key])
-        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
-        worst = _worst(face[key], up32[key])
-        assert worst <= tol, f"{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+    _assert_like_upstream(face, up32, up64, ("losses", "params"))
 
 
 CNN = r"""
@@ -158,20 +154,9 @@ def test_a_small_cnn_trains_like_upstream():
     """Convolutions (padded, grouped), BatchNorm in training mode (its running statistics are in
     the compared state), ReLU, max pooling, flatten and a linear head, 20 steps of SGD with
     momentum; then the eval-mode forward over the running statistics."""
-    def run(python, dtype):
-        out = subprocess.run([python, "-c", CNN, dtype], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr[-3000:]
-        return json.loads(out.stdout)
-
-    oracle = _oracle()
-    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
+    face, up32, up64 = _face_and_upstream(CNN)
     assert up32["losses"][-1] < up32["losses"][0] - 0.3  # it learns
-    for key in ("losses", "params", "eval"):
-        assert len(face[key]) == len(up32[key])
-        own = _worst(up32[key], up64[key])
-        tol = 4 * own + 4 * 2.0 ** -23 * max(abs(v) for v in up64[key])
-        worst = _worst(face[key], up32[key])
-        assert worst <= tol, f"{key}: {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+    _assert_like_upstream(face, up32, up64, ("losses", "params", "eval"))
 
 
 def test_foreach_operators_refuse_mismatched_lists():
