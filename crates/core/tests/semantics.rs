@@ -378,6 +378,46 @@ impl ReverseDims for Tensor {
 }
 
 #[test]
+fn matmul_of_a_strided_batch_with_a_matrix_or_vector_equals_each_batch_element_alone() {
+    // the left operand's batch dimensions fold into rows of one product (upstream's fold);
+    // a permuted left operand and a vector on the right take that path too
+    let a = Tensor::from_vec(
+        (0..60).map(|v| v as f64 - 29.0).collect::<Vec<_>>(),
+        &[3, 4, 5],
+    )
+    .unwrap()
+    .permute(&[1, 0, 2])
+    .unwrap(); // [4, 3, 5], not contiguous
+    let w = Tensor::from_vec(
+        (0..10).map(|v| (v % 7) as f64 - 3.0).collect::<Vec<_>>(),
+        &[5, 2],
+    )
+    .unwrap();
+    let v = Tensor::from_vec(vec![1.0, -2.0, 0.5, 3.0, -1.0], &[5]).unwrap();
+    let by_matrix = a.matmul(&w).unwrap();
+    let by_vector = a.matmul(&v).unwrap();
+    assert_eq!(by_matrix.shape(), &[4, 3, 2]);
+    assert_eq!(by_vector.shape(), &[4, 3]);
+    for i in 0..4 {
+        let alone = a.select(0, i as i64).unwrap().contiguous().unwrap();
+        let want = alone.matmul(&w).unwrap().to_vec::<f64>().unwrap();
+        let got = by_matrix
+            .select(0, i as i64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(got, want);
+        let want = alone.matmul(&v).unwrap().to_vec::<f64>().unwrap();
+        let got = by_vector
+            .select(0, i as i64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
 fn matmul_matches_naive_for_int_and_float() {
     let mut gen = Generator::new(7);
     for _ in 0..40 {

@@ -283,6 +283,18 @@ impl Tensor {
         if k != k2 {
             return Err(mat_mismatch(op, self, other));
         }
+        if da >= 3 && db <= 2 {
+            // upstream's fold: the batch dimensions of the left operand become rows of one
+            // GEMM (one pass over the right operand instead of one per batch element)
+            let count: usize = a.shape()[..da - 1].iter().product();
+            let rows = a.reshape(&[count as i64, k as i64])?;
+            let r = bmm_core(op, &rows.unsqueeze(0)?, &b.unsqueeze(0)?)?;
+            let mut shape: Vec<i64> = a.shape()[..da - 1].iter().map(|&x| x as i64).collect();
+            if db > 1 {
+                shape.push(n as i64);
+            }
+            return r.reshape(&shape);
+        }
         let batch = broadcast_shapes(op, &a.shape()[..a.dim() - 2], &b.shape()[..b.dim() - 2])?;
         let bsz: usize = batch.iter().product();
         let mut ea: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
