@@ -394,26 +394,15 @@ fn matmul_of_a_strided_batch_with_a_matrix_or_vector_equals_each_batch_element_a
     )
     .unwrap();
     let v = Tensor::from_vec(vec![1.0, -2.0, 0.5, 3.0, -1.0], &[5]).unwrap();
-    let by_matrix = a.matmul(&w).unwrap();
-    let by_vector = a.matmul(&v).unwrap();
-    assert_eq!(by_matrix.shape(), &[4, 3, 2]);
-    assert_eq!(by_vector.shape(), &[4, 3]);
-    for i in 0..4 {
-        let alone = a.select(0, i as i64).unwrap().contiguous().unwrap();
-        let want = alone.matmul(&w).unwrap().to_vec::<f64>().unwrap();
-        let got = by_matrix
-            .select(0, i as i64)
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
-        assert_eq!(got, want);
-        let want = alone.matmul(&v).unwrap().to_vec::<f64>().unwrap();
-        let got = by_vector
-            .select(0, i as i64)
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap();
-        assert_eq!(got, want);
+    for (right, shape) in [(&w, vec![4, 3, 2]), (&v, vec![4, 3])] {
+        let batched = a.matmul(right).unwrap();
+        assert_eq!(batched.shape(), &shape[..]);
+        for i in 0..4 {
+            let alone = a.select(0, i).unwrap().contiguous().unwrap();
+            let want = alone.matmul(right).unwrap().to_vec::<f64>().unwrap();
+            let got = batched.select(0, i).unwrap().to_vec::<f64>().unwrap();
+            assert_eq!(got, want);
+        }
     }
 }
 
