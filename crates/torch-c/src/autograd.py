@@ -922,54 +922,55 @@ def _ag_batch_norm(input, weight, bias, running_mean, running_var, training, mom
                                                      running_var, training, momentum, eps)[0]
 
 
-def _ag_conv(nd, transposed=False):
+def _ag_expand(v, nd):
+    # an int or a one-element list stands for the same value in every spatial dimension
+    v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
+    return v * nd if _b.len(v) == 1 else v
+
+
+def _ag_on_batch(input, nd, run):
+    # upstream's conv*d bodies: an unbatched input runs as a batch of one
+    if input.dim() != nd + 1:
+        return run(input)
+    return run(input.unsqueeze(0)).squeeze(0)
+
+
+def _ag_conv(nd):
     # upstream's conv{1,2,3}d: convolution (ConvolutionBackward0) on a batched input
     def body(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         torch = _tn_ag_torch()
 
-        def expand(v):
-            v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
-            return v * nd if _b.len(v) == 1 else v
-
-        unbatched = input.dim() == nd + 1
-        x = input.unsqueeze(0) if unbatched else input
-        if isinstance(padding, _b.str):
-            k = weight.shape[2:]
-            dil = expand(dilation)
-            if padding == "valid":
-                pad = [0] * nd
-            elif padding == "same":
-                total = [dil[d] * (k[d] - 1) for d in _b.range(nd)]
-                if _b.any(t % 2 for t in total):
-                    # upstream pads the extra element on the right first
-                    pads = []
-                    for d in _b.reversed(_b.range(nd)):
-                        pads += [0, total[d] % 2]
-                    x = torch.ops.aten.constant_pad_nd(x, pads, 0)
-                pad = [t // 2 for t in total]
+        def run(x):
+            if isinstance(padding, _b.str):
+                k = weight.shape[2:]
+                dil = _ag_expand(dilation, nd)
+                if padding == "valid":
+                    pad = [0] * nd
+                elif padding == "same":
+                    total = [dil[d] * (k[d] - 1) for d in _b.range(nd)]
+                    if _b.any(t % 2 for t in total):
+                        # upstream pads the extra element on the right first
+                        pads = []
+                        for d in _b.reversed(_b.range(nd)):
+                            pads += [0, total[d] % 2]
+                        x = torch.ops.aten.constant_pad_nd(x, pads, 0)
+                    pad = [t // 2 for t in total]
+                else:
+                    raise ValueError(f"Invalid padding string '{padding}'")
             else:
-                raise ValueError(f"Invalid padding string '{padding}'")
-        else:
-            pad = expand(padding)
-        out = torch.ops.aten.convolution(x, weight, bias, expand(stride), pad, expand(dilation),
-                                         False, [0] * nd, groups)
-        return out.squeeze(0) if unbatched else out
+                pad = _ag_expand(padding, nd)
+            return torch.ops.aten.convolution(x, weight, bias, _ag_expand(stride, nd), pad,
+                                              _ag_expand(dilation, nd), False, [0] * nd, groups)
+        return _ag_on_batch(input, nd, run)
     return body
 
 
 def _ag_conv_transpose(nd):
     # upstream's conv_transpose{1,2,3}d: convolution with transposed=True on a batched input
     def body(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-        def expand(v):
-            v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
-            return v * nd if _b.len(v) == 1 else v
-
-        unbatched = input.dim() == nd + 1
-        x = input.unsqueeze(0) if unbatched else input
-        out = _tn_ag_torch().ops.aten.convolution(x, weight, bias, expand(stride), expand(padding),
-                                                  expand(dilation), True, expand(output_padding),
-                                                  groups)
-        return out.squeeze(0) if unbatched else out
+        return _ag_on_batch(input, nd, lambda x: _tn_ag_torch().ops.aten.convolution(
+            x, weight, bias, _ag_expand(stride, nd), _ag_expand(padding, nd),
+            _ag_expand(dilation, nd), True, _ag_expand(output_padding, nd), groups))
     return body
 
 
