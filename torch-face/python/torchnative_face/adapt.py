@@ -47,14 +47,16 @@ def _is_norm(module):
     return name.endswith("RMSNorm") or name.endswith("LayerNorm")
 
 
+def _affine(module):
+    """(attribute, parameter) of a module's `weight` and `bias` where they are parameters."""
+    return [(p, getattr(module, p)) for p in ("weight", "bias")
+            if isinstance(getattr(module, p, None), torch.nn.Parameter)]
+
+
 def norm_layers(model):
     """(qualified name, module) of every normalisation layer that has an affine parameter."""
-    found = []
-    for name, module in model.named_modules():
-        if _is_norm(module) and any(
-                isinstance(getattr(module, p, None), torch.nn.Parameter) for p in ("weight", "bias")):
-            found.append((name, module))
-    return found
+    return [(name, module) for name, module in model.named_modules()
+            if _is_norm(module) and _affine(module)]
 
 
 def entropy(logits, mask=None):
@@ -95,12 +97,8 @@ class Tent:
 
     def parameters(self, model):
         """The (qualified name, parameter) pairs Tent adapts."""
-        chosen = []
-        for name, module in norm_layers(model):
-            for p in ("weight", "bias"):
-                param = getattr(module, p, None)
-                if isinstance(param, torch.nn.Parameter):
-                    chosen.append((f"{name}.{p}" if name else p, param))
+        chosen = [(f"{name}.{p}" if name else p, param)
+                  for name, module in norm_layers(model) for p, param in _affine(module)]
         if not chosen:
             raise ValueError(f"Tent: {type(model).__name__} has no normalisation layer with an "
                              f"affine parameter to adapt")
@@ -237,7 +235,10 @@ class AdaptedModel:
 
     def __getattr__(self, name):
         # only reached for names the wrapper itself does not define
-        return getattr(self.__dict__["module"], name)
+        module = self.__dict__.get("module")
+        if module is None:
+            raise AttributeError(name)
+        return getattr(module, name)
 
 
 def _detach(outputs):
