@@ -41,24 +41,21 @@ def chunks(tok, tokens, count):
     by_genre = {}
     for _name, genre, paras in docs:
         by_genre.setdefault(genre, []).extend(paras)
-    genres = sorted(by_genre)
-    out, index = [], 0
+
+    def long_enough(paras):
+        # a genre's paragraphs of at least `tokens` tokens, in order, tokenized only when reached
+        for text in paras:
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+            if len(ids) >= tokens:
+                yield ids[:tokens]
+
+    sources = [long_enough(by_genre[g]) for g in sorted(by_genre)]
+    out = []
     while len(out) < count:
-        progressed = False
-        for g in genres:
-            paras = by_genre[g]
-            while index < len(paras):
-                ids = tok(paras[index], add_special_tokens=False)["input_ids"]
-                if len(ids) >= tokens:
-                    out.append(ids[:tokens])
-                    progressed = True
-                    break
-                paras.pop(index)  # too short: skip, keep the position for the next genre
-            if len(out) == count:
-                break
-        index += 1
-        if not progressed:
+        taken = [ids for ids in (next(source, None) for source in sources) if ids is not None]
+        if not taken:
             raise SystemExit(f"tent_brown: the corpus has fewer than {count} paragraphs of {tokens} tokens")
+        out.extend(taken[:count - len(out)])
     return out
 
 
