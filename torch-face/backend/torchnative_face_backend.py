@@ -60,8 +60,8 @@ EXTENSION = "torch/_C.abi3.so"
 GLOBAL_DEPS = "torch/lib/libtorch_global_deps.so"
 SHM_MANAGER = "torch/bin/torch_shm_manager"
 MARKER = "torch/_torchnative_face.json"
-# torchnative's own Python additions (capture to the native runtime), a top-level module beside
-# torch, so upstream's tree stays unmodified.
+# torchnative's own Python additions (capture to the native runtime, test-time adaptation), a
+# top-level package beside torch, so upstream's tree stays unmodified.
 OUR_PACKAGE = "torchnative_face"
 
 SHM_MANAGER_SCRIPT = b"""#!/bin/sh

@@ -24,6 +24,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from test_torch_face import _oracle  # noqa: E402
+from test_training import _assert_like_upstream, _face_and_upstream  # noqa: E402
 
 EXAMPLE = HERE.parent / "examples" / "tent_brown.py"
 
@@ -143,11 +144,9 @@ def test_tent_on_smollm2_follows_upstreams_entropy_trajectory_and_reverts_bit_fo
         return [run["held_out_before"], *run["online"], run["held_out_after"],
                 run["held_out_nll_before"], run["held_out_nll_after"]]
 
-    own = max(abs(a - b) for a, b in zip(series(up32), series(up64)))
-    tol = 4 * own + 4 * 2.0 ** -23 * max(series(up64))
-    worst = max(abs(a - b) for a, b in zip(series(face), series(up32)))
     assert len(series(face)) == len(series(up32)) == 9
-    assert worst <= tol, f"entropy trajectory: face vs upstream {worst:.3g} > {tol:.3g} (upstream's own {own:.3g})"
+    _assert_like_upstream(*({"entropy trajectory": series(run)} for run in (face, up32, up64)),
+                          ["entropy trajectory"])
     # it adapts: held-out entropy goes down
     assert face["held_out_after"] < face["held_out_before"] - 0.05, face
     # the revert: every parameter and buffer bit for bit, and so the same held-out entropy
@@ -161,9 +160,9 @@ def test_tent_on_smollm2_follows_upstreams_entropy_trajectory_and_reverts_bit_fo
 
 USER_MODULES = r"""
 import json, sys, torch
-sys.path.insert(0, sys.argv[1])
+dtype = getattr(torch, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
 from torchnative_face import adapt
-dtype = getattr(torch, sys.argv[2])
 nn = torch.nn
 
 torch.manual_seed(0)
@@ -232,19 +231,8 @@ def test_adapt_on_user_modules_follows_upstream():
     """Tent on an MLP (LayerNorm, RMSNorm; SGD, 2 steps per batch) and on a CNN (BatchNorm with
     batch statistics; Adam): what it adapts, freezes and puts back, and the entropies of every
     step against upstream's run of the same script (4x upstream's own float32 error)."""
-    def run(python, dtype):
-        done = subprocess.run([python, "-c", USER_MODULES, str(HERE.parent / "python"), dtype],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout)
-
-    oracle = _oracle()
-    face, up32, up64 = run(sys.executable, "float32"), run(oracle, "float32"), run(oracle, "float64")
-    for key in ("mlp", "cnn"):
-        own = max(abs(a - b) for a, b in zip(up32[key], up64[key]))
-        tol = 4 * own + 4 * 2.0 ** -23 * max(up64[key])
-        worst = max(abs(a - b) for a, b in zip(face[key], up32[key]))
-        assert len(face[key]) == len(up32[key]) and worst <= tol, (key, worst, tol, face[key], up32[key])
+    face, up32, up64 = _face_and_upstream(USER_MODULES, str(HERE.parent / "python"))
+    _assert_like_upstream(face, up32, up64, ("mlp", "cnn"))
     assert face["cnn"][-1] < face["cnn"][0]
     lines = face["errors"]
     assert lines == up32["errors"]
