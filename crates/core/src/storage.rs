@@ -674,6 +674,32 @@ impl Storage {
         Arc::as_ptr(&self.0) as usize
     }
 
+    /// Grows the buffer to at least `bytes` bytes in place (upstream's `resize_` past the end):
+    /// every handle and view sees the new buffer; the old bytes are kept and the new ones are
+    /// zero. Memory owned elsewhere (mapped files, shared regions, numpy's) cannot move.
+    pub fn grow_to_bytes(&self, bytes: usize) -> crate::Result<()> {
+        let mut buf = self.write();
+        if buf.byte_len() >= bytes {
+            return Ok(());
+        }
+        if buf.is_foreign() {
+            return Err(crate::Error::Unsupported {
+                op: "resize_",
+                reason: "Trying to resize storage that is not resizable (its memory is owned outside torchnative)"
+                    .into(),
+            });
+        }
+        let elem = buf.dtype().size_in_bytes();
+        let mut grown = Buffer::zeros(buf.dtype(), bytes.div_ceil(elem));
+        let old = buf.as_bytes();
+        grown
+            .as_bytes_mut()
+            .expect("a buffer torchnative allocated is writable")[..old.len()]
+            .copy_from_slice(old);
+        *buf = grown;
+        Ok(())
+    }
+
     /// A handle that does not keep the storage alive.
     pub fn downgrade(&self) -> WeakStorage {
         WeakStorage(Arc::downgrade(&self.0))
@@ -694,6 +720,20 @@ impl WeakStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn growing_a_storage_keeps_its_bytes_and_every_handle_sees_the_new_buffer() {
+        let storage = Storage::new(Buffer::from_i64s(DType::I32, &[7, -3]));
+        let other_handle = storage.clone();
+        storage.grow_to_bytes(14).unwrap(); // 3.5 elements: rounded up to whole ones
+        let grown = other_handle.read();
+        assert_eq!(grown.byte_len(), 16);
+        assert_eq!(typed::<i32>("test", &grown).unwrap(), &[7, -3, 0, 0]);
+        drop(grown);
+        storage.grow_to_bytes(4).unwrap(); // never shrinks
+        assert_eq!(storage.read().byte_len(), 16);
+        assert_eq!(storage.id(), other_handle.id());
+    }
 
     #[test]
     fn float_to_int_matches_pytorch_x86() {

@@ -645,21 +645,15 @@ fn relayout_arg(c: &Ctx<'_, '_>, view: Tensor) -> PyResult<Out> {
     Ok(Out::Arg(0))
 }
 
-/// `resize_`: the tensor becomes contiguous with `shape` over its storage; growing past the
-/// storage is refused (torchnative storages do not reallocate).
+/// `resize_`: the tensor becomes contiguous with `shape` over its storage, which grows in
+/// place when too small (as upstream's does: every view of it sees the larger buffer).
 fn resize_arg(c: &Ctx<'_, '_>, shape: &[usize]) -> PyResult<Out> {
     let x = c.tensor(0)?;
     let strides = torchnative_core::layout::contiguous_strides(shape);
     let numel: usize = shape.iter().product();
-    let have = x.storage().map_or(usize::MAX, |s| {
-        s.read()
-            .len_as(x.dtype())
-            .saturating_sub(x.storage_offset())
-    });
-    if numel > have {
-        return Err(PyNotImplementedError::new_err(
-            "resize_ growing a tensor past its storage is not implemented in torchnative",
-        ));
+    if let Some(storage) = x.storage() {
+        let need = (x.storage_offset() + numel) * x.dtype().size_in_bytes();
+        storage.grow_to_bytes(need).map_err(core_err)?;
     }
     let Value::Tensor(dst) = &c.values[0] else {
         return Err(PyTypeError::new_err(
