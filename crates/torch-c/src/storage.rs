@@ -276,6 +276,76 @@ impl StorageBase {
             PyRuntimeError::new_err(format!("_share_fd_cpu_: cannot share the storage: {e}"))
         })
     }
+    /// `UntypedStorage.from_buffer(buf, byte_order=None, count=-1, offset=0, dtype=None)`: a
+    /// copy of a buffer's bytes (torch.distributed pickles objects through it). `offset` is in
+    /// bytes, `count` in elements of `dtype`; elements wider than a byte need a `byte_order`,
+    /// and "big" ones are swapped into this machine's order, as upstream does.
+    #[classmethod]
+    #[pyo3(signature = (buf, byte_order=None, count=-1, offset=0, dtype=None))]
+    fn from_buffer<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        buf: &Bound<'py, PyAny>,
+        byte_order: Option<&str>,
+        count: i64,
+        offset: i64,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let data: Vec<u8> = pyo3::buffer::PyBuffer::<u8>::get(buf)
+            .and_then(|b| b.to_vec(cls.py()))
+            .or_else(|_| buf.extract::<Vec<u8>>())
+            .map_err(|_| {
+                PyTypeError::new_err("from_buffer: expected an object with the buffer protocol")
+            })?;
+        let elem = match dtype {
+            Some(d) => crate::dtype::dtype_from_py(d)?.size_in_bytes(),
+            None => 1,
+        };
+        if elem > 1 && byte_order.is_none() {
+            return Err(PyRuntimeError::new_err(
+                "from_buffer: elements wider than one byte need a byte_order ('native', 'little' or 'big')",
+            ));
+        }
+        let offset = usize::try_from(offset).ok().filter(|&o| o <= data.len());
+        let Some(offset) = offset else {
+            return Err(PyRuntimeError::new_err(format!(
+                "from_buffer: offset must be in [0, {}]",
+                data.len()
+            )));
+        };
+        let available = (data.len() - offset) / elem;
+        let count = if count < 0 {
+            if (data.len() - offset) % elem != 0 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "from_buffer: {} bytes after the offset are not whole elements of {elem} bytes",
+                    data.len() - offset
+                )));
+            }
+            available
+        } else if count as usize > available {
+            return Err(PyRuntimeError::new_err(format!(
+                "from_buffer: {count} elements of {elem} bytes asked for, the buffer holds {available} after offset {offset}"
+            )));
+        } else {
+            count as usize
+        };
+        let mut bytes = data[offset..offset + count * elem].to_vec();
+        let swap = match byte_order {
+            None | Some("native") => false,
+            Some("little") => cfg!(target_endian = "big"),
+            Some("big") => cfg!(target_endian = "little"),
+            Some(other) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "from_buffer: byte_order must be 'native', 'little' or 'big', not {other:?}"
+                )))
+            }
+        };
+        if swap {
+            bytes.chunks_exact_mut(elem).for_each(|c| c.reverse());
+        }
+        let obj = cls.call0()?;
+        *obj.cast::<StorageBase>()?.borrow().lock() = Data::Bytes(bytes);
+        Ok(obj)
+    }
     /// A new zeroed storage of `size` bytes in shared memory.
     #[classmethod]
     fn _new_using_fd_cpu<'py>(
