@@ -244,10 +244,21 @@ def _metadata_files(project: dict, tool: dict, src: zipfile.ZipFile) -> dict[str
     for name in ("entry_points.txt", "top_level.txt"):
         if f"{up}/{name}" in src.namelist():
             files[name] = src.read(f"{up}/{name}")
+    files["entry_points.txt"] = _with_our_backend(files.get("entry_points.txt", b""))
     for info in src.infolist():
         if info.filename.startswith(f"{up}/licenses/") and not info.is_dir():
             files[info.filename[len(up) + 1 :]] = src.read(info)
     return files
+
+
+def _with_our_backend(entry_points: bytes) -> bytes:
+    """Upstream's entry points plus torchnative's c10d backend, which upstream's
+    `Backend._ensure_backend_registered` loads when a process asks for `torchnative` by name."""
+    line = b"torchnative = torch._C._distributed_c10d:_register_torchnative_backend\n"
+    section = b"[torch.distributed.backends]\n"
+    if section not in entry_points:
+        return entry_points.rstrip(b"\n") + b"\n\n" + section + line
+    return entry_points.replace(section, section + line, 1)
 
 
 def _marker(tool: dict) -> bytes:

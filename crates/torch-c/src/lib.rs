@@ -547,6 +547,7 @@ fn load_registry(torch_dir: &std::path::Path) -> PyResult<()> {
 
 const SURFACE: &str = include_str!("surface.py");
 const AUTOGRAD: &str = include_str!("autograd.py");
+const DISTRIBUTED: &str = include_str!("distributed.py");
 
 #[pymodule]
 #[pyo3(name = "_C")]
@@ -608,5 +609,17 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py.run(&code, Some(&globals), None)?;
     let code = std::ffi::CString::new(AUTOGRAD)?;
     py.run(&code, Some(&globals), None)?;
+    // torch.distributed's module runs in its own namespace (surface.py made the module), with
+    // torch._C at hand as `_C`.
+    let c10d = py
+        .import("sys")?
+        .getattr("modules")?
+        .get_item("torch._C._distributed_c10d")?;
+    let c10d_dict = c10d.getattr("__dict__")?;
+    let c10d_globals = c10d_dict.cast::<pyo3::types::PyDict>()?;
+    c10d_globals.set_item("__builtins__", py.import("builtins")?)?;
+    c10d_globals.set_item("_C", m)?;
+    let code = std::ffi::CString::new(DISTRIBUTED)?;
+    py.run(&code, Some(c10d_globals), None)?;
     Ok(())
 }

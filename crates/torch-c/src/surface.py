@@ -1139,7 +1139,16 @@ _check_schema_allow_fake_script_object = _returns(None, "_check_schema_allow_fak
 _any_output_is_alias_to_input_or_output = _returns(False, "_any_output_is_alias_to_input_or_output")
 _accelerator_getAccelerator = _returns(None, "_accelerator_getAccelerator")
 _accelerator_hooks_device_count = _returns(0, "_accelerator_hooks_device_count")
-_get_accelerator = _accelerator_getAccelerator
+
+
+def _get_accelerator(check=False):
+    """The device collectives and FSDP default to: the CPU, as in upstream's CPU-only builds
+    (unlike `_accelerator_getAccelerator`, which answers None there)."""
+    import torch
+
+    return torch.device("cpu")
+
+
 has_openmp = False
 has_mkl = False
 has_lapack = False
@@ -1216,6 +1225,16 @@ class _LegacyTensorType(type):
     def __call__(cls, *args):
         import torch
 
+        if _builtins.len(args) == 1 and isinstance(args[0], (torch.TypedStorage, torch.UntypedStorage)):
+            # A tensor over the storage (shared, not copied), as upstream's legacy constructors make.
+            storage = args[0]
+            if isinstance(storage, torch.TypedStorage):
+                if storage.dtype != cls.dtype:
+                    raise TypeError(f"{cls.__name__}(): expected a {cls.dtype} storage, got {storage.dtype}")
+                storage = storage._untyped_storage
+            itemsize = torch.empty(0, dtype=cls.dtype).element_size()
+            n = storage.nbytes() // itemsize
+            return torch.empty(0, dtype=cls.dtype).set_(storage, 0, (n,), (1,))
         return torch.Tensor(*args).to(cls.dtype)
 
 
@@ -1289,6 +1308,57 @@ _dlpack_exchange_api = _returns(None, "_dlpack_exchange_api")
 # PyO3 records the Rust-added names in __all__; upstream's _C has none, so `from torch._C
 # import *` takes every public name.
 
+
+
+# Upstream's legacy (non-zip) storage records: an int64 element count, then the raw bytes. Tensor
+# pickling (`pickle.dumps(tensor)`, torch.distributed's object collectives) writes and reads them.
+def _storage_read_exact(f, n, what):
+    data = f.read(n)
+    if data is None or _builtins.len(data) != n:
+        got = 0 if data is None else _builtins.len(data)
+        raise RuntimeError(f"{what}: the file ended after {got} of {n} bytes of a storage record")
+    return data
+
+
+def _storage_record_bytes(f, element_size, what):
+    import struct
+
+    (count,) = struct.unpack("<q", _storage_read_exact(f, 8, what))
+    if count < 0:
+        raise RuntimeError(f"{what}: a storage record of {count} elements")
+    return _storage_read_exact(f, count * element_size, what)
+
+
+def _storage_write_file(self, f, is_real_file, save_size, element_size):
+    import struct
+
+    data = self._tn_bytes()
+    if save_size:
+        f.write(struct.pack("<q", _builtins.len(data) // element_size))
+    f.write(data)
+
+
+def _storage_new_with_file(cls, f, element_size):
+    return cls.from_buffer(_storage_record_bytes(f, element_size, "_new_with_file"))
+
+
+def _storage_set_from_file(self, f, offset, is_real_file, element_size):
+    import torch
+
+    if offset is not None:
+        f.seek(offset)
+    data = _storage_record_bytes(f, element_size, "_set_from_file")
+    if _builtins.len(data) != self.nbytes():
+        raise RuntimeError(f"_set_from_file: the record holds {_builtins.len(data)} bytes, the storage {self.nbytes()}")
+    if data:
+        target = torch.empty(0, dtype=torch.uint8).set_(self, 0, (_builtins.len(data),), (1,))
+        target.copy_(_tn_tensor_from_bytes(data, torch.uint8))  # noqa: F821
+    return self
+
+
+StorageBase._write_file = _storage_write_file  # noqa: F821
+StorageBase._new_with_file = classmethod(_storage_new_with_file)  # noqa: F821
+StorageBase._set_from_file = _storage_set_from_file  # noqa: F821
 
 
 for _n in ("DoubleStorageBase", "FloatStorageBase", "LongStorageBase", "IntStorageBase", "ShortStorageBase",
@@ -1424,6 +1494,14 @@ class _DistNetworkError(_DistError):
 
 class _DistQueueEmptyError(_DistStoreError):
     pass
+
+
+# Upstream names them as torch.distributed shows them (tracebacks print these names).
+for _cls, _name in ((_DistError, "DistError"), (_DistBackendError, "DistBackendError"),
+                    (_DistStoreError, "DistStoreError"), (_DistNetworkError, "DistNetworkError"),
+                    (_DistQueueEmptyError, "QueueEmptyError")):
+    _cls.__name__ = _cls.__qualname__ = _name
+    _cls.__module__ = "torch.distributed"
 
 
 
@@ -1670,22 +1748,6 @@ def _infer_size(a, b):
 
 
 
-class _ReduceOp(metaclass=_StubMeta):
-    """torch.distributed's reduction kinds (collectives themselves are part 3 of the face)."""
-
-    RedOpType = _enum.Enum("RedOpType", "SUM AVG PRODUCT MIN MAX BAND BOR BXOR PREMUL_SUM UNUSED", start=0)
-
-    def __init__(self, op):
-        self.op = op
-
-
-for _m in _ReduceOp.RedOpType:
-    setattr(_ReduceOp, _m.name, _m)
-_ReduceOp.__name__ = _ReduceOp.__qualname__ = "ReduceOp"
-_sys.modules["torch._C._distributed_c10d"].ReduceOp = _ReduceOp
-_c10d = _sys.modules["torch._C._distributed_c10d"]
-_c10d.set_debug_level_from_env = _returns(None, "set_debug_level_from_env")
-_c10d.set_debug_level = _returns(None, "set_debug_level")
 _functorch.TransformType = _enum.Enum("TransformType", "Torch Vmap Grad Jvp Functionalize", module="torch._C._functorch")  # noqa: F821
 _functorch.RandomnessType = _enum.Enum("RandomnessType", "Error Same Different", module="torch._C._functorch")  # noqa: F821
 _has_gds = False
@@ -1732,30 +1794,6 @@ def _set_part(part):
 TensorBase.real = property(_real, _set_part("real"))  # noqa: F821
 TensorBase.imag = property(_imag, _set_part("imag"))  # noqa: F821
 
-
-def _process_group_class():
-    """c10d's ProcessGroup: upstream creates it with CustomClassBaseMeta so that it can be
-    registered as an opaque type at import."""
-    from torch._custom_class_base import CustomClassBaseMeta
-
-    meta = _builtins.type("_StubCustomClassMeta", (_StubMeta, CustomClassBaseMeta), {})
-    base = _stub_class("ProcessGroup")
-    cls = meta("ProcessGroup", (base,), {"__module__": "torch._C._distributed_c10d"})
-    cls.BackendType = _enum.Enum("BackendType", "UNDEFINED GLOO NCCL UCC MPI XCCL CUSTOM", start=0)
-    return cls
-
-
-_c10d_getattr = _c10d.__getattr__
-
-
-def _c10d_getattr_with_process_group(name):
-    if name == "ProcessGroup":
-        _c10d.ProcessGroup = _process_group_class()
-        return _c10d.ProcessGroup
-    return _c10d_getattr(name)
-
-
-_c10d.__getattr__ = _c10d_getattr_with_process_group
 
 _fake_dispatch_register_op_impl = _returns(None, "_fake_dispatch_register_op_impl")
 _fake_dispatch_register_prim_meta = _returns(None, "_fake_dispatch_register_prim_meta")
