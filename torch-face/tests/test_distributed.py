@@ -373,3 +373,29 @@ def test_torchrun_launch(procs):
     face = [_read(procs.tmp / f"torchrun-rank{rank}.json") for rank in range(2)]
     assert [run["meta"]["init"] for run in face] == ["env://"] * 2
     _assert_same(face, upstream, 2, "under torchrun")
+
+
+def test_our_backend_by_its_own_name(procs):
+    """`init_process_group("torchnative")`: upstream's Backend finds our backend through the
+    face's `torch.distributed.backends` entry point; every case then agrees with upstream gloo
+    as the gloo-named run does, and the group reports its backend as "torchnative"."""
+    upstream = _upstream(procs, 2)
+    port = _free_port()
+    labels = []
+    for rank in range(2):
+        labels.append(f"own-r{rank}")
+        argv = [sys.executable, WORKER, "--rank", str(rank), "--world", "2", "--init", f"tcp://127.0.0.1:{port}",
+                "--backend", "torchnative", "--out", str(procs.tmp / "own-rank{rank}.json")]  # fmt: skip
+        procs.start(labels[-1], argv, _env())
+    procs.wait(labels, DEADLINE_S, "backend 'torchnative'")
+    face = [_read(procs.tmp / f"own-rank{rank}.json") for rank in range(2)]
+    named = 0
+    for run in face:  # the cases that name the backend differ by design; the rest must not
+        for name, record in run["cases"].items():
+            for pair in record.get("result", {}).get("dict", []) if isinstance(record.get("result"), dict) else []:
+                if pair[0] == "backend":
+                    assert pair[1] == "torchnative", (name, record)
+                    pair[1] = "gloo"
+                    named += 1
+    assert named == 4  # info and the subgroup's, on each rank
+    _assert_same(face, upstream, 2, "backend 'torchnative'")

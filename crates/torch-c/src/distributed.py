@@ -575,6 +575,7 @@ class TCPStore(Store):
         self._lock = _threading.Lock()
         self._sock = self._connect(_seconds(timeout))
         if world_size is not None and world_size > 0:
+            # One bookkeeping key, counted by num_keys as upstream counts its own.
             self.add("/tn/workers_joined", 1)
             if is_master and wait_for_workers:
                 self._wait_for_workers(world_size, _seconds(timeout))
@@ -628,10 +629,6 @@ class TCPStore(Store):
     @property
     def libuvBackend(self):
         return False
-
-    def num_keys(self):
-        # Upstream does not count its own bookkeeping keys; neither does this.
-        return _b.len([k for k in self.list_keys() if not k.startswith("/tn/")])
 
     def _tn_local_host(self):
         override = _os.environ.get("TORCHNATIVE_DIST_HOST")
