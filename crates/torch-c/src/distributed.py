@@ -487,14 +487,27 @@ _MAX_ITEM_BYTES = 1 << 31
 
 
 def _recv_exact(sock, n):
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(_b.min(left, 1 << 22))
-        if not chunk:
-            raise ConnectionError(f"connection closed with {left} of {n} bytes still to come")
-        chunks.append(chunk)
-        left -= _b.len(chunk)
-    return b"".join(chunks)
+    """`n` bytes from `sock`. Up to 16 MiB they are read into one allocation; beyond, the buffer
+    grows as bytes arrive, so a peer's claimed length alone allocates nothing large."""
+    if n <= 1 << 24:
+        parts, left = [], n
+        while left:
+            chunk = sock.recv(left, _socket.MSG_WAITALL)
+            if not chunk:
+                raise ConnectionError(f"connection closed with {left} of {n} bytes still to come")
+            parts.append(chunk)
+            left -= _b.len(chunk)
+        return parts[0] if _b.len(parts) == 1 else b"".join(parts)
+    buf = _b.bytearray()
+    while _b.len(buf) < n:
+        start = _b.len(buf)
+        want = _b.min(n - start, 1 << 24)
+        buf.extend(_b.bytes(want))
+        got = sock.recv_into(_b.memoryview(buf)[start:], want, _socket.MSG_WAITALL)
+        del buf[start + got:]
+        if got == 0:
+            raise ConnectionError(f"connection closed with {n - start} of {n} bytes still to come")
+    return _b.bytes(buf)
 
 
 def _send_frame(sock, items):
@@ -842,13 +855,7 @@ class _Mesh:
 
 
 def _to_bytes(t):
-    c = t.detach().contiguous()
-    n = c.numel() * c.element_size()
-    if n == 0:
-        return b""
-    data = _C._tn_storage_of(c)._tn_bytes()  # noqa: F821
-    start = c.storage_offset() * c.element_size()
-    return data if start == 0 and _b.len(data) == n else data[start:start + n]
+    return _C._tn_tensor_bytes(t.detach().contiguous())  # noqa: F821
 
 
 def _from_bytes(data, like):

@@ -572,6 +572,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interop::_from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(interop::_torchDeviceToDLDevice, m)?)?;
     m.add_function(wrap_pyfunction!(storage::_tn_tensor_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::_tn_tensor_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(random::_tn_set_default_generator, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_tn_dtype_names, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::_get_all_dtypes, m)?)?;

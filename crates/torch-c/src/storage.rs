@@ -731,6 +731,32 @@ pub(crate) fn register(t: &mut crate::kernels::Table) {
     });
 }
 
+/// A contiguous tensor's own bytes (not its whole storage's), copied once: what
+/// torch.distributed's backend sends.
+#[pyfunction]
+pub fn _tn_tensor_bytes<'py>(
+    py: Python<'py>,
+    t: PyRef<'_, TensorBase>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let x = &t.inner;
+    if !x.is_contiguous() {
+        return Err(PyRuntimeError::new_err(
+            "_tn_tensor_bytes: the tensor is not contiguous",
+        ));
+    }
+    let elem = x.dtype().size_in_bytes();
+    let n = x.numel() * elem;
+    let Some(storage) = x.storage() else {
+        return Ok(PyBytes::new(py, &[]));
+    };
+    let buf = storage.read();
+    let start = x.storage_offset() * elem;
+    let bytes = buf.as_bytes().get(start..start + n).ok_or_else(|| {
+        PyRuntimeError::new_err("_tn_tensor_bytes: the tensor reaches past its storage")
+    })?;
+    Ok(PyBytes::new(py, bytes))
+}
+
 /// A flat tensor of `dtype` holding a copy of `data`'s bytes (the zip reader's records).
 #[pyfunction]
 pub fn _tn_tensor_from_bytes(
