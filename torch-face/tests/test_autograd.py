@@ -289,6 +289,27 @@ class Cube(torch.autograd.Function):
 c = torch.tensor([1.0, 2.0], requires_grad=True)
 Cube.apply(c * 2).sum().backward()
 r["function"] = [c.grad.tolist(), type(Cube.apply(c).grad_fn).__name__]
+import threading
+# grad mode and inference mode are per thread: another thread's no_grad does not stop this
+# thread recording, and a new thread starts with grad mode on whatever its creator's mode
+inside, go_on = threading.Event(), threading.Event()
+seen_by = {}
+def other():
+    seen_by["start"] = torch.is_grad_enabled()
+    with torch.no_grad():
+        inside.set()
+        go_on.wait()
+t = threading.Thread(target=other)
+t.start()
+inside.wait()
+recorded = (x * 2).sum().grad_fn is not None
+go_on.set()
+t.join()
+with torch.inference_mode():
+    u = threading.Thread(target=lambda: seen_by.update(new=[torch.is_grad_enabled(), torch.is_inference_mode_enabled()]))
+    u.start()
+    u.join()
+r["threads"] = [seen_by["start"], recorded, seen_by["new"]]
 print(json.dumps(r))
 """
 

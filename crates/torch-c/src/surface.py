@@ -828,8 +828,25 @@ Tag.__module__ = "torch._C"
 
 # ----- grad mode, inference mode, torch function and dispatch modes -----------------------------
 
-_grad_enabled = [True]
-_inference_mode = [False]
+class _PerThread:
+    """A flag each thread holds on its own, starting at `default` (upstream keeps grad mode and
+    inference mode thread-local). Read and written as `flag[0]`."""
+
+    def __init__(self, default):
+        import threading
+
+        self._local = threading.local()
+        self._default = default
+
+    def __getitem__(self, i):
+        return getattr(self._local, "value", self._default)
+
+    def __setitem__(self, i, value):
+        self._local.value = value
+
+
+_grad_enabled = _PerThread(True)
+_inference_mode = _PerThread(False)
 
 
 def _set_grad_enabled(mode):
