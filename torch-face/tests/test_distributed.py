@@ -361,6 +361,59 @@ def test_env_init(procs):
         assert run["cases"][case] == upstream[rank]["cases"][case]
 
 
+def test_file_init(procs):
+    """file:// set-up (a FileStore both ranks open), one all_reduce and a monitored_barrier."""
+    upstream = _upstream(procs, 2)
+    init = f"file://{procs.tmp / 'rendezvous'}"
+    labels = []
+    for rank in range(2):
+        labels.append(f"file-r{rank}")
+        argv = [sys.executable, WORKER, "--rank", str(rank), "--world", "2", "--init", init,
+                "--only", "all_reduce/SUM/float32", "--out", str(procs.tmp / "file-rank{rank}.json")]  # fmt: skip
+        procs.start(labels[-1], argv, _env())
+    procs.wait(labels, DEADLINE_S, "file:// init")
+    for rank in range(2):
+        run = _read(procs.tmp / f"file-rank{rank}.json")
+        case = "all_reduce/SUM/float32"
+        assert run["meta"]["init"] == init and run["cases"][case] == upstream[rank]["cases"][case]
+
+
+MONITORED = r"""
+import sys, time
+from datetime import timedelta
+import torch.distributed as dist
+rank, world, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                        timeout=timedelta(seconds=20))
+dist.monitored_barrier(timeout=timedelta(seconds=10))  # everyone comes
+if rank in (1, 2):
+    time.sleep(30)  # these two miss the next one
+    sys.exit(0)
+try:
+    dist.monitored_barrier(timeout=timedelta(seconds=2), wait_all_ranks=rank == 0)
+    print("passed")
+except RuntimeError as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_monitored_barrier_names_the_ranks_that_did_not_come(procs):
+    """World 4: all pass one monitored_barrier; then ranks 1 and 2 stay away. Rank 0 with
+    wait_all_ranks must name both, as upstream's does; its message is compared with upstream's."""
+    said = {}
+    for who, python in (("face", sys.executable), ("upstream", _oracle())):
+        port = str(_free_port())
+        labels = [f"{who}-mb{rank}" for rank in range(4)]
+        for rank, label in enumerate(labels):
+            procs.start(label, [python, "-c", MONITORED, str(rank), "4", port], _env())
+        rc = procs.wait_exit(labels[0], 60)
+        assert rc == 0, procs.output(labels[0])
+        said[who] = procs.output(labels[0], "stdout").strip().splitlines()[-1]
+        procs.kill_all()
+    assert "Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms" in said["upstream"], said
+    assert said["face"].split(":", 1)[1] == said["upstream"].split(":", 1)[1], said
+
+
 def test_torchrun_launch(procs):
     """`python -m torch.distributed.run --standalone --nproc-per-node 2 dist_collectives.py`:
     the launcher's rendezvous (a TCPStore), then env:// in the workers, then every case."""

@@ -655,9 +655,88 @@ class TCPStore(Store):
 
 
 class FileStore(Store):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("torch._C._distributed_c10d.FileStore (file:// rendezvous) is not implemented in "
-                                  "torchnative; use env:// or tcp://")
+    """A store in a file several processes open (file:// rendezvous). Each operation locks the
+    file, reads its whole state, applies itself and writes the state back; blocking reads poll.
+    The file is checked record by record before use: a damaged or foreign file is an error that
+    names it. When the last of `numWorkers` users is gone the file is removed, as upstream's is."""
+
+    _MAGIC = b"torchnative-filestore 1\n"
+    _USERS = "/tn/filestore_users"
+
+    def __init__(self, path, numWorkers=-1):
+        super().__init__()
+        self.path = _os.fspath(path)
+        self._num_workers = numWorkers
+        self._closed = False
+        self.add(self._USERS, 1)
+
+    def _load(self, f):
+        data = f.read()
+        kv = _KeyValue()
+        if not data:
+            return kv
+        if not data.startswith(self._MAGIC):
+            raise _DistStoreError(f"FileStore {self.path}: not a torchnative store file")
+        pos, n = _b.len(self._MAGIC), _b.len(data)
+        try:
+            while pos < n:
+                kind = data[pos]
+                (klen,) = _struct.unpack_from("<I", data, pos + 1)
+                key = data[pos + 5:pos + 5 + klen].decode()
+                pos += 5 + klen
+                (vlen,) = _struct.unpack_from("<I", data, pos)
+                value = data[pos + 4:pos + 4 + vlen]
+                if kind not in (0, 1) or _b.len(key.encode()) != klen or _b.len(value) != vlen:
+                    raise ValueError("record past the end of the file")
+                pos += 4 + vlen
+                if kind == 0:
+                    kv.data[key] = value
+                else:
+                    kv.queues.setdefault(key, _deque()).append(value)
+        except (ValueError, UnicodeDecodeError, _struct.error, IndexError) as e:
+            raise _DistStoreError(f"FileStore {self.path}: damaged at byte {pos}: {e}") from None
+        return kv
+
+    def _save(self, f, kv):
+        parts = [self._MAGIC]
+        for kind, items in ((0, kv.data.items()), (1, ((k, v) for k, q in kv.queues.items() for v in q))):
+            for key, value in items:
+                k = key.encode()
+                parts += [_b.bytes([kind]), _struct.pack("<I", _b.len(k)), k, _struct.pack("<I", _b.len(value)), value]
+        f.seek(0)
+        f.truncate()
+        f.write(b"".join(parts))
+        f.flush()
+
+    def _once(self, op, args):
+        import fcntl
+
+        fd = _os.open(self.path, _os.O_RDWR | _os.O_CREAT, 0o600)
+        with _os.fdopen(fd, "r+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            kv = self._load(f)
+            before = (_b.dict(kv.data), {k: _b.list(q) for k, q in kv.queues.items()})
+            status, out = kv.run(op, args, 0.0)
+            if (kv.data, {k: _b.list(q) for k, q in kv.queues.items()}) != before:
+                self._save(f, kv)
+            return status, out
+
+    def _call(self, op, args, timeout_s):
+        deadline = _time.monotonic() + timeout_s
+        while True:
+            status, out = self._once(op, args)
+            if status != "timeout" or _time.monotonic() >= deadline:
+                return status, out
+            _time.sleep(0.01)
+
+    def __del__(self):
+        # Best effort, as upstream: the last user removes the file.
+        try:
+            if not self._closed and self.add(self._USERS, -1) == 0 and self._num_workers != 0:
+                _os.unlink(self.path)
+        except Exception:  # noqa: BLE001  (interpreter shutdown, file already gone)
+            pass
+        self._closed = True
 
 
 def _test_python_store(store):
@@ -1064,6 +1143,18 @@ class ProcessGroupTorchnative(Backend):
                              f"{self._size}")
         return root
 
+    def _root_with_list(self, what, root, lists, kind):
+        """A gather's or scatter's root, checked with the list only the root passes: one list
+        of a tensor per rank there, nothing elsewhere."""
+        root = self._root(what, root)
+        if self._rank == root:
+            if _b.len(lists) != 1 or _b.len(lists[0]) != self._size:
+                raise ValueError(f"{self._NAME} backend: {what}: the root needs one list of {self._size} {kind}")
+            self._check(what, lists[0])
+        elif lists and _b.any(lists):
+            raise ValueError(f"{self._NAME} backend: {what}: only the root (rank {root}) takes {kind}")
+        return root
+
     # -- collectives (upstream's call forms: lists of tensors and an options object)
 
     def _allreduce_into(self, tensors, op, channel, deadline, what):
@@ -1200,12 +1291,7 @@ class ProcessGroupTorchnative(Backend):
     def gather(self, output_tensors, input_tensors, opts=None):
         opts = opts if isinstance(opts, GatherOptions) else GatherOptions()
         self._check("gather", input_tensors)
-        root = self._root("gather", opts.rootRank)
-        if self._rank == root:
-            if _b.len(output_tensors) != 1 or _b.len(output_tensors[0]) != self._size:
-                raise ValueError(f"{self._NAME} backend: gather: the root needs one list of {self._size} outputs")
-        elif output_tensors and _b.any(output_tensors):
-            raise ValueError(f"{self._NAME} backend: gather: only the root (rank {root}) takes outputs")
+        root = self._root_with_list("gather", opts.rootRank, output_tensors, "outputs")
 
         def body(ch, dl):
             t = input_tensors[0]
@@ -1222,12 +1308,7 @@ class ProcessGroupTorchnative(Backend):
     def scatter(self, output_tensors, input_tensors, opts=None):
         opts = opts if isinstance(opts, ScatterOptions) else ScatterOptions()
         self._check("scatter", output_tensors)
-        root = self._root("scatter", opts.rootRank)
-        if self._rank == root:
-            if _b.len(input_tensors) != 1 or _b.len(input_tensors[0]) != self._size:
-                raise ValueError(f"{self._NAME} backend: scatter: the root needs one list of {self._size} inputs")
-        elif input_tensors and _b.any(input_tensors):
-            raise ValueError(f"{self._NAME} backend: scatter: only the root (rank {root}) takes inputs")
+        root = self._root_with_list("scatter", opts.rootRank, input_tensors, "inputs")
 
         def body(ch, dl):
             out = output_tensors[0]
@@ -1337,10 +1418,38 @@ class ProcessGroupTorchnative(Backend):
         return self._submit("barrier", opts if not isinstance(opts, _timedelta) else None, body)
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        """Rank 0 hears from every other rank within the timeout, then releases them; the
+        ranks that did not come are named (all of them with `wait_all_ranks`), as upstream's."""
+        import torch
+
         opts = BarrierOptions()
         if timeout is not None:
             opts.timeout = timeout
-        self.barrier(opts).wait()
+        token = torch.zeros(1, dtype=torch.uint8)
+        timeout_ms = _b.int(self._timeout_s(opts) * 1000)
+
+        def body(ch, dl):
+            if self._rank != 0:
+                self._send(0, ch, token)
+                self._recv(0, ch, dl, token, "monitored_barrier")
+                return []
+            missing = []
+            for peer in _b.range(1, self._size):
+                try:
+                    self._recv(peer, ch, dl, token, "monitored_barrier")
+                except (TimeoutError, _PeerClosed):
+                    missing.append(peer)
+                    if not wait_all_ranks:
+                        break
+            if missing:
+                who = f"Rank {missing[0]}" if _b.len(missing) == 1 else \
+                    "Ranks " + ", ".join(_b.str(r) for r in missing)
+                raise _DistBackendError(f"[Rank 0]: {who} failed to pass monitoredBarrier in {timeout_ms} ms")
+            for peer in _b.range(1, self._size):
+                self._send(peer, ch, token)
+            return []
+
+        self._submit("monitored_barrier", opts, body).wait()
 
     # -- point to point: sends complete at once (the peer's reader drains them); receives wait
 
