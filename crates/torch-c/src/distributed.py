@@ -30,8 +30,7 @@ from datetime import timedelta as _timedelta
 _this = _sys.modules["torch._C._distributed_c10d"]
 _stub_getattr = _this.__getattr__
 
-_DistError = _C._DistError  # noqa: F821  (set by lib.rs: torch._C itself)
-_DistBackendError = _C._DistBackendError  # noqa: F821
+_DistBackendError = _C._DistBackendError  # noqa: F821  (set by lib.rs: torch._C itself)
 _DistStoreError = _C._DistStoreError  # noqa: F821
 _DistNetworkError = _C._DistNetworkError  # noqa: F821
 _DistQueueEmptyError = _C._DistQueueEmptyError  # noqa: F821
@@ -106,28 +105,6 @@ class NanCheckHook(_NoHook):
 
 class FlightRecorderHook(_NoHook):
     pass
-
-
-class _WaitCounterGuard:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _WaitCounter:
-    """torch.monitor's wait counters: upstream publishes them to its own monitoring; here they
-    only time nothing, so the code they wrap runs unchanged."""
-
-    def __init__(self, key):
-        self.key = key
-
-    def guard(self):
-        return _WaitCounterGuard()
-
-
-_sys.modules["torch._C._monitor"]._WaitCounter = _WaitCounter
 
 
 # ----- reduction kinds and options ---------------------------------------------------------
@@ -235,8 +212,8 @@ class _KeyValue:
                 self.changed.wait(left)
 
     def run(self, op, args, timeout_s):
-        """One store operation: (status, results). The TCP server and HashStore both call this,
-        so the two kinds of store cannot differ."""
+        """One store operation: (status, results). The TCP server, HashStore and FileStore all
+        call this, so the kinds of store cannot differ."""
         d = self.data
         if op in ("get", "wait", "multi_get"):
             keys = [k.decode() for k in args]
@@ -662,6 +639,8 @@ class FileStore(Store):
 
     _MAGIC = b"torchnative-filestore 1\n"
     _USERS = "/tn/filestore_users"
+    # The operations that may change the state (written back when they succeed).
+    _WRITES = {"set", "multi_set", "add", "append", "compare_set", "delete_key", "queue_push", "queue_pop"}
 
     def __init__(self, path, numWorkers=-1):
         super().__init__()
@@ -715,9 +694,8 @@ class FileStore(Store):
         with _os.fdopen(fd, "r+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             kv = self._load(f)
-            before = (_b.dict(kv.data), {k: _b.list(q) for k, q in kv.queues.items()})
             status, out = kv.run(op, args, 0.0)
-            if (kv.data, {k: _b.list(q) for k, q in kv.queues.items()}) != before:
+            if status == "ok" and op in self._WRITES:
                 self._save(f, kv)
             return status, out
 
@@ -812,7 +790,7 @@ def _done_work(result=None):
 
 # ----- the mesh: a connection to every peer --------------------------------------------------
 
-_KIND_COLLECTIVE, _KIND_P2P, _KIND_HELLO = 0, 1, 2
+_KIND_COLLECTIVE, _KIND_P2P = 0, 1
 _HEADER = _struct.Struct("<BqQ")  # kind, channel (collective sequence number or p2p tag), length
 _HELLO = _struct.Struct("<8sII")  # magic, rank, world size
 _MAGIC = b"tnmesh01"
@@ -944,8 +922,8 @@ def _from_bytes(data, like):
 
 
 def _write(dst, src):
-    # Through detached aliases: the worker thread must not record autograd nodes or touch the
-    # (process-wide) grad mode while the caller's thread computes.
+    # Through detached aliases: collectives write their results outside autograd, as upstream's
+    # do (a parameter that requires grad can be all_reduced in place).
     src = src.detach()
     dst.detach().copy_(src if src.shape == dst.shape else src.reshape(dst.shape))
 
@@ -969,9 +947,7 @@ def _reduce(op, tensors, world):
     }[kind]
     acc = tensors[0]
     for t in tensors[1:]:
-        acc = step(acc, t)
-        if acc.dtype != dtype:  # the logical ops of bool answer bool already; nothing else widens
-            acc = acc.to(dtype)
+        acc = step(acc, t)  # every step keeps the dtype (bool's are the logical ops)
     if kind is _RedOpType.AVG:
         acc = torch.div(acc, world).to(dtype)
     return acc
@@ -1054,7 +1030,6 @@ class ProcessGroupTorchnative(Backend):
             raise ValueError(f"{self._NAME} backend: rank {rank} is outside a group of size {size}")
         super().__init__(rank, size)
         self.options = type(self).Options(timeout=timeout)
-        self.options.backend = self._NAME
         self._mesh = _Mesh(store, rank, size, _seconds(timeout))
         self._seq = 0
         self._jobs = _deque()
@@ -1095,17 +1070,21 @@ class ProcessGroupTorchnative(Backend):
             deadline = _time.monotonic() + timeout_s
             try:
                 return body(channel, deadline)
-            except TimeoutError:
-                raise _DistBackendError(
-                    f"{self._NAME} backend: {what} on rank {self._rank} timed out after {timeout_s:g} s waiting "
-                    "for a peer (a rank did not join the collective, or exited)") from None
-            except _PeerClosed as e:
-                raise _DistBackendError(f"{self._NAME} backend: {what} on rank {self._rank}: {e}") from None
+            except (TimeoutError, _PeerClosed) as e:
+                raise self._failure(what, e, timeout_s, "a peer (a rank did not join the collective, or exited)") \
+                    from None
 
         with self._jobs_ready:
             self._jobs.append((run, work))
             self._jobs_ready.notify()
         return work
+
+    def _failure(self, what, error, timeout_s, waiting_for):
+        """The error a caller sees when a peer did not answer in time or is gone."""
+        if isinstance(error, TimeoutError):
+            return _DistBackendError(f"{self._NAME} backend: {what} on rank {self._rank} timed out after "
+                                     f"{timeout_s:g} s waiting for {waiting_for}")
+        return _DistBackendError(f"{self._NAME} backend: {what} on rank {self._rank}: {error}")
 
     def _timeout_s(self, opts):
         timeout = getattr(opts, "timeout", _UNSET_TIMEOUT) if opts is not None else _UNSET_TIMEOUT
@@ -1119,6 +1098,10 @@ class ProcessGroupTorchnative(Backend):
 
     def _recv(self, peer, channel, deadline, like, what):
         _, data = self._mesh.recv(peer, _KIND_COLLECTIVE, channel, deadline)
+        return self._tensor_from(peer, data, like, what)
+
+    def _tensor_from(self, peer, data, like, what):
+        """A message from `peer` as a tensor like `like`, or the error naming both shapes."""
         want = like.numel() * like.element_size()
         if _b.len(data) != want:
             raise _DistBackendError(
@@ -1142,6 +1125,11 @@ class ProcessGroupTorchnative(Backend):
             raise ValueError(f"{self._NAME} backend: {what}: root rank {root} is outside a group of size "
                              f"{self._size}")
         return root
+
+    def _peer(self, what, peer, role):
+        if not 0 <= peer < self._size or peer == self._rank:
+            raise ValueError(f"{self._NAME} backend: {what}: invalid {role} rank {peer} (this is rank "
+                             f"{self._rank} of {self._size})")
 
     def _root_with_list(self, what, root, lists, kind):
         """A gather's or scatter's root, checked with the list only the root passes: one list
@@ -1455,14 +1443,12 @@ class ProcessGroupTorchnative(Backend):
 
     def send(self, tensors, dst, tag=0):
         self._check("send", tensors)
-        if not 0 <= dst < self._size or dst == self._rank:
-            raise ValueError(f"{self._NAME} backend: send: invalid destination rank {dst} (this is rank "
-                             f"{self._rank} of {self._size})")
+        self._peer("send", dst, "destination")
         try:
             for t in tensors:
                 self._mesh.send(dst, _KIND_P2P, tag, _to_bytes(t))
         except _PeerClosed as e:
-            raise _DistBackendError(f"{self._NAME} backend: send on rank {self._rank}: {e}") from None
+            raise self._failure("send", e, 0, "") from None
         return _done_work(tensors)
 
     def _recv_work(self, tensors, src, tag, what):
@@ -1475,26 +1461,17 @@ class ProcessGroupTorchnative(Backend):
             try:
                 for t in tensors:
                     peer, data = self._mesh.recv(src, _KIND_P2P, tag, deadline)
-                    if _b.len(data) != t.numel() * t.element_size():
-                        raise _DistBackendError(
-                            f"{self._NAME} backend: {what}: rank {peer} sent {len(data)} bytes where rank "
-                            f"{self._rank} expects {t.numel() * t.element_size()} ({t.dtype}, shape {tuple(t.shape)})")
-                    _write(t, _from_bytes(data, t))
+                    _write(t, self._tensor_from(peer, data, t, what))
                     work._src = peer
-            except TimeoutError:
-                raise _DistBackendError(f"{self._NAME} backend: {what} on rank {self._rank} timed out after "
-                                        f"{timeout_s:g} s waiting for rank {src}") from None
-            except _PeerClosed as e:
-                raise _DistBackendError(f"{self._NAME} backend: {what} on rank {self._rank}: {e}") from None
+            except (TimeoutError, _PeerClosed) as e:
+                raise self._failure(what, e, timeout_s, f"rank {src}") from None
             return tensors
 
         work._run_on_wait = run
         return work
 
     def recv(self, tensors, src, tag=0):
-        if not 0 <= src < self._size or src == self._rank:
-            raise ValueError(f"{self._NAME} backend: recv: invalid source rank {src} (this is rank "
-                             f"{self._rank} of {self._size})")
+        self._peer("recv", src, "source")
         return self._recv_work(tensors, src, tag, "recv")
 
     def recv_anysource(self, tensors, tag=0):

@@ -1731,6 +1731,28 @@ for _n in ['_aoti', '_autograd', '_distributed', '_distributed_autograd', '_dist
         _submodule(_n, stubs=True)
 
 
+class _WaitCounter:
+    """torch.monitor's wait counters: upstream publishes them to its own monitoring; here they
+    time nothing, so the code they wrap (torch.distributed's) runs unchanged. A counter is its
+    own guard."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def guard(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_sys.modules["torch._C._monitor"]._WaitCounter = _WaitCounter
+del _WaitCounter  # torch._C._monitor's, not torch._C's
+
+
 # Initialisers upstream calls once at import; each reports success as upstream's do.
 for _n in ("_jit_init", "_autograd_init", "_multiprocessing_init", "_c10d_init", "_rpc_init", "_dist_autograd_init",
            "_faulty_agent_init", "_functorch_init"):
