@@ -328,15 +328,65 @@ def test_what_autograd_cannot_do_refuses_by_name_at_backward():
 
     x = torch.randn(4, 3, requires_grad=True)
     # forward works; backward names the operator (and the helper its formula needs)
-    y = torch.cumsum(x, 0).sum()
-    with pytest.raises(NotImplementedError, match=r"aten::cumsum.*cumsum_backward"):
+    y = torch.special.i1(x).sum()
+    with pytest.raises(NotImplementedError, match=r"aten::special_i1.*i1_backward"):
         y.backward()
-    # an in-place operator on a tensor in the graph
+    # written through a view: the base's history refuses too (it used to miss the write and
+    # give a wrong gradient without a word)
     z = x * 2
-    z.mul_(3)
-    with pytest.raises(NotImplementedError, match=r"in-place operator aten::mul_.Tensor"):
+    z[0].mul_(3)
+    with pytest.raises(NotImplementedError, match=r"in-place operator aten::mul_.Tensor on a view"):
         z.sum().backward()
     assert x.grad is None
+    # upstream's error for a view of a leaf
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].mul_(3)
+
+
+def test_in_place_operators_on_graph_tensors_record_the_out_of_place_formula():
+    import torch
+
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 0.25, -2.0], requires_grad=True)
+    z = x * 2
+    z.mul_(w)  # the formula for w reads z as it was before the write
+    assert type(z.grad_fn).__name__ == "MulBackward0"
+    z.exp_()
+    assert type(z.grad_fn).__name__ == "ExpBackward0"
+    z.sum().backward()
+    e = (2 * x.detach() * w.detach()).exp()
+    assert torch.allclose(x.grad, e * 2 * w.detach())
+    assert torch.allclose(w.grad, e * 2 * x.detach())
+    # a tensor a formula saved, then written in place: upstream's error at backward
+    a = x.exp()
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        a.sum().backward()
+
+
+def test_leaf_gradients_follow_upstreams_layout_contract_and_are_not_aliased():
+    import torch
+
+    # .grad has the leaf's own strides (here a transposed leaf), not the incoming gradient's
+    x = torch.randn(4, 3).t().detach().requires_grad_()
+    x.sum().backward()
+    assert x.grad.stride() == x.stride() and x.grad.tolist() == [[1.0] * 4] * 3
+    # the caller's gradient is copied, not kept: changing it later does not change .grad
+    y = torch.randn(2, 3, requires_grad=True)
+    g = torch.ones(2, 3)
+    (y + 0).backward(g)
+    g.mul_(5)
+    assert y.grad.tolist() == [[1.0] * 3] * 2
+    # one gradient reaching two leaves gives each its own tensor
+    a = torch.randn(3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.zero_()
+    assert b.grad.tolist() == [1.0, 1.0, 1.0]
+    # a second backward accumulates into the same .grad tensor, as upstream's does
+    held = b.grad
+    (a + b).sum().backward()
+    assert b.grad is held and held.tolist() == [2.0, 2.0, 2.0]
 
 
 

@@ -109,7 +109,10 @@ def _ag_table():
         formulas = e.get("dispatch", {}).get("Default") or {
             k: v for k, v in e.items() if k not in ("name", "dispatch")}
         od = e.get("output_differentiability") or formulas.get("output_differentiability")
-        od = [x.strip() == "True" for x in od.strip("[]").split(",")] if od else None
+        # an entry may be a condition (`_to_copy`: "!dtype || isDifferentiableType(*dtype)");
+        # the conditions upstream writes are about the output's dtype, which _tn_autograd_post
+        # checks on the output itself (only float and complex outputs get a grad_fn)
+        od = [x.strip() != "False" for x in od.strip("[]").split(",")] if od else None
         formulas = {k: v for k, v in formulas.items()
                     if k not in ("output_differentiability", "result") and not k.startswith("result")}
         # upstream's node names drop an operator's `_forward` (nll_loss_forward: NllLossBackward0)
@@ -153,6 +156,8 @@ class _AgUntranslatable(Exception):
 
 
 def _ag_translate(text):
+    # C comments name arguments (`/*rounding_mode=*/"trunc"`); they are not code
+    text = _re.sub(r"/\*.*?\*/", " ", text)
     toks = [t for t in _AG_TOKEN.findall(text) if t.strip()]
     out = []
     i = 0
@@ -215,7 +220,21 @@ def _ag_translate(text):
                     "options": "_tn_ag_options", "sym_strides": "stride", "strides": "stride",
                     "sym_numel": "numel", "sym_size": "size", "defined": "_tn_ag_defined",
                     "new_zeros": "_tn_ag_new_zeros"}.get(name)
-            if attr in ("shape", "dtype", "layout") and call and toks[i + 3] == ")":
+            if name == "defined" and call and toks[i + 3] == ")" and out:
+                # `weight.defined()`, `grads[1].defined()`: None when absent
+                ident = r"^[A-Za-z_][A-Za-z0-9_]*$"
+                if _re.match(ident, out[-1]) and (len(out) < 2 or out[-2] != "."):
+                    out[-1] = f"({out[-1]} is not None)"
+                    i += 4
+                    continue
+                if (len(out) >= 4 and out[-1] == "]" and out[-3] == "[" and out[-2].isdigit()
+                        and _re.match(ident, out[-4]) and (len(out) < 5 or out[-5] != ".")):
+                    out[-4:] = [f"({out[-4]}[{out[-2]}] is not None)"]
+                    i += 4
+                    continue
+            if name in ("mH", "mT"):
+                attr = name
+            if attr in ("shape", "dtype", "layout", "mH", "mT") and call and toks[i + 3] == ")":
                 out.append("." + attr)
                 i += 4
                 continue
@@ -280,8 +299,24 @@ def _ag_ternary_nested(s):
             start = stack.pop()
             body = s[start + 1:k]
             if "?" in body and _ag_top_level_q(body):
-                return _ag_ternary_nested(s[:start + 1] + _ag_ternary(body) + s[k:])
+                # a call's arguments: each one is its own expression
+                parts = [_ag_ternary(p) if _ag_top_level_q(p) else p for p in _ag_split_args(body)]
+                return _ag_ternary_nested(s[:start + 1] + ",".join(parts) + s[k:])
     raise _AgUntranslatable(s)
+
+
+def _ag_split_args(body):
+    parts, depth, last = [], 0, 0
+    for k, ch in enumerate(body):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[last:k])
+            last = k + 1
+    parts.append(body[last:])
+    return parts
 
 
 def _ag_top_level_q(body):
@@ -308,18 +343,60 @@ def _tn_ag_opt_sizes(t):
 
 
 class _AgScalar(_b.float):
+    """A Scalar argument as a formula uses it (c10::Scalar's methods)."""
+
     def conj(self):
         return self
+
+    def toDouble(self):
+        return _b.float(self)
+
+    toFloat = toDouble
+
+    def isComplex(self):
+        return False
+
+    def isFloatingPoint(self):
+        return True
+
+    def toComplexDouble(self):
+        return _b.complex(self)
 
 
 class _AgIntScalar(_b.int):
     def conj(self):
         return self
 
+    def toDouble(self):
+        return _b.float(self)
+
+    toFloat = toDouble
+
+    def toLong(self):
+        return _b.int(self)
+
+    def isComplex(self):
+        return False
+
+    def isFloatingPoint(self):
+        return False
+
+    def toComplexDouble(self):
+        return _b.complex(self)
+
 
 class _AgComplexScalar(_b.complex):
     def conj(self):
         return _AgComplexScalar(self.conjugate())
+
+    def isComplex(self):
+        return True
+
+    def isFloatingPoint(self):
+        return False
+
+    def toComplexDouble(self):
+        return _b.complex(self)
 
 
 def _ag_wrap_scalar(v):
@@ -365,11 +442,16 @@ def mul_tensor_backward(grad, other, dtype):
     return handle_r_to_c(dtype, grad * (other.conj() if hasattr(other, "conj") else other))
 
 
-def div_tensor_self_backward(grad, other, dtype):
+def div_tensor_self_backward(grad, other, dtype, rounding_mode=None):
+    if rounding_mode is not None:
+        # floor and trunc division are piecewise constant
+        return grad.new_zeros(grad.shape, dtype=dtype)
     return handle_r_to_c(dtype, grad / (other.conj() if hasattr(other, "conj") else other))
 
 
-def div_tensor_other_backward(grad, self, other):
+def div_tensor_other_backward(grad, self, other, rounding_mode=None):
+    if rounding_mode is not None:
+        return grad.new_zeros(grad.shape, dtype=other.dtype)
     return handle_r_to_c(other.dtype, -grad * ((self / other) / other).conj())
 
 
@@ -503,12 +585,40 @@ def _tn_ag_aten(name):
                 continue
             kw = {a.name: v for a, v in zip([a for a in params if a.kwarg_only], args[len(positional):])}
             try:
-                return op(*args[:len(positional)], **kw)
+                return _ag_run_or_decompose(op, args[:len(positional)], kw)
             except TypeError:
                 continue
-        return packet(*args)
+        try:
+            return packet(*args)
+        except NotImplementedError:
+            for op in overloads:
+                if len(args) <= len(op._schema.arguments):
+                    try:
+                        return _ag_run_or_decompose(op, args, {})
+                    except TypeError:
+                        continue
+            raise
 
     return call
+
+
+def _ag_run_or_decompose(op, args, kwargs):
+    """A backward formula's operator: the face's kernel, or, where the face has none, upstream's
+    own decomposition of it into operators (torch._decomp, written over aten; not a PrimTorch
+    reference)."""
+    try:
+        return op(*args, **kwargs)
+    except NotImplementedError as e:
+        if "has no kernel in torchnative" not in _b.str(e):
+            raise
+        from torch._decomp import decomposition_table
+        fn = decomposition_table.get(op)
+        inner = fn
+        while getattr(inner, "__wrapped__", None) is not None:
+            inner = inner.__wrapped__
+        if fn is None or (getattr(inner, "__module__", "") or "").startswith("torch._refs"):
+            raise
+        return fn(*args, **kwargs)
 
 
 TensorBase._tn_ag_defined = lambda self: True
@@ -627,11 +737,24 @@ class _AgNode:
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
         env = {}
+        used = type(self).__dict__.get("_tn_used")
+        if used is None:
+            # the names the formulas read: only those are unpacked (and version-checked), as
+            # upstream saves only what a formula uses
+            used = set()
+            for _, expr, _ in self._tn_formulas:
+                used.update(_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr or ""))
+            type(self)._tn_used = used
         for k, v in self._tn_env.items():
+            if k not in used:
+                continue
             env[k] = v.unpack() if isinstance(v, _AgSaved) else (
                 [x.unpack() if isinstance(x, _AgSaved) else x for x in v] if isinstance(v, _b.list) else v)
         env["grad"] = grads[0]
         env["grads"] = grads
+        for k, rn in enumerate(self._tn_ret_names or ()):
+            if isinstance(rn, _b.str) and rn:
+                env["grad_" + rn] = grads[k] if k < len(grads) else None
         env = _AgEnv(env)
         out = [None] * len(self._tn_edges)
         for names, expr, text in self._tn_formulas:
@@ -642,7 +765,7 @@ class _AgNode:
                 raise NotImplementedError(
                     f"torchnative: backward of {self._tn_op} ({type(self).__name__}): the formula "
                     f"for {', '.join(names)} in derivatives.yaml is not translated: {text}")
-            if grads[0] is None:
+            if _b.all(g is None for g in grads):
                 continue
             env["grad_input_mask"] = [_b.bool(self._tn_mask.get(n)) for n in names]
             try:
@@ -691,12 +814,33 @@ _AgAccumulateGrad.__name__ = _AgAccumulateGrad.__qualname__ = "AccumulateGrad"
 _AG_CLASSES = {}
 
 
+# formulas whose C++ (a lambda) the translator does not take: the same expression by hand
+_AG_OVERRIDES = {
+    ("aten::roll", "self"): "grad.roll([-n for n in reversed(shifts)], list(reversed(dims)))",
+    # C++ passes the rounding mode by position; Python's div takes it by keyword only
+    ("aten::fmod.Tensor", "other"): "-grad * self.div(other, rounding_mode='trunc')",
+    ("aten::remainder.Tensor", "other"): "-grad * self.div(other, rounding_mode='floor')",
+    # C++'s int / int
+    ("aten::channel_shuffle", "self"): "channel_shuffle(grad, grad.size(1) // groups)",
+    # C++'s Tensor::index(indices): an undefined index is a whole dim
+    ("aten::index_put", "values"): "grad[tuple(slice(None) if i is None else i for i in indices)]",
+}
+
+
 def _ag_node_class(full):
     """The node class for an overload (translated formulas), or None when it has no entry."""
     if full in _AG_CLASSES:
         return _AG_CLASSES[full]
     entry = _ag_table().get(full)
     cls = None
+    if entry is None:
+        # a view's `_copy` twin (diagonal_copy) takes the view's formulas, as upstream's
+        # generated code does (DiagonalBackward0_copy)
+        base, dot, overload = full.partition(".")
+        if base.endswith("_copy"):
+            view = _ag_table().get(base[: -len("_copy")] + dot + overload)
+            if view is not None:
+                entry = (view[0] + "_copy",) + _b.tuple(view[1:])
     if entry is not None:
         name, formulas, sig, ret_names, od = entry
         translated = []
@@ -706,7 +850,7 @@ def _ag_node_class(full):
                 translated.append((names, "None" if len(names) == 1 else "(None,)*%d" % len(names), text))
                 continue
             try:
-                expr = _ag_translate(text)
+                expr = _AG_OVERRIDES.get((full, key)) or _ag_translate(text)
             except _AgUntranslatable:
                 expr = None
             translated.append((names, expr, text))
@@ -769,6 +913,11 @@ def _tn_autograd_pre(full, names, values):
                 f"{base}(): functions with out=... arguments don't support automatic "
                 "differentiation, but one of the arguments requires grad.")
     cls = _ag_node_class(full)
+    inplace = _ag_inplace(full, names, values, written) if cls is None else None
+    if inplace is not None:
+        cls, saved_self = inplace
+        names = [n.lstrip("*") for n in names]
+        return ((full, names, values, cls, written, saved_self), None)
     # upstream's own route under autograd first (max_pool2d records max_pool2d_with_indices on
     # the CPU although derivatives.yaml also has a formula for max_pool2d)
     implicit = _AG_IMPLICIT.get(full)
@@ -780,6 +929,35 @@ def _tn_autograd_pre(full, names, values):
         return (None, implicit(*args, **kwargs))
     names = [n.lstrip("*") for n in names]
     return ((full, names, values, cls, written), None)
+
+
+_AG_NO_SAVED_SELF = object()
+
+
+def _ag_inplace(full, names, values, written):
+    """An in-place operator on a tensor that is not a view (`t.mul_(w)`, `t.exp_()`): the
+    out-of-place operator's node class, and the value `self` had before the write when a formula
+    reads it (upstream's generated code saves `original_self` the same way). None when the
+    operator is not such a case (views, several written arguments, no out-of-place formula)."""
+    if written != ["self"]:
+        return None
+    head = full[len("aten::"):]
+    base, dot, overload = head.partition(".")
+    if not base.endswith("_") or base.endswith("__"):
+        return None
+    cls = _ag_node_class("aten::" + base[:-1] + dot + overload)
+    if cls is None:
+        return None
+    plain = [n.lstrip("*") for n in names]
+    if "self" not in plain:
+        return None
+    t = values[plain.index("self")]
+    if not isinstance(t, TensorBase) or t._base is not None:
+        return None
+    if t.grad_fn is None and t.requires_grad:
+        return None  # a leaf: upstream's error, raised after the kernel as before
+    reads_self = _b.any(_re.search(r"\bself\b", text or "") for _, _, text in cls._tn_formulas)
+    return cls, (t.detach().clone() if reads_self else _AG_NO_SAVED_SELF)
 
 
 def _ag_softmax(which):
@@ -851,7 +1029,8 @@ def _ag_cross_entropy(self, target, weight=None, reduction=1, ignore_index=-100,
             return -terms.sum(class_dim)
         if reduction == 2:
             return -terms.sum()
-        return -terms.sum() / (self.numel() / n_classes)
+        # C++'s `tensor / double` is div.Scalar (upstream's node: DivBackward1)
+        return torch.ops.aten.div.Scalar(-terms.sum(), self.numel() / n_classes)
     nll = _ag_nll_loss_nd(logp, target, weight, reduction, ignore_index)
     if label_smoothing <= 0.0:
         return nll
@@ -1019,9 +1198,509 @@ def _ag_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
     return torch.matmul(weights, value)
 
 
+def _ag_correction(unbiased):
+    return 1 if unbiased is None or unbiased else 0
+
+
+def _ag_var_dim(which):
+    def body(self, dim=None, unbiased=True, keepdim=False):
+        return getattr(_tn_ag_torch().ops.aten, which).correction(
+            self, dim, correction=_ag_correction(unbiased), keepdim=keepdim)
+    return body
+
+
+def _ag_var_full(which):
+    def body(self, unbiased=True):
+        return getattr(_tn_ag_torch().ops.aten, which).correction(
+            self, None, correction=_ag_correction(unbiased))
+    return body
+
+
+def _ag_narrow(self, dim, start, length):
+    if isinstance(start, TensorBase):
+        start = _b.int(start.item())
+    dim = dim + self.dim() if dim < 0 else dim
+    start = start + self.shape[dim] if start < 0 else start
+    return _tn_ag_torch().ops.aten.slice.Tensor(self, dim, start, start + length)
+
+
+def _ag_movedim(self, source, destination):
+    src = [source] if isinstance(source, _b.int) else _b.list(source)
+    dst = [destination] if isinstance(destination, _b.int) else _b.list(destination)
+    n = self.dim()
+    src = [d + n if d < 0 else d for d in src]
+    dst = [d + n if d < 0 else d for d in dst]
+    perm = [-1] * n
+    for a, b in zip(src, dst):
+        perm[b] = a
+    rest = iter(d for d in _b.range(n) if d not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return _tn_ag_torch().ops.aten.permute(self, perm)
+
+
+def _ag_tile(self, dims):
+    dims = _b.list(dims)
+    if len(dims) < self.dim():
+        dims = [1] * (self.dim() - len(dims)) + dims
+    return _tn_ag_torch().ops.aten.repeat(self, dims)
+
+
+def _ag_unflatten(self, dim, sizes):
+    dim = dim + self.dim() if dim < 0 else dim
+    sizes = _b.list(sizes)
+    if -1 in sizes:
+        known = 1
+        for n in sizes:
+            if n != -1:
+                known *= n
+        sizes[sizes.index(-1)] = self.shape[dim] // known if known else 0
+    shape = _b.list(self.shape[:dim]) + sizes + _b.list(self.shape[dim + 1:])
+    return _tn_ag_torch().ops.aten.view(self, shape)
+
+
+def _ag_outer(self, vec2):
+    aten = _tn_ag_torch().ops.aten
+    return aten.mul.Tensor(aten.reshape(self, [self.shape[0], 1]), vec2)
+
+
+def _ag_float_power(self, exponent):
+    torch = _tn_ag_torch()
+    dtype = torch.complex128 if (isinstance(self, TensorBase) and self.is_complex()) or (
+        isinstance(exponent, TensorBase) and exponent.is_complex()) or isinstance(exponent, _b.complex) else torch.float64
+    base = self.to(dtype) if isinstance(self, TensorBase) else self
+    exp = exponent.to(dtype) if isinstance(exponent, TensorBase) else exponent
+    return torch.pow(base, exp)
+
+
+def _ag_chunk(self, chunks, dim=0):
+    aten = _tn_ag_torch().ops.aten
+    size = self.shape[dim]
+    split = (size + chunks - 1) // chunks
+    if split == 0 and size == 0:
+        sizes = [split] * chunks
+        sizes[-1] = split - (split * chunks - size)
+        return aten.split_with_sizes(self, sizes, dim)
+    return aten.split.Tensor(self, split, dim)
+
+
+def _ag_diag(self, diagonal=0):
+    aten = _tn_ag_torch().ops.aten
+    if self.dim() == 1:
+        return aten.diag_embed(self, diagonal)
+    return aten.diagonal_copy(self, diagonal)
+
+
+def _ag_atleast(t, nd):
+    aten = _tn_ag_torch().ops.aten
+    if t.dim() >= nd:
+        return t
+    if t.dim() == 0:
+        return aten.reshape(t, [1] * nd)
+    if nd == 2:
+        return aten.unsqueeze(t, 0)
+    if t.dim() == 1:
+        return aten.unsqueeze(aten.unsqueeze(t, 0), -1)
+    return aten.unsqueeze(t, -1)
+
+
+def _ag_hstack(tensors):
+    rep = [_ag_atleast(t, 1) for t in tensors]
+    return _tn_ag_torch().ops.aten.cat(rep, 0 if rep[0].dim() == 1 else 1)
+
+
+def _ag_column_stack(tensors):
+    aten = _tn_ag_torch().ops.aten
+    rep = [aten.reshape(t, [t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
+    return aten.cat(rep, 1)
+
+
+def _ag_matmul(tensor1, tensor2):
+    """upstream's `_matmul_impl` (aten/src/ATen/native/LinearAlgebra.cpp), so that autograd
+    records what upstream's does: mm/mv/bmm with the folds, views and `_unsafe_view`s."""
+    aten = _tn_ag_torch().ops.aten
+    dim1, dim2 = tensor1.dim(), tensor2.dim()
+    if dim1 == 1 and dim2 == 1:
+        return aten.dot(tensor1, tensor2)
+    if dim1 == 2 and dim2 == 1:
+        return aten.mv(tensor1, tensor2)
+    if dim1 == 1 and dim2 == 2:
+        # upstream squeezes in place (SqueezeBackward4); the face records the functional squeeze
+        return aten.squeeze.dim(aten.mm(aten.unsqueeze(tensor1, 0), tensor2), 0)
+    if dim1 == 2 and dim2 == 2:
+        return aten.mm(tensor1, tensor2)
+    if _ag_should_fold(tensor1, tensor2):
+        transpose = dim2 > dim1
+        t1 = aten.transpose.int(tensor2, -2, -1) if transpose else tensor1
+        t2 = (aten.t(tensor1) if dim1 == 2 else tensor1) if transpose else tensor2
+        sizes1 = _b.list(t1.shape)
+        output_shape = sizes1[:-1]
+        folded = 1
+        for n in output_shape:
+            folded *= n
+        if t2.dim() == 2:
+            output_shape.append(t2.shape[1])
+        t1_folded = aten.reshape(t1, [folded, sizes1[-1]])
+        if t2.dim() == 2:
+            output = aten._unsafe_view(aten.mm(t1_folded, t2), output_shape)
+            return aten.contiguous(aten.transpose.int(output, -2, -1)) if transpose else output
+        return aten._unsafe_view(aten.mv(t1_folded, t2), output_shape)
+    torch = _tn_ag_torch()
+    n = tensor1.shape[-2] if dim1 > 1 else 1
+    m1 = tensor1.shape[-1]
+    batch1 = _b.list(tensor1.shape[:_b.max(dim1 - 2, 0)])
+    m2 = tensor2.shape[-2] if dim2 > 1 else tensor2.shape[0]
+    p = tensor2.shape[-1] if dim2 > 1 else 1
+    batch2 = _b.list(tensor2.shape[:_b.max(dim2 - 2, 0)])
+    output_shape = _b.list(torch.broadcast_shapes(_b.tuple(batch1), _b.tuple(batch2)))
+    product = 1
+    for d in output_shape:
+        product *= d
+    t1e = aten.reshape(aten.expand(tensor1, output_shape + [n, m1]), [product, n, m1])
+    vector_rhs = dim2 == 1
+    if vector_rhs:
+        t2e = aten.unsqueeze(aten.reshape(aten.expand(tensor2, output_shape + [m2]), [product, m2]), 2)
+    else:
+        t2e = aten.reshape(aten.expand(tensor2, output_shape + [m2, p]), [product, m2, p])
+    if dim1 > 1:
+        output_shape.append(n)
+    if dim2 > 1:
+        output_shape.append(p)
+    out = aten.bmm(t1e, t2e)
+    if vector_rhs:
+        out = aten.squeeze.dim(out, -1)
+    return aten._unsafe_view(out, output_shape)
+
+
+def _ag_should_fold(tensor1, tensor2):
+    dim1, dim2 = tensor1.dim(), tensor2.dim()
+    larger = dim1 >= dim2
+    t1 = tensor1 if larger else tensor2.mT
+    dim_t1, dim_t2 = t1.dim(), (dim2 if larger else dim1)
+    if not (dim_t1 >= 3 and dim_t2 <= 2):
+        return False
+    t2_requires_grad = tensor2.requires_grad if larger else tensor1.requires_grad
+    if t2_requires_grad:
+        return True
+    if dim1 == 2:
+        return False
+    if t1.numel() == 0:
+        return True
+    shape, strides = t1.shape, t1.stride()
+    for i in _b.range(dim_t1 - 2):
+        if strides[i] != strides[i + 1] * shape[i + 1]:
+            return False
+    return True
+
+
+def _ag_linear(input, weight, bias=None):
+    """upstream's `linear` (aten/src/ATen/native/Linear.cpp)."""
+    aten = _tn_ag_torch().ops.aten
+    if input.dim() == 2 and bias is not None:
+        return aten.addmm(bias, input, aten.t(weight))
+    if bias is not None:
+        if input.is_contiguous():
+            # `_flatten_nd_linear`: one addmm over all rows
+            out_shape = _b.list(input.shape[:-1]) + [weight.shape[0]]
+            rows = 1
+            for n in input.shape[:-1]:
+                rows *= n
+            flat = aten.reshape(input, [rows, input.shape[-1]])
+            return aten._unsafe_view(aten.addmm(bias, flat, aten.t(weight)), out_shape)
+        return aten.add.Tensor(_ag_matmul(input, aten.t(weight)), bias)
+    return _ag_matmul(input, aten.t(weight))
+
+
+def _ag_pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    innermost = _b.max(x1.dim(), x2.dim()) - 1
+    return _tn_ag_torch().ops.aten.norm.ScalarOpt_dim(x1 - x2 + eps, p, [innermost], keepdim)
+
+
+def _ag_take_along_dim(self, indices, dim=None):
+    aten = _tn_ag_torch().ops.aten
+    torch = _tn_ag_torch()
+    if dim is None:
+        return aten.gather(aten.view(self, [-1]), 0, aten.view(indices, [-1]))
+    dim = dim + self.dim() if dim < 0 else dim
+    sizes = _b.list(self.shape)
+    sizes[dim] = indices.shape[dim]
+    indices_b = aten.expand(indices, _b.list(torch.broadcast_shapes(_b.tuple(sizes), _b.tuple(indices.shape))))
+    isizes = _b.list(indices.shape)
+    isizes[dim] = self.shape[dim]
+    self_b = aten.expand(self, _b.list(torch.broadcast_shapes(_b.tuple(isizes), _b.tuple(self.shape))))
+    return aten.gather(self_b, dim, indices_b)
+
+
+def _ag_nanmean(self, dim=None, keepdim=False, dtype=None):
+    aten = _tn_ag_torch().ops.aten
+    factor = aten.sum.dim_IntList(aten.logical_not(aten.isnan(self)), dim, keepdim)
+    return aten.div.Tensor(aten.nansum(self, dim, keepdim, dtype=dtype), factor)
+
+
+def _ag_tensor_split_sections(self, sections, dim=0):
+    aten = _tn_ag_torch().ops.aten
+    dim = dim + self.dim() if dim < 0 else dim
+    size = self.shape[dim]
+    base, extra = size // sections, size % sections
+    out, start = [], 0
+    for k in _b.range(sections):
+        n = base + 1 if extra > k else base
+        out.append(aten.slice.Tensor(self, dim, start, start + n))
+        start += n
+    return out
+
+
+def _ag_repeat_interleave_int(self, repeats, dim=None, output_size=None):
+    aten = _tn_ag_torch().ops.aten
+    torch = _tn_ag_torch()
+    x = self if dim is not None else aten.flatten.using_ints(self, 0, -1)
+    dim = 0 if dim is None else (dim + self.dim() if dim < 0 else dim)
+    x = aten.unsqueeze(x, dim + 1)
+    shape = _b.list(x.shape)
+    shape[dim + 1] = repeats
+    x = aten.expand(x, shape)
+    return aten.flatten.using_ints(aten.clone(x, memory_format=torch.contiguous_format), dim, dim + 1)
+
+
+def _ag_tensordot(self, other, dims_self, dims_other):
+    aten = _tn_ag_torch().ops.aten
+    d1 = [d + self.dim() if d < 0 else d for d in dims_self]
+    d2 = [d + other.dim() if d < 0 else d for d in dims_other]
+    t1, t2, csize = self, other, 1
+    for a, b in zip(d1, d2):
+        s1, s2 = self.shape[a], other.shape[b]
+        if s2 == 1:
+            t1 = aten.sum.dim_IntList(t1, [a], True, dtype=t1.dtype)
+        elif s1 == 1:
+            t2 = aten.sum.dim_IntList(t2, [b], True, dtype=t2.dtype)
+        else:
+            csize *= s1
+    p1, p2, rsizes, size1, size2 = [], [], [], 1, 1
+    for i in _b.range(self.dim()):
+        if i not in d1:
+            p1.append(i)
+            size1 *= t1.shape[i]
+            rsizes.append(t1.shape[i])
+    p1 += d1
+    p2 += d2
+    for i in _b.range(other.dim()):
+        if i not in d2:
+            p2.append(i)
+            size2 *= t2.shape[i]
+            rsizes.append(t2.shape[i])
+    t1 = aten.reshape(aten.permute(t1, p1), [size1, csize])
+    t2 = aten.reshape(aten.permute(t2, p2), [csize, size2])
+    return aten.reshape(aten.mm(t1, t2), rsizes)
+
+
+def _ag_inner(self, other):
+    if self.dim() == 0 or other.dim() == 0:
+        return self * other
+    return _ag_tensordot(self, other, [-1], [-1])
+
+
+def _ag_kron(self, other):
+    aten = _tn_ag_torch().ops.aten
+    maxdim = _b.max(self.dim(), other.dim())
+    pad_self, pad_other = maxdim - self.dim(), maxdim - other.dim()
+    a_shape, b_shape, r_shape = [], [], []
+    for i in _b.range(maxdim):
+        sa = self.shape[i - pad_self] if i >= pad_self else 1
+        sb = other.shape[i - pad_other] if i >= pad_other else 1
+        a_shape += [sa, 1]
+        b_shape += [1, sb]
+        r_shape.append(sa * sb)
+    return aten._unsafe_view(aten.mul.Tensor(aten._unsafe_view(self, a_shape),
+                                             aten._unsafe_view(other, b_shape)), r_shape)
+
+
+def _ag_cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    torch = _tn_ag_torch()
+    aten = torch.ops.aten
+    x1, x2 = _ag_broadcast_tensors([x1, x2])
+    n1 = aten.clone(aten.linalg_vector_norm(x1, 2, [dim], True))
+    n2 = aten.clone(aten.linalg_vector_norm(x2, 2, [dim], True))
+    with torch.no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return aten.sum.dim_IntList(aten.mul.Tensor(aten.div.Tensor(x1, n1), aten.div.Tensor(x2, n2)), [dim])
+
+
+def _ag_multi_dot(tensors):
+    aten = _tn_ag_torch().ops.aten
+    tensors = _b.list(tensors)
+    n = len(tensors)
+    if n == 1:
+        return aten.clone(tensors[0])
+    first_1d, last_1d = tensors[0].dim() == 1, tensors[-1].dim() == 1
+    if first_1d:
+        tensors[0] = aten.unsqueeze(tensors[0], 0)
+    if last_1d:
+        tensors[-1] = aten.unsqueeze(tensors[-1], 1)
+    if n == 2:
+        out = aten.mm(tensors[0], tensors[1])
+    elif n == 3:
+        a, b = tensors[0].shape[0], tensors[1].shape[0]
+        c, d = tensors[2].shape[0], tensors[2].shape[1]
+        if (a * c) * (b + d) > (b * d) * (a + c):
+            out = aten.mm(tensors[0], aten.mm(tensors[1], tensors[2]))
+        else:
+            out = aten.mm(aten.mm(tensors[0], tensors[1]), tensors[2])
+    else:
+        # the cheapest parenthesisation (matrix chain order), as upstream's multi_dot
+        p = [t.shape[0] for t in tensors] + [tensors[-1].shape[1]]
+        cost = [[0] * n for _ in _b.range(n)]
+        order = [[0] * n for _ in _b.range(n)]
+        for length in _b.range(1, n):
+            for i in _b.range(n - length):
+                j = i + length
+                cost[i][j] = None
+                for k in _b.range(i, j):
+                    q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                    if cost[i][j] is None or q < cost[i][j]:
+                        cost[i][j], order[i][j] = q, k
+
+        def chain(i, j):
+            if i == j:
+                return tensors[i]
+            return aten.mm(chain(i, order[i][j]), chain(order[i][j] + 1, j))
+        out = chain(0, n - 1)
+    # upstream ends with a view to the result's shape (the 1-D ends dropped)
+    shape = _b.list(out.shape)
+    if last_1d:
+        shape = shape[:-1]
+    if first_1d:
+        shape = shape[1:]
+    return aten.view(out, shape)
+
+
+def _ag_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    aten = _tn_ag_torch().ops.aten
+    n, c = input.shape[0], input.shape[1]
+    hxw = 1
+    for d in input.shape[2:]:
+        hxw *= d
+    x = aten.contiguous(input)
+    gamma = aten.contiguous(weight) if weight is not None else None
+    beta = aten.contiguous(bias) if bias is not None else None
+    return aten.native_group_norm(x, gamma, beta, n, c, hxw, num_groups, eps)[0]
+
+
+def cholesky_backward(gL, upper, L):
+    torch = _tn_ag_torch()
+    if gL is None:
+        return None
+    if upper:
+        L, gL = L.mH, gL.mH
+    gA = L.mH.matmul(gL).tril()
+    gA = 0.5 * (gA + gA.tril(-1).mH)
+    gA = torch.linalg.solve_triangular(L.mH, gA, upper=True, left=True)
+    return torch.linalg.solve_triangular(L, gA, upper=False, left=False)
+
+
+def _ag_hinge_embedding_loss(self, target, margin=1.0, reduction=1):
+    torch = _tn_ag_torch()
+    zeros = torch.zeros_like(self)
+    margin_clamp = (margin - self).clamp_min(0)
+    output_margin = torch.where(target != 1, margin_clamp, zeros)
+    output_self = torch.where(target != -1, self, zeros)
+    return _ag_reduce(output_margin + output_self, reduction)
+
+
+def _ag_reduce(out, reduction):
+    return out.mean() if reduction == 1 else out.sum() if reduction == 2 else out
+
+
+def _ag_l1_loss(self, target, reduction=1):
+    return _ag_reduce((self - target).abs(), reduction)
+
+
+def _ag_kl_div(self, target, reduction=1, log_target=False):
+    torch = _tn_ag_torch()
+    if log_target:
+        out = torch.exp(target) * (target - self)
+    else:
+        out = torch.xlogy(target, target) - target * self
+    return _ag_reduce(out, reduction)
+
+
+def _ag_broadcast_tensors(tensors):
+    torch = _tn_ag_torch()
+    shape = _b.list(torch.broadcast_shapes(*[_b.tuple(t.shape) for t in tensors]))
+    return [t if _b.list(t.shape) == shape else torch.ops.aten.expand(t, shape) for t in tensors]
+
+
+def _ag_to_dtype(self, dtype, non_blocking=False, copy=False, memory_format=None):
+    torch = _tn_ag_torch()
+    if dtype == self.dtype and not copy and memory_format in (None, torch.preserve_format):
+        return self
+    return torch.ops.aten._to_copy(self, dtype=dtype, memory_format=memory_format)
+
+
+def _ag_pad(self, pad, mode="constant", value=None):
+    aten = _tn_ag_torch().ops.aten
+    if mode == "constant":
+        return aten.constant_pad_nd(self, _b.list(pad), 0 if value is None else value)
+    n = len(pad) // 2
+    if mode == "reflect":
+        return getattr(aten, "reflection_pad%dd" % n)(self, _b.list(pad))
+    if mode == "replicate":
+        return getattr(aten, "replication_pad%dd" % n)(self, _b.list(pad))
+    if mode == "circular":
+        return aten._pad_circular(self, _b.list(pad))
+    raise NotImplementedError(f"torchnative: backward through pad with mode {mode!r} is not implemented")
+
+
 # CompositeImplicitAutograd operators that torch._decomp has no decomposition of: upstream's
 # C++ bodies (aliases of an operator with a formula; not formulas).
-_AG_IMPLICIT = {"aten::softmax.int": _ag_softmax("_softmax"),
+_AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
+                "aten::log_sigmoid": lambda self: _tn_ag_torch().ops.aten.log_sigmoid_forward(self)[0],
+                "aten::hstack": _ag_hstack,
+                "aten::vstack": lambda tensors: _tn_ag_torch().ops.aten.cat([_ag_atleast(t, 2) for t in tensors], 0),
+                "aten::dstack": lambda tensors: _tn_ag_torch().ops.aten.cat([_ag_atleast(t, 3) for t in tensors], 2),
+                "aten::column_stack": _ag_column_stack,
+                "aten::l1_loss": _ag_l1_loss, "aten::kl_div": _ag_kl_div,
+                "aten::hinge_embedding_loss": _ag_hinge_embedding_loss,
+                "aten::matmul": _ag_matmul, "aten::linear": _ag_linear,
+                "aten::msort": lambda self: _tn_ag_torch().ops.aten.sort(self, 0)[0],
+                "aten::take_along_dim": _ag_take_along_dim, "aten::nanmean": _ag_nanmean,
+                "aten::tensor_split.sections": _ag_tensor_split_sections,
+                "aten::diagflat": lambda self, offset=0: _ag_diag(
+                    _tn_ag_torch().ops.aten.view(_tn_ag_torch().ops.aten.contiguous(self), [-1]), offset),
+                "aten::repeat_interleave.self_int": _ag_repeat_interleave_int,
+                "aten::tensordot": _ag_tensordot, "aten::inner": _ag_inner, "aten::kron": _ag_kron,
+                "aten::cosine_similarity": _ag_cosine_similarity,
+                "aten::linalg_multi_dot": _ag_multi_dot,
+                "aten::chain_matmul": _ag_multi_dot,
+                "aten::group_norm": _ag_group_norm,
+                "aten::linalg_inv": lambda A: _tn_ag_torch().ops.aten.linalg_inv_ex(A)[0],
+                "aten::inverse": lambda A: _tn_ag_torch().ops.aten.linalg_inv_ex(A)[0],
+                "aten::linalg_cholesky": lambda A, upper=False: _tn_ag_torch().ops.aten.linalg_cholesky_ex(A, upper=upper)[0],
+                "aten::selu": lambda self: _tn_ag_torch().ops.aten.elu(
+                    self, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946),
+                "aten::pairwise_distance": _ag_pairwise_distance,
+                "aten::broadcast_tensors": _ag_broadcast_tensors,
+                "aten::to.dtype": _ag_to_dtype, "aten::pad": _ag_pad,
+                "aten::var.dim": _ag_var_dim("var"), "aten::std.dim": _ag_var_dim("std"),
+                "aten::var_mean.dim": _ag_var_dim("var_mean"),
+                "aten::std_mean.dim": _ag_var_dim("std_mean"),
+                "aten::var": _ag_var_full("var"), "aten::std": _ag_var_full("std"),
+                "aten::var_mean": _ag_var_full("var_mean"), "aten::std_mean": _ag_var_full("std_mean"),
+                "aten::square": lambda self: _tn_ag_torch().ops.aten.pow.Tensor_Scalar(self, 2),
+                "aten::clip": lambda self, min=None, max=None: _tn_ag_torch().ops.aten.clamp(self, min, max),
+                "aten::clip.Tensor": lambda self, min=None, max=None: _tn_ag_torch().ops.aten.clamp.Tensor(self, min, max),
+                "aten::narrow": _ag_narrow, "aten::narrow.Tensor": _ag_narrow,
+                "aten::movedim.int": _ag_movedim, "aten::movedim.intlist": _ag_movedim,
+                "aten::moveaxis.int": _ag_movedim, "aten::moveaxis.intlist": _ag_movedim,
+                "aten::expand_as": lambda self, other: _tn_ag_torch().ops.aten.expand(self, _b.list(other.shape)),
+                "aten::broadcast_to": lambda self, size: _tn_ag_torch().ops.aten.expand(self, _b.list(size)),
+                "aten::fliplr": lambda self: _tn_ag_torch().ops.aten.flip(self, [1]),
+                "aten::flipud": lambda self: _tn_ag_torch().ops.aten.flip(self, [0]),
+                "aten::tile": _ag_tile, "aten::unflatten.int": _ag_unflatten,
+                "aten::outer": _ag_outer, "aten::ger": _ag_outer,
+                "aten::float_power.Tensor_Scalar": _ag_float_power,
+                "aten::float_power.Tensor_Tensor": _ag_float_power,
+                "aten::float_power.Scalar": _ag_float_power,
+                "aten::softmax.int": _ag_softmax("_softmax"),
                 "aten::log_softmax.int": _ag_softmax("_log_softmax"),
                 "aten::reshape": _ag_reshape,
                 "aten::cross_entropy_loss": _ag_cross_entropy,
@@ -1047,7 +1726,8 @@ def _ag_is_float_tensor(t):
 
 
 def _tn_autograd_post(token, result):
-    full, names, values, cls, written = token
+    full, names, values, cls, written = token[:5]
+    saved_self = token[5] if len(token) > 5 else None
     outs = _b.list(result) if isinstance(result, (_b.tuple, _b.list)) else [result]
     diff = [(i, o) for i, o in enumerate(outs) if _ag_is_float_tensor(o)]
     od = cls._tn_out_diff if cls is not None else None
@@ -1066,9 +1746,27 @@ def _tn_autograd_post(token, result):
         if t.grad_fn is None and t.requires_grad:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation.")
-    if mutated:
+        base = t._base
+        if base is not None and base.grad_fn is None and base.requires_grad:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.")
+    if mutated and saved_self is None:
         node = _ag_refusing(full, f"torchnative: backward through the in-place operator {full} "
                                   "is not implemented (autograd: issue 12)")
+        # writing through a view changes its base too: the base's history must refuse as well,
+        # not silently miss the write
+        for t in mutated:
+            base = t._base
+            if base is not None and (base.requires_grad or diff):
+                base_node = _ag_refusing(
+                    full, f"torchnative: backward through the in-place operator {full} on a view "
+                          "is not implemented (autograd: issue 12)")
+                base_node._tn_edges.append(_ag_edge(base))
+                for n, v in zip(names, values):
+                    if isinstance(v, TensorBase) and v.requires_grad and v is not t:
+                        base_node._tn_edges.append(_ag_edge(v))
+                base._tn_set_grad_fn(base_node, 0)
     elif cls is None:
         node = _ag_refusing(full, f"torchnative: {full} has no derivative formula in "
                                   "derivatives.yaml that torchnative runs; backward through it "
@@ -1110,7 +1808,11 @@ def _tn_autograd_post(token, result):
             env["result"] = env.get("result0", env.get("result"))
         for rn, o in zip(cls._tn_ret_names, outs):
             env.setdefault(rn, _AgSaved(o, True, type(node).__name__, 0) if isinstance(o, TensorBase) else o)
+        if saved_self is not None and saved_self is not _AG_NO_SAVED_SELF:
+            # the formulas read `self` as it was before the write
+            env["self"] = _AgSaved(saved_self)
         node._tn_env, node._tn_index = env, index
+        node._tn_nouts = len(outs)
         node._tn_mask = {k: mask.get(k, False) for k in mask}
         # an input that requires grad but that no formula names: upstream's error at forward
         for n, on in mask.items():
@@ -1197,6 +1899,9 @@ class _ImperativeEngine:
                 capture.setdefault(("leaf", id(t)), []).append(k)
         captured = [None] * len(inputs)
         buffers = {}
+        # gradients a leaf's .grad may take over as they are (upstream steals a gradient nobody
+        # else holds); the caller's own grad_tensors and one handed to another leaf are copied
+        handed = {id(g) for g in grad_tensors if g is not None}
         for (node, nr), g in zip(roots, grad_tensors):
             buffers.setdefault(id(node), {})
             buffers[id(node)][nr] = _ag_add(buffers[id(node)].get(nr), g)
@@ -1214,13 +1919,22 @@ class _ImperativeEngine:
                         captured[k] = _ag_add(captured[k], g)
                     if accumulate_grad and (not inputs or ("leaf", id(t)) in capture) and g is not None:
                         if t.grad is None:
-                            t.grad = g if create_graph else g.detach()
+                            if create_graph:
+                                t.grad = g
+                            elif id(g) in handed or not _ag_obeys_layout(g, t):
+                                t.grad = _ag_clone_obeying_layout(g.detach(), t)
+                            else:
+                                t.grad = g.detach()
+                            handed.add(id(g))
                         elif create_graph:
                             t.grad = t.grad + g
                         else:
-                            t.grad = (t.grad + g).detach()
+                            # upstream accumulates into the existing .grad in place
+                            t.grad.add_(g.detach())
                     continue
-                nouts = _b.max(buf.keys()) + 1 if buf else 1
+                # every output has a slot (None where no gradient came), as formulas index
+                # grads[k] by output
+                nouts = _b.max(_b.max(buf.keys()) + 1 if buf else 1, getattr(node, "_tn_nouts", 0))
                 grads = [buf.get(i) for i in _b.range(nouts)]
                 for ref in node._tn_hook_dicts:
                     t = ref()
@@ -1291,6 +2005,31 @@ class _ImperativeEngine:
                     return True
             stack.extend(e[0] for e in n._tn_edges if e is not None)
         return False
+
+
+def _ag_dense_strides(t):
+    """Whether t's elements tile its storage span exactly (no gaps, no overlap)."""
+    dims = sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1)
+    expected = 1
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _ag_obeys_layout(g, t):
+    """upstream's gradient layout contract: a dense variable's .grad has its strides, any
+    other variable's .grad is contiguous."""
+    if _ag_dense_strides(t):
+        return _b.tuple(g.stride()) == _b.tuple(t.stride())
+    return g.is_contiguous()
+
+
+def _ag_clone_obeying_layout(g, t):
+    if _ag_dense_strides(t):
+        return g.new_empty_strided(_b.tuple(t.shape), _b.tuple(t.stride())).copy_(g)
+    return g.clone(memory_format=_tn_ag_torch().contiguous_format)
 
 
 def _tn_retain_grad(self):
@@ -1447,7 +2186,482 @@ def infinitely_differentiable_silu_backward(grad_output, input):
     return grad_output * sigmoid * (1.0 + input * (1.0 - sigmoid))
 
 
-_AG_GLOBALS = {"__builtins__": _b}
+# ----- more of upstream's FunctionsManual, rewritten over the face's operators --------------------
+
+def _ag_wrap_dims(dims, ndim):
+    if dims is None:
+        return []
+    if isinstance(dims, _b.int):
+        dims = [dims]
+    return sorted((d + ndim if d < 0 else d) for d in dims)
+
+
+def unsqueeze_multiple(t, dims, n_dims):
+    for d in _ag_wrap_dims(dims, n_dims):
+        t = t.unsqueeze(d)
+    return t
+
+
+def restore_reduced_dims(output, dims, keepdim):
+    if keepdim:
+        return output
+    total = output.dim() + len(dims)
+    target = [0] * total
+    for d in dims:
+        target[d + total if d < 0 else d] = 1
+    j = 0
+    for i in _b.range(total):
+        if target[i] == 0:
+            target[i] = output.shape[j]
+            j += 1
+    return output.reshape(target)
+
+
+def scale_grad_by_count(grad, mask, dims):
+    return (grad / mask.sum(_b.list(dims), True)) * mask
+
+
+def evenly_distribute_backward(grad, input, value):
+    mask = input.isnan() if _b.bool(value.isnan().item()) else input == value
+    return grad.new_zeros(input.shape, dtype=input.dtype).masked_fill_(mask, grad / mask.sum())
+
+
+def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
+    # the gradient goes to the element each output value was selected from
+    if not keepdim and len(sizes) > 0:
+        grad = grad.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    return grad.new_zeros(_b.list(sizes)).scatter(dim, indices, grad)
+
+
+def cummaxmin_backward(grad, input, indices, dim):
+    if input.numel() == 0:
+        return input
+    return input.new_zeros(input.shape).scatter_add(dim, indices, grad)
+
+
+def gather_backward(grad, self, dim, index, sparse_grad=False):
+    return grad.new_zeros(self.shape).scatter_add(dim, index, grad)
+
+
+def index_select_backward(grad, self_sizes, dim, index):
+    if len(self_sizes) == 0:
+        return grad.new_zeros(()).index_add(0, index, grad.reshape(-1)).reshape(())
+    return grad.new_zeros(_b.list(self_sizes)).index_add(dim, index, grad)
+
+
+def trace_backward(grad, sizes):
+    torch = _tn_ag_torch()
+    n, m = sizes[0], sizes[1]
+    flat = grad.new_zeros((n * m,))
+    diag = torch.arange(0, n * m, m + 1)[:_b.min(n, m)]
+    return flat.index_fill(0, diag, grad).view(n, m)
+
+
+def masked_select_backward(grad, input, mask):
+    torch = _tn_ag_torch()
+    shape = torch.broadcast_shapes(_b.tuple(input.shape), _b.tuple(mask.shape))
+    return grad.new_zeros(shape, dtype=input.dtype).masked_scatter(mask, grad)
+
+
+def masked_scatter_backward(grad, mask, sizes):
+    torch = _tn_ag_torch()
+    numel = 1
+    for n in sizes:
+        numel *= n
+    selected = grad.masked_select(mask)
+    missing = numel - selected.numel()
+    if missing > 0:
+        selected = torch.cat([selected, selected.new_zeros((missing,))])
+    return selected.view(_b.list(sizes))
+
+
+def masked_fill_backward(grad, mask):
+    return grad.masked_select(mask).sum()
+
+
+def masked_fill_inplace_if_safe(t, mask, value):
+    return t.masked_fill(mask, value)
+
+
+def take_backward(grad, self, indices):
+    n = self.numel()
+    flat_index = indices.reshape(-1) % _b.max(n, 1)
+    return self.new_zeros((n,)).index_add(0, flat_index, grad.reshape(-1)).view(self.shape)
+
+
+def repeat_backward(grad, repeats, input_shape):
+    repeats, input_shape = _b.list(repeats), _b.list(input_shape)
+    if 0 in repeats:
+        return grad.new_zeros(input_shape)
+    lead = grad.dim() - len(input_shape)
+    for _ in _b.range(lead):
+        grad = grad.sum(0)
+    size, sum_dims = [], []
+    for d, n in enumerate(input_shape):
+        r = repeats[d + lead]
+        if r == 1:
+            size.append(n)
+            continue
+        size.append(r)
+        sum_dims.append(len(size) - 1)
+        size.append(n)
+    grad = grad.reshape(size)
+    return grad.sum(sum_dims) if sum_dims else grad
+
+
+def clamp_backward(grad, self, min=None, max=None):
+    # measured on upstream 2.15's CPU: an element at a bound gets no gradient
+    torch = _tn_ag_torch()
+    zero = grad.new_zeros(())
+    if min is not None and max is not None:
+        return torch.where((self > min).logical_and(self < max), grad, zero)
+    if min is not None:
+        return torch.where(self > min, grad, zero)
+    if max is not None:
+        return torch.where(self < max, grad, zero)
+    return grad
+
+
+def _ag_prod_safe_zeros_backward(grad, inp, dim):
+    torch = _tn_ag_torch()
+    if inp.numel() == 0:
+        return grad.expand_as(inp)
+    if inp.shape[dim] == 1:
+        return grad
+    ones_size = _b.list(inp.shape)
+    ones_size[dim] = 1
+    ones = grad.new_ones(ones_size)
+    n = inp.shape[dim]
+    exclusive_normal = torch.cat([ones, inp.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    exclusive_reverse = torch.cat([ones, inp.narrow(dim, 1, n - 1).flip(dim)], dim).cumprod(dim).flip(dim)
+    return grad * (exclusive_normal * exclusive_reverse).conj()
+
+
+def prod_backward(grad, input, result, dim=None, keepdim=False):
+    if input.dim() == 0:
+        return grad
+    if dim is None:
+        if not _b.bool((input == 0).any().item()):
+            return grad * (result / input).conj()
+        return _ag_prod_safe_zeros_backward(grad, input.contiguous().view(-1), 0).view_as(input)
+    dim = dim + input.dim() if dim < 0 else dim
+    if not keepdim:
+        grad = grad.unsqueeze(dim)
+        result = result.unsqueeze(dim)
+    if not _b.bool((input == 0).any().item()):
+        return grad * (result / input).conj()
+    return _ag_prod_safe_zeros_backward(grad, input, dim)
+
+
+def cumsum_backward(grad, dim):
+    if grad.numel() <= 1 or grad.shape[dim] == 1:
+        return grad
+    return grad.flip(dim).cumsum(dim).flip(dim)
+
+
+def log1p_backward(grad, self):
+    return grad / (self + 1).conj()
+
+
+def deg2rad_backward(grad):
+    return grad * 0.017453292519943295
+
+
+def rad2deg_backward(grad):
+    return grad * 57.29577951308232
+
+
+def sinc_backward(grad, self):
+    torch = _tn_ag_torch()
+    self_pi = self * _AG_MATH["M_PI"]
+    self_squared_pi = self * self * _AG_MATH["M_PI"]
+    out = grad * ((self_pi * self_pi.cos() - self_pi.sin()) / self_squared_pi).conj()
+    return torch.where(self_squared_pi == 0.0, grad.new_zeros(()), out)
+
+
+def angle_backward(grad, self):
+    if self.is_complex():
+        raise NotImplementedError("torchnative: the backward of angle on a complex tensor is not implemented")
+    return self.new_zeros(self.shape)
+
+
+def copysign_tensor_self_backward(grad, self, result):
+    ratio = result / self
+    ratio = ratio.masked_fill(self == 0, 0)
+    return grad * ratio
+
+
+def atan2_backward(grad, self, other, output_mask):
+    if grad is None:
+        return (None, None)
+    recip = (self * self + other * other).reciprocal()
+    return (grad * other * recip if output_mask[0] else None,
+            grad * -self * recip if output_mask[1] else None)
+
+
+def logsumexp_backward(grad, self, result, dim, keepdim):
+    if not keepdim and self.dim() != 0:
+        grad = unsqueeze_multiple(grad, dim, self.dim())
+        result = unsqueeze_multiple(result, dim, self.dim())
+    return grad * (self - result).exp().conj()
+
+
+def norm_backward(grad, self, p, norm, dim=(), keepdim=False):
+    p = 2.0 if p is None else _b.float(p)
+    dim = _b.list(dim)
+    if not dim and not keepdim and self.dim() != 0:
+        dim = _b.list(_b.range(self.dim()))
+    if not keepdim and self.dim() != 0:
+        grad = unsqueeze_multiple(grad, dim, self.dim())
+        norm = unsqueeze_multiple(norm, dim, self.dim())
+    if p == 0.0:
+        return self.new_zeros(self.shape)
+    if p == 1.0:
+        return self.sgn() * grad
+    if p == 2.0:
+        return grad * (self / norm).masked_fill(norm == 0, 0)
+    if p in (_b.float("inf"), -_b.float("inf")):
+        both_nan = self.isnan().logical_and(norm.isnan())
+        is_eq_max = (self.abs() == norm).logical_or(both_nan).type_as(norm)
+        self_scaled = self.sign() * is_eq_max
+        nb_max = is_eq_max.count_nonzero(dim if dim else None)
+        if self.dim() != 0:
+            nb_max = unsqueeze_multiple(nb_max, dim if dim else _b.list(_b.range(self.dim())), self.dim())
+        return self_scaled * (grad / nb_max)
+    if p < 1.0:
+        self_scaled = self.sgn() * self.abs().pow(p - 1).masked_fill(self == 0, 0)
+        return self_scaled * grad * norm.pow(1 - p)
+    if p < 2.0:
+        self_scaled = self.sgn() * self.abs().pow(p - 1)
+    else:
+        self_scaled = self * self.abs().pow(p - 2)
+    scale_v = (grad / norm.pow(p - 1)).masked_fill(norm == 0, 0)
+    return self_scaled * scale_v
+
+
+def linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim):
+    return norm_backward(grad, self, ord, result, _b.list(dim) if dim is not None else [], keepdim)
+
+
+def var_backward(grad, self, dim, correction, keepdim):
+    torch = _tn_ag_torch()
+    correction = 1.0 if correction is None else _b.float(correction)
+    if self.dim() == 0 or dim is None:
+        dof = self.numel() - correction
+        if dof <= 0:
+            return grad * torch.where(self == self.mean(), _b.float("nan"), _b.float("inf"))
+        return (2.0 / dof) * grad * (self - self.mean())
+    dim = _b.list(dim) if not isinstance(dim, _b.int) else [dim]
+    if not keepdim and self.dim() > 1:
+        grad = unsqueeze_multiple(grad, dim, self.dim())
+    n = 1
+    for d in (dim or _b.range(self.dim())):
+        n *= self.shape[d]
+    return (2.0 / (n - correction)) * grad * (self - self.mean(dim or None, True)).conj()
+
+
+def std_backward(result, grad, self, dim, correction, keepdim):
+    grad_var = (grad / (result * 2)).masked_fill(result == 0, 0)
+    return var_backward(grad_var, self, dim, correction, keepdim)
+
+
+def var_mean_backward(gvar, gmean, self, dim, correction, keepdim):
+    gself = None
+    if gvar is not None:
+        gself = var_backward(gvar, self, dim, correction, keepdim)
+    if gmean is not None:
+        aux = mean_backward(gmean, _b.list(self.shape), _b.list(dim) if dim is not None else [],
+                            self.numel(), keepdim)
+        gself = aux if gself is None else gself + aux
+    return gself
+
+
+def std_mean_backward(gstd, gmean, self, std, dim, correction, keepdim):
+    gself = None
+    if gstd is not None:
+        gself = std_backward(std, gstd, self, dim, correction, keepdim)
+    if gmean is not None:
+        aux = mean_backward(gmean, _b.list(self.shape), _b.list(dim) if dim is not None else [],
+                            self.numel(), keepdim)
+        gself = aux if gself is None else gself + aux
+    return gself
+
+
+def hardshrink_backward(grad_out, self, lambd):
+    torch = _tn_ag_torch()
+    return torch.where((self >= -lambd).logical_and(self <= lambd), grad_out.new_zeros(()), grad_out)
+
+
+softshrink_backward = hardshrink_backward
+
+
+def nansum_backward(grad, self, dims, keepdim):
+    if not keepdim and self.dim() != 0:
+        grad = unsqueeze_multiple(grad, dims if dims else _b.list(_b.range(self.dim())), self.dim())
+    return grad.expand(self.shape) * self.isnan().logical_not()
+
+
+def split_with_sizes_backward(grads, split_sizes, dim, sizes, dtype):
+    torch = _tn_ag_torch()
+    sizes = _b.list(sizes)
+    dim = dim + len(sizes) if dim < 0 else dim
+    parts = []
+    for g, n in zip(grads, split_sizes):
+        if g is None:
+            shape = _b.list(sizes)
+            shape[dim] = n
+            g = torch.zeros(shape, dtype=dtype)
+        parts.append(g)
+    return torch.cat(parts, dim)
+
+
+def split_backward(grads, split_size, dim, sizes, dtype):
+    sizes = _b.list(sizes)
+    dim = dim + len(sizes) if dim < 0 else dim
+    n = len(grads)
+    split_sizes = [split_size] * n
+    split_sizes[-1] = split_size - (split_size * n - sizes[dim])
+    return split_with_sizes_backward(grads, split_sizes, dim, sizes, dtype)
+
+
+def unbind_backward(grads, dim):
+    torch = _tn_ag_torch()
+    like = next(g for g in grads if g is not None)
+    filled = [g if g is not None else like.new_zeros(()).expand(like.shape) for g in grads]
+    return torch.stack(filled, dim)
+
+
+def aminmax_backward(self, dim, keepdim, grad_min, grad_max, min, max):
+    dims = [] if dim is None else [dim]
+    out = None
+    for g, v in ((grad_min, min), (grad_max, max)):
+        if g is None:
+            continue
+        part = scale_grad_by_count(restore_reduced_dims(g, dims, keepdim),
+                                   restore_reduced_dims(v, dims, keepdim) == self, dims)
+        out = part if out is None else out + part
+    return out
+
+
+def cumprod_backward(grad, input, dim, output):
+    if input.numel() <= 1:
+        return grad
+    dim = dim + input.dim() if dim < 0 else dim
+    if _b.bool((input == 0).any().item()):
+        raise NotImplementedError(
+            "torchnative: the backward of cumprod over an input with zeros is not implemented")
+    return (grad * output).flip(dim).cumsum(dim).flip(dim) / input
+
+
+def logcumsumexp_backward(grad, self, result, dim):
+    torch = _tn_ag_torch()
+    if grad.dim() == 0 or grad.numel() == 0:
+        return grad
+    if grad.is_complex():
+        raise NotImplementedError(
+            "torchnative: the backward of logcumsumexp on complex tensors is not implemented")
+
+    def reverse_logcumsumexp(x):
+        return x.flip(dim).logcumsumexp(dim).flip(dim)
+    lowest = grad.new_full((), torch.finfo(grad.dtype).min)
+    log_abs_grad = grad.abs().log()
+    log_grad_positive = torch.where(grad > 0, log_abs_grad, lowest)
+    log_grad_negative = torch.where(grad < 0, log_abs_grad, lowest)
+    output_pos = (reverse_logcumsumexp(log_grad_positive - result) + self).exp()
+    output_neg = (reverse_logcumsumexp(log_grad_negative - result) + self).exp()
+    return output_pos - output_neg
+
+
+def clamp_backward_min_max(grad, self, min, max, grad_input_mask):
+    torch = _tn_ag_torch()
+    out = [None, None, None]
+    if grad is None:
+        return _b.tuple(out)
+    zero = grad.new_zeros(())
+    mask = _b.list(grad_input_mask)
+    # the formula asks for (min, max) only
+    want_min, want_max = (mask + [False, False])[:2]
+    if max is not None and min is not None:
+        if want_min:
+            out[1] = torch.where((self < min).logical_and(min < max), grad, zero)
+        if want_max:
+            out[2] = torch.where((self > max).logical_or(max < min), grad, zero)
+    elif min is not None:
+        if want_min:
+            out[1] = torch.where(self < min, grad, zero)
+    elif max is not None:
+        if want_max:
+            out[2] = torch.where(self > max, grad, zero)
+    return (out[1], out[2])
+
+
+def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
+    grad_target = self.logit().neg() * grad
+    if weight is not None:
+        grad_target = grad_target * weight
+    if reduction == 1:
+        grad_target = grad_target / target.numel()
+    return grad_target
+
+
+def binary_cross_entropy_with_logits_backward(grad, input, target, weight, pos_weight, reduction):
+    if pos_weight is not None:
+        t = pos_weight.mul(target)
+        grad_input = t.add(1).sub(target).mul(input.sigmoid()).sub(t)
+    else:
+        grad_input = input.sigmoid().sub(target)
+    grad_input = grad_input.mul(grad)
+    if weight is not None:
+        grad_input = grad_input.mul(weight)
+    if reduction == 1:
+        grad_input = grad_input.div(input.numel())
+    return grad_input
+
+
+def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight,
+                                                     reduction):
+    F = _tn_ag_torch().nn.functional
+    if pos_weight is not None:
+        grad_target = F.logsigmoid(-self).sub(F.logsigmoid(self).mul(pos_weight)).mul(grad)
+    else:
+        grad_target = -self * grad
+    if weight is not None:
+        grad_target = grad_target * weight
+    if reduction == 1:
+        grad_target = grad_target.div(target.numel())
+    return grad_target
+
+
+_AG_MATH = {"M_PI": 3.141592653589793, "M_PI_2": 1.5707963267948966, "M_PI_4": 0.7853981633974483,
+            "M_LN2": 0.6931471805599453, "M_LN10": 2.302585092994046, "M_2_SQRTPI": 1.1283791670955126,
+            "M_SQRT1_2": 0.7071067811865476, "M_SQRT2": 1.4142135623730951, "M_2_PI": 0.6366197723675814,
+            "M_1_PI": 0.3183098861837907, "M_E": 2.718281828459045}
+
+
+def _to_copy_backward(grad, dtype):
+    if grad.is_complex() and not dtype.is_complex:
+        grad = grad.real
+    return grad.to(dtype)
+
+
+_AG_GLOBALS = {"__builtins__": _b, "reversed": _b.reversed, "tuple": _b.tuple, "list": _b.list,
+               "slice": _b.slice, "_to_copy_backward": _to_copy_backward}
+_AG_GLOBALS.update(_AG_MATH)
+for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
+           "evenly_distribute_backward", "value_selecting_reduction_backward", "cummaxmin_backward",
+           "gather_backward", "index_select_backward", "trace_backward", "masked_select_backward",
+           "masked_scatter_backward", "masked_fill_backward", "masked_fill_inplace_if_safe", "take_backward", "repeat_backward",
+           "clamp_backward", "prod_backward", "cumsum_backward", "log1p_backward", "deg2rad_backward",
+           "rad2deg_backward", "sinc_backward", "angle_backward", "copysign_tensor_self_backward",
+           "atan2_backward", "logsumexp_backward", "norm_backward", "linalg_vector_norm_backward",
+           "var_backward", "std_backward", "var_mean_backward", "std_mean_backward",
+           "hardshrink_backward", "softshrink_backward", "nansum_backward",
+           "split_with_sizes_backward", "split_backward", "unbind_backward", "aminmax_backward",
+           "cumprod_backward", "logcumsumexp_backward", "clamp_backward_min_max",
+           "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
+           "binary_cross_entropy_with_logits_target_backward", "cholesky_backward"):
+    _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",
            "slice_backward_wrapper", "index_backward", "_tn_ag_opt_sizes",
@@ -1469,6 +2683,8 @@ class _AgEnv(dict):
             return _AG_GLOBALS[key]
         # C++'s `foo_symint` is the operator `foo` (symbolic sizes are plain ints here)
         name = key[: -len("_symint")] if key.endswith("_symint") else key
+        if name in _AG_GLOBALS:
+            return _AG_GLOBALS[name]
         try:
             return _tn_ag_aten(name)
         except (AttributeError, RuntimeError):

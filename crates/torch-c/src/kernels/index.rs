@@ -1006,7 +1006,11 @@ fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> PyResult<T
 
 /// `Tensor?[] indices` (argument `i`) of `x`: the view with the indexed dims leading and the
 /// index tensors. `None` entries stand for whole dims; indexed dims must be adjacent.
-fn leading_indices(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<(Tensor, Vec<Tensor>)> {
+fn leading_indices(
+    c: &Ctx<'_, '_>,
+    x: &Tensor,
+    i: usize,
+) -> PyResult<(Tensor, Vec<Tensor>, usize)> {
     let entries: Vec<Option<Tensor>> = match &c.values[i] {
         Value::OptTensors(v) => v
             .iter()
@@ -1046,7 +1050,7 @@ fn leading_indices(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<(Tensor, V
     }
     let first = first.unwrap_or(0);
     if first == 0 {
-        return Ok((x.clone(), idx));
+        return Ok((x.clone(), idx, 0));
     }
     let k = last_end - first;
     if first + k < x.dim() {
@@ -1058,7 +1062,7 @@ fn leading_indices(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<(Tensor, V
         .chain(0..first)
         .map(|d| d as i64)
         .collect();
-    Ok((x.permute(&order).map_err(core_err)?, idx))
+    Ok((x.permute(&order).map_err(core_err)?, idx, first))
 }
 
 /// `Tensor.sum_to_size(size)`: sums the dims `size` broadcasts over (leading ones and those
@@ -1152,7 +1156,7 @@ fn index_in_place(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<Tensor> {
     };
     let before = entries.iter().take_while(|present| !**present).count();
     if before == 0 || before >= x.dim() {
-        let (view, idx) = leading_indices(c, x, i)?;
+        let (view, idx, _) = leading_indices(c, x, i)?;
         return view.index(&idx).map_err(core_err);
     }
     // Index a view with the leading dims moved behind the indexed ones, then move them back.
@@ -1173,7 +1177,7 @@ fn index_in_place(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<Tensor> {
         py: c.py,
         values: &shifted,
     };
-    let (view, idx) = leading_indices(&inner, &moved, 0)?;
+    let (view, idx, _) = leading_indices(&inner, &moved, 0)?;
     let r = view.index(&idx).map_err(core_err)?;
     // r: [index dims..., dims after the indexed block..., leading dims...]; the leading ones go
     // back in front.
@@ -1188,8 +1192,31 @@ fn index_in_place(c: &Ctx<'_, '_>, x: &Tensor, i: usize) -> PyResult<Tensor> {
 }
 
 fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
-    let (view, idx) = leading_indices(c, x, 1)?;
-    let values = c.tensor(2)?;
+    let (view, idx, first) = leading_indices(c, x, 1)?;
+    let mut values = c.tensor(2)?;
+    if first > 0 {
+        // upstream's values keep the whole dims before the indexed ones in front; the view
+        // puts the indexed dims first, so the values move the same way
+        let m = idx
+            .iter()
+            .map(|t| if t.dtype() == DType::Bool { 1 } else { t.dim() })
+            .max()
+            .unwrap_or(0);
+        let padded = if values.dim() < first + m {
+            let mut s = vec![1usize; first + m - values.dim()];
+            s.extend_from_slice(values.shape());
+            values
+                .reshape(&s.iter().map(|&d| d as i64).collect::<Vec<_>>())
+                .map_err(core_err)?
+        } else {
+            values
+        };
+        let order: Vec<i64> = (first..first + m)
+            .chain(0..first)
+            .map(|d| d as i64)
+            .collect();
+        values = padded.permute(&order).map_err(core_err)?;
+    }
     if values.dtype() != x.dtype() {
         return Err(PyRuntimeError::new_err(format!(
             "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
