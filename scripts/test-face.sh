@@ -21,6 +21,10 @@ python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYT
     --json "$work/golden.json" --report "$work/golden.md" --show 0 || [ $? -eq 1 ]
 sed -n '1,25p' "$work/golden.md"
 python3 torch-face/golden/ratchet.py --json "$work/golden.json"
+# The derivative self-test: the gradient family again with every backward formula's gradient
+# scaled by 1 + 1e-4; every gradient case that agrees must then be rejected.
+python3 torch-face/golden/compare.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" --module grad \
+    --wrong-derivatives 1e-4
 # Every causal-LM architecture of transformers (and the encoder families) as a tiny random
 # model: built and saved by upstream, loaded and run by the face; fails on a disagreement.
 python3 torch-face/sweep/arch_sweep.py --oracle "$ORACLE_PYTHON" --face "$FACE_PYTHON" \

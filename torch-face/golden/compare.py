@@ -284,6 +284,62 @@ def wrong_face_check(args, workdir):
     return ok
 
 
+def _nonzero_gradient(out):
+    """Whether upstream's result of a grad-family case, ``(y, grad..., grad_fn name)``, has a
+    gradient element that is not zero (only such a gradient shows a scaled derivative)."""
+    if not out or out.get("t") != "tuple":
+        return False
+    if out["items"][-1].get("v") == "NoneType":
+        # the operator returned its input itself (positive, a no-op dropout): no formula runs
+        return False
+    for item in out["items"][1:-1]:
+        if item.get("t") == "tensor" and any(v != 0 for v in J.decode(item)):
+            return True
+    return False
+
+
+def wrong_derivatives_check(args, cases, workdir):
+    """The derivative self-test: the face runs the grad family twice, as it is and with every
+    backward formula's gradient scaled by 1 + args.wrong_derivatives; each case that agrees as
+    it is and has a non-zero upstream gradient must stop agreeing."""
+    import types
+    cases = [c for c in cases if c["family"] == "grad"]
+    if not cases:
+        print("golden: --wrong-derivatives: no grad-family case selected", file=sys.stderr)
+        return 2
+    ref_names = [c["name"] for c in cases if c.get("ref64")]
+    base = dict(oracle=args.oracle, filter=args.filter, module=["grad"],
+                case_timeout=args.case_timeout)
+    sides = run_sides(types.SimpleNamespace(face=args.face, reuse_oracle=False, **base),
+                      cases, ref_names, workdir)
+    for label, s in sides.items():
+        if s.fatal:
+            print("golden: %s" % s.fatal, file=sys.stderr)
+            return 2
+    oracle = sides["oracle"].results
+    ref = with_f64_estimates(oracle, sides["oracle-ref64"].results, sides["oracle-ref32"].results)
+    plain = judge_all(cases, oracle, sides["face"].results, ref)
+    wrong_face = "env TORCHNATIVE_AUTOGRAD_PERTURB=%r %s" % (args.wrong_derivatives, args.face)
+    perturbed_sides = run_sides(types.SimpleNamespace(face=wrong_face, reuse_oracle=True, **base),
+                                cases, ref_names, workdir)
+    if perturbed_sides["face"].fatal:
+        print("golden: %s" % perturbed_sides["face"].fatal, file=sys.stderr)
+        return 2
+    perturbed = judge_all(cases, oracle, perturbed_sides["face"].results, ref)
+    agreeing = [c["name"] for c in cases if plain[c["name"]][0] == J.AGREE]
+    zero = [n for n in agreeing if not _nonzero_gradient(oracle[n].get("out"))]
+    checked = [n for n in agreeing if n not in set(zero)]
+    missed = [n for n in checked if perturbed[n][0] == J.AGREE]
+    print("wrong derivatives (every formula's gradient x (1 + %g)): %d grad cases, %d agree as "
+          "they are; of those, %d have a non-zero gradient and %d of them are rejected; %d have "
+          "only zero gradients or no formula (the output is the input itself)  [%s]" % (
+              args.wrong_derivatives, len(cases), len(agreeing), len(checked),
+              len(checked) - len(missed), len(zero), "ok" if not missed else "FAIL"))
+    for n in missed:
+        print("  accepted: %s" % n)
+    return 1 if missed else 0
+
+
 def fmt_secs(s):
     return "%.1fs" % s
 
@@ -363,7 +419,13 @@ def main(argv=None):
     ap.add_argument("--case-timeout", type=float, default=120.0,
                     help="seconds without a new result before a side is killed (default 120)")
     ap.add_argument("--show", type=int, default=40, help="non-agreeing cases to print")
+    ap.add_argument("--wrong-derivatives", type=float, default=None, metavar="EPS",
+                    help="derivative self-test: run the grad family on --face as it is and with "
+                         "every backward formula's gradient scaled by 1 + EPS; each agreeing case "
+                         "with a non-zero gradient must be rejected")
     args = ap.parse_args(argv)
+    if args.wrong_derivatives is not None and not args.face:
+        ap.error("--wrong-derivatives needs --face")
     if not args.face and not args.self_test:
         ap.error("--face is required (except with --self-test)")
     if args.reuse_oracle and not args.workdir:
@@ -386,6 +448,8 @@ def main(argv=None):
     workdir = args.workdir or tempfile.mkdtemp(prefix="golden-")
     os.makedirs(workdir, exist_ok=True)
     try:
+        if args.wrong_derivatives is not None:
+            return wrong_derivatives_check(args, cases, workdir)
         return _main(args, cases, ref_names, workdir, t0)
     finally:
         # a temporary workdir goes, unless a side crashed or failed (its logs say why)
