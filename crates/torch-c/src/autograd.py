@@ -13,6 +13,7 @@
 import builtins as _b
 import re as _re
 import weakref as _weakref
+from math import prod as _prod
 
 _AG = {"table": None, "dont": None,
        # the self-test (torch-face/tests/test_autograd.py): every formula's gradient scaled by
@@ -342,28 +343,10 @@ def _tn_ag_opt_sizes(t):
     return None if t is None else _b.list(t.shape)
 
 
-class _AgScalar(_b.float):
-    """A Scalar argument as a formula uses it (c10::Scalar's methods)."""
+class _AgScalarMethods:
+    """c10::Scalar's methods, as a formula calls them on a Scalar argument."""
+    _tn_floating = False
 
-    def conj(self):
-        return self
-
-    def toDouble(self):
-        return _b.float(self)
-
-    toFloat = toDouble
-
-    def isComplex(self):
-        return False
-
-    def isFloatingPoint(self):
-        return True
-
-    def toComplexDouble(self):
-        return _b.complex(self)
-
-
-class _AgIntScalar(_b.int):
     def conj(self):
         return self
 
@@ -379,24 +362,26 @@ class _AgIntScalar(_b.int):
         return False
 
     def isFloatingPoint(self):
-        return False
+        return self._tn_floating
 
     def toComplexDouble(self):
         return _b.complex(self)
 
 
-class _AgComplexScalar(_b.complex):
+class _AgScalar(_AgScalarMethods, _b.float):
+    _tn_floating = True
+
+
+class _AgIntScalar(_AgScalarMethods, _b.int):
+    pass
+
+
+class _AgComplexScalar(_AgScalarMethods, _b.complex):
     def conj(self):
         return _AgComplexScalar(self.conjugate())
 
     def isComplex(self):
         return True
-
-    def isFloatingPoint(self):
-        return False
-
-    def toComplexDouble(self):
-        return _b.complex(self)
 
 
 def _ag_wrap_scalar(v):
@@ -914,13 +899,12 @@ def _tn_autograd_pre(full, names, values):
                 "differentiation, but one of the arguments requires grad.")
     cls = _ag_node_class(full)
     inplace = _ag_inplace(full, names, values, written) if cls is None else None
+    saved_self = None
     if inplace is not None:
         cls, saved_self = inplace
-        names = [n.lstrip("*") for n in names]
-        return ((full, names, values, cls, written, saved_self), None)
     # upstream's own route under autograd first (max_pool2d records max_pool2d_with_indices on
     # the CPU although derivatives.yaml also has a formula for max_pool2d)
-    implicit = _AG_IMPLICIT.get(full)
+    implicit = _AG_IMPLICIT.get(full) if inplace is None else None
     if implicit is None and cls is None:
         implicit = _ag_decomposition(full)
     if implicit is not None:
@@ -928,7 +912,7 @@ def _tn_autograd_pre(full, names, values):
         kwargs = {n[1:]: v for n, v in zip(names, values) if n.startswith("*")}
         return (None, implicit(*args, **kwargs))
     names = [n.lstrip("*") for n in names]
-    return ((full, names, values, cls, written), None)
+    return ((full, names, values, cls, written, saved_self), None)
 
 
 _AG_NO_SAVED_SELF = object()
@@ -1249,10 +1233,7 @@ def _ag_unflatten(self, dim, sizes):
     dim = dim + self.dim() if dim < 0 else dim
     sizes = _b.list(sizes)
     if -1 in sizes:
-        known = 1
-        for n in sizes:
-            if n != -1:
-                known *= n
+        known = _prod(n for n in sizes if n != -1)
         sizes[sizes.index(-1)] = self.shape[dim] // known if known else 0
     shape = _b.list(self.shape[:dim]) + sizes + _b.list(self.shape[dim + 1:])
     return _tn_ag_torch().ops.aten.view(self, shape)
@@ -1334,9 +1315,7 @@ def _ag_matmul(tensor1, tensor2):
         t2 = (aten.t(tensor1) if dim1 == 2 else tensor1) if transpose else tensor2
         sizes1 = _b.list(t1.shape)
         output_shape = sizes1[:-1]
-        folded = 1
-        for n in output_shape:
-            folded *= n
+        folded = _prod(output_shape)
         if t2.dim() == 2:
             output_shape.append(t2.shape[1])
         t1_folded = aten.reshape(t1, [folded, sizes1[-1]])
@@ -1352,9 +1331,7 @@ def _ag_matmul(tensor1, tensor2):
     p = tensor2.shape[-1] if dim2 > 1 else 1
     batch2 = _b.list(tensor2.shape[:_b.max(dim2 - 2, 0)])
     output_shape = _b.list(torch.broadcast_shapes(_b.tuple(batch1), _b.tuple(batch2)))
-    product = 1
-    for d in output_shape:
-        product *= d
+    product = _prod(output_shape)
     t1e = aten.reshape(aten.expand(tensor1, output_shape + [n, m1]), [product, n, m1])
     vector_rhs = dim2 == 1
     if vector_rhs:
@@ -1401,10 +1378,7 @@ def _ag_linear(input, weight, bias=None):
         if input.is_contiguous():
             # `_flatten_nd_linear`: one addmm over all rows
             out_shape = _b.list(input.shape[:-1]) + [weight.shape[0]]
-            rows = 1
-            for n in input.shape[:-1]:
-                rows *= n
-            flat = aten.reshape(input, [rows, input.shape[-1]])
+            flat = aten.reshape(input, [_prod(input.shape[:-1]), input.shape[-1]])
             return aten._unsafe_view(aten.addmm(bias, flat, aten.t(weight)), out_shape)
         return aten.add.Tensor(_ag_matmul(input, aten.t(weight)), bias)
     return _ag_matmul(input, aten.t(weight))
@@ -1576,9 +1550,7 @@ def _ag_multi_dot(tensors):
 def _ag_group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     aten = _tn_ag_torch().ops.aten
     n, c = input.shape[0], input.shape[1]
-    hxw = 1
-    for d in input.shape[2:]:
-        hxw *= d
+    hxw = _prod(input.shape[2:])
     x = aten.contiguous(input)
     gamma = aten.contiguous(weight) if weight is not None else None
     beta = aten.contiguous(bias) if bias is not None else None
@@ -1726,8 +1698,7 @@ def _ag_is_float_tensor(t):
 
 
 def _tn_autograd_post(token, result):
-    full, names, values, cls, written = token[:5]
-    saved_self = token[5] if len(token) > 5 else None
+    full, names, values, cls, written, saved_self = token
     outs = _b.list(result) if isinstance(result, (_b.tuple, _b.list)) else [result]
     diff = [(i, o) for i, o in enumerate(outs) if _ag_is_float_tensor(o)]
     od = cls._tn_out_diff if cls is not None else None
@@ -2266,11 +2237,8 @@ def masked_select_backward(grad, input, mask):
 
 def masked_scatter_backward(grad, mask, sizes):
     torch = _tn_ag_torch()
-    numel = 1
-    for n in sizes:
-        numel *= n
     selected = grad.masked_select(mask)
-    missing = numel - selected.numel()
+    missing = _prod(sizes) - selected.numel()
     if missing > 0:
         selected = torch.cat([selected, selected.new_zeros((missing,))])
     return selected.view(_b.list(sizes))
@@ -2354,10 +2322,14 @@ def prod_backward(grad, input, result, dim=None, keepdim=False):
     return _ag_prod_safe_zeros_backward(grad, input, dim)
 
 
+def _ag_reversed_cumsum(x, dim):
+    return x.flip(dim).cumsum(dim).flip(dim)
+
+
 def cumsum_backward(grad, dim):
     if grad.numel() <= 1 or grad.shape[dim] == 1:
         return grad
-    return grad.flip(dim).cumsum(dim).flip(dim)
+    return _ag_reversed_cumsum(grad, dim)
 
 
 def log1p_backward(grad, self):
@@ -2455,9 +2427,7 @@ def var_backward(grad, self, dim, correction, keepdim):
     dim = _b.list(dim) if not isinstance(dim, _b.int) else [dim]
     if not keepdim and self.dim() > 1:
         grad = unsqueeze_multiple(grad, dim, self.dim())
-    n = 1
-    for d in (dim or _b.range(self.dim())):
-        n *= self.shape[d]
+    n = _prod(self.shape[d] for d in (dim or _b.range(self.dim())))
     return (2.0 / (n - correction)) * grad * (self - self.mean(dim or None, True)).conj()
 
 
@@ -2466,26 +2436,23 @@ def std_backward(result, grad, self, dim, correction, keepdim):
     return var_backward(grad_var, self, dim, correction, keepdim)
 
 
+def _ag_plus_mean_part(gself, gmean, self, dim, keepdim):
+    """The mean output's share of var_mean's / std_mean's gradient, added to `gself`."""
+    if gmean is None:
+        return gself
+    aux = mean_backward(gmean, _b.list(self.shape), _b.list(dim) if dim is not None else [],
+                        self.numel(), keepdim)
+    return aux if gself is None else gself + aux
+
+
 def var_mean_backward(gvar, gmean, self, dim, correction, keepdim):
-    gself = None
-    if gvar is not None:
-        gself = var_backward(gvar, self, dim, correction, keepdim)
-    if gmean is not None:
-        aux = mean_backward(gmean, _b.list(self.shape), _b.list(dim) if dim is not None else [],
-                            self.numel(), keepdim)
-        gself = aux if gself is None else gself + aux
-    return gself
+    gself = None if gvar is None else var_backward(gvar, self, dim, correction, keepdim)
+    return _ag_plus_mean_part(gself, gmean, self, dim, keepdim)
 
 
 def std_mean_backward(gstd, gmean, self, std, dim, correction, keepdim):
-    gself = None
-    if gstd is not None:
-        gself = std_backward(std, gstd, self, dim, correction, keepdim)
-    if gmean is not None:
-        aux = mean_backward(gmean, _b.list(self.shape), _b.list(dim) if dim is not None else [],
-                            self.numel(), keepdim)
-        gself = aux if gself is None else gself + aux
-    return gself
+    gself = None if gstd is None else std_backward(std, gstd, self, dim, correction, keepdim)
+    return _ag_plus_mean_part(gself, gmean, self, dim, keepdim)
 
 
 def hardshrink_backward(grad_out, self, lambd):
@@ -2551,7 +2518,7 @@ def cumprod_backward(grad, input, dim, output):
     if _b.bool((input == 0).any().item()):
         raise NotImplementedError(
             "torchnative: the backward of cumprod over an input with zeros is not implemented")
-    return (grad * output).flip(dim).cumsum(dim).flip(dim) / input
+    return _ag_reversed_cumsum(grad * output, dim) / input
 
 
 def logcumsumexp_backward(grad, self, result, dim):
@@ -2574,26 +2541,25 @@ def logcumsumexp_backward(grad, self, result, dim):
 
 
 def clamp_backward_min_max(grad, self, min, max, grad_input_mask):
+    # the formula asks for (min, max)
     torch = _tn_ag_torch()
-    out = [None, None, None]
+    g_min = g_max = None
     if grad is None:
-        return _b.tuple(out)
+        return (g_min, g_max)
     zero = grad.new_zeros(())
-    mask = _b.list(grad_input_mask)
-    # the formula asks for (min, max) only
-    want_min, want_max = (mask + [False, False])[:2]
+    want_min, want_max = (_b.list(grad_input_mask) + [False, False])[:2]
     if max is not None and min is not None:
         if want_min:
-            out[1] = torch.where((self < min).logical_and(min < max), grad, zero)
+            g_min = torch.where((self < min).logical_and(min < max), grad, zero)
         if want_max:
-            out[2] = torch.where((self > max).logical_or(max < min), grad, zero)
+            g_max = torch.where((self > max).logical_or(max < min), grad, zero)
     elif min is not None:
         if want_min:
-            out[1] = torch.where(self < min, grad, zero)
+            g_min = torch.where(self < min, grad, zero)
     elif max is not None:
         if want_max:
-            out[2] = torch.where(self > max, grad, zero)
-    return (out[1], out[2])
+            g_max = torch.where(self > max, grad, zero)
+    return (g_min, g_max)
 
 
 def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
