@@ -1057,6 +1057,79 @@ def _ag_max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
         self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
+def _ag_max_pool3d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return _tn_ag_torch().ops.aten.max_pool3d_with_indices(
+        self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+def _ag_one(v, name):
+    v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
+    if len(v) != 1:
+        raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got "
+                           f"size {len(v)}")
+    return v[0]
+
+
+def _ag_max_pool1d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
+                                ceil_mode=False):
+    # upstream's body: the 2-d kernel over a unit height, squeezed back
+    torch = _tn_ag_torch()
+    k = _ag_one(kernel_size, "kernel_size")
+    s = _ag_one(stride, "stride") if _b.len(_b.list(stride) if isinstance(stride, (_b.list, _b.tuple)) else [stride]) else k
+    out, idx = torch.ops.aten.max_pool2d_with_indices(
+        self.unsqueeze(-2), [1, k], [1, s], [0, _ag_one(padding, "padding")],
+        [1, _ag_one(dilation, "dilation")], ceil_mode)
+    return out.squeeze(-2), idx.squeeze(-2)
+
+
+def _ag_avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
+                   count_include_pad=True):
+    torch = _tn_ag_torch()
+    k = _ag_one(kernel_size, "kernel_size")
+    s = _ag_one(stride, "stride") if _b.len(_b.list(stride) if isinstance(stride, (_b.list, _b.tuple)) else [stride]) else k
+    return torch.ops.aten.avg_pool2d(self.unsqueeze(-2), [1, k], [1, s],
+                                     [0, _ag_one(padding, "padding")], ceil_mode,
+                                     count_include_pad).squeeze(-2)
+
+
+def _ag_adaptive_avg_pool1d(self, output_size):
+    return _tn_ag_torch().ops.aten.adaptive_avg_pool2d(
+        self.unsqueeze(-2), [1, _ag_one(output_size, "output_size")]).squeeze(-2)
+
+
+def _ag_adaptive_max_pool1d(self, output_size):
+    out, idx = _tn_ag_torch().ops.aten.adaptive_max_pool2d(
+        self.unsqueeze(-2), [1, _ag_one(output_size, "output_size")])
+    return out.squeeze(-2), idx.squeeze(-2)
+
+
+def _ag_adaptive_avg_pool(nd):
+    # upstream's adaptive_avg_pool{2,3}d: a mean when every output size is 1, else the kernel
+    def body(self, output_size):
+        torch = _tn_ag_torch()
+        if _b.all(o == 1 for o in output_size):
+            return self.mean(_b.list(_b.range(-nd, 0)), True)
+        op = torch.ops.aten._adaptive_avg_pool2d if nd == 2 else torch.ops.aten._adaptive_avg_pool3d
+        return op(self, output_size)
+    return body
+
+
+def _ag_upsample_vec(name, nd, aligned):
+    # upstream's `.vec` overloads: the output size from the scale factors (truncated, as C++'s
+    # cast), then the sized operator that carries the derivative formula
+    def body(input, output_size, *rest):
+        torch = _tn_ag_torch()
+        align, scale_factors = rest if aligned else (None, rest[0])
+        if output_size is None:
+            if scale_factors is None:
+                raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+            output_size = [_b.int(input.shape[2 + i] * scale_factors[i]) for i in _b.range(nd)]
+        scales = [None if scale_factors is None else scale_factors[i] for i in _b.range(nd)]
+        args = [input, _b.list(output_size)] + ([align] if aligned else []) + scales
+        return getattr(torch.ops.aten, name).default(*args)
+    return body
+
+
 def _ag_rms_norm(input, normalized_shape, weight=None, eps=None):
     # upstream's CPU rms_norm: x * rsqrt(mean(x^2 over the normalized dims) + eps), in the op
     # math type, then times the weight (each step recorded: MulBackward0, ...)
@@ -1682,6 +1755,24 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::contiguous": _ag_contiguous,
                 "aten::flatten.using_ints": _ag_flatten,
                 "aten::max_pool2d": _ag_max_pool2d,
+                "aten::max_pool3d": _ag_max_pool3d,
+                "aten::max_pool1d": lambda *a, **k: _ag_max_pool1d_with_indices(*a, **k)[0],
+                "aten::max_pool1d_with_indices": _ag_max_pool1d_with_indices,
+                "aten::avg_pool1d": _ag_avg_pool1d,
+                "aten::adaptive_avg_pool1d": _ag_adaptive_avg_pool1d,
+                "aten::adaptive_max_pool1d": _ag_adaptive_max_pool1d,
+                "aten::adaptive_avg_pool2d": _ag_adaptive_avg_pool(2),
+                "aten::adaptive_avg_pool3d": _ag_adaptive_avg_pool(3),
+                "aten::upsample_nearest1d.vec": _ag_upsample_vec("upsample_nearest1d", 1, False),
+                "aten::upsample_nearest2d.vec": _ag_upsample_vec("upsample_nearest2d", 2, False),
+                "aten::upsample_nearest3d.vec": _ag_upsample_vec("upsample_nearest3d", 3, False),
+                "aten::_upsample_nearest_exact1d.vec": _ag_upsample_vec("_upsample_nearest_exact1d", 1, False),
+                "aten::_upsample_nearest_exact2d.vec": _ag_upsample_vec("_upsample_nearest_exact2d", 2, False),
+                "aten::_upsample_nearest_exact3d.vec": _ag_upsample_vec("_upsample_nearest_exact3d", 3, False),
+                "aten::upsample_linear1d.vec": _ag_upsample_vec("upsample_linear1d", 1, True),
+                "aten::upsample_bilinear2d.vec": _ag_upsample_vec("upsample_bilinear2d", 2, True),
+                "aten::upsample_trilinear3d.vec": _ag_upsample_vec("upsample_trilinear3d", 3, True),
+                "aten::upsample_bicubic2d.vec": _ag_upsample_vec("upsample_bicubic2d", 2, True),
                 "aten::rms_norm": _ag_rms_norm,
                 "aten::layer_norm": _ag_layer_norm,
                 "aten::batch_norm": _ag_batch_norm,

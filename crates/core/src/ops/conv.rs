@@ -464,6 +464,238 @@ pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tens
     Ok((v, Tensor::from_i64s(&idxs, &shape, DType::I64)?))
 }
 
+/// Checks that `grad` has the shape of the pooling output: the input's leading dims followed by
+/// `out_sp`.
+fn check_grad_shape(op: &'static str, grad: &Tensor, x: &Tensor, out_sp: &[usize]) -> Result<()> {
+    let lead = x.dim() - out_sp.len();
+    let mut want = x.shape()[..lead].to_vec();
+    want.extend(out_sp);
+    if grad.shape() != want.as_slice() {
+        return Err(invalid(
+            op,
+            format!(
+                "grad_output has shape {:?}, expected {want:?} for input {:?}",
+                grad.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Scatters `grad` (one value per pooled output) onto the input positions that `indices` (flat
+/// spatial offsets per plane, as [`pool`] and [`adaptive_pool`] return them) name: the backward
+/// of max pooling.
+fn scatter_by_indices(
+    op: &'static str,
+    grad: &Tensor,
+    x: &Tensor,
+    indices: &Tensor,
+    nd: usize,
+) -> Result<Tensor> {
+    if indices.shape() != grad.shape() {
+        return Err(invalid(
+            op,
+            format!(
+                "indices have shape {:?}, expected the grad_output's {:?}",
+                indices.shape(),
+                grad.shape()
+            ),
+        ));
+    }
+    let lead = x.dim() - nd;
+    let planes: usize = x.shape()[..lead].iter().product();
+    let in_plane: usize = x.shape()[lead..].iter().product();
+    let out_plane: usize = grad.shape()[lead..].iter().product();
+    let g = grad.to_vec::<f64>()?;
+    let idx = indices.to_vec::<i64>()?;
+    let mut out = vec![0.0; planes * in_plane];
+    for pl in 0..planes {
+        for j in 0..out_plane {
+            let at = idx[pl * out_plane + j];
+            if at < 0 || at as usize >= in_plane {
+                return Err(invalid(
+                    op,
+                    format!("index {at} is out of bounds for a plane of {in_plane} elements"),
+                ));
+            }
+            out[pl * in_plane + at as usize] += g[pl * out_plane + j];
+        }
+    }
+    Tensor::from_f64s(&out, x.shape(), grad.dtype())
+}
+
+/// The backward of [`pool`]: the gradient of the input `x` given the output's gradient `grad`.
+/// Average pooling spreads each output's gradient over its window divided by the same divisor
+/// as the forward; max pooling sends it to the position in `indices`.
+pub fn pool_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    kind: PoolKind,
+    o: &PoolOptions,
+    indices: Option<&Tensor>,
+) -> Result<Tensor> {
+    let op = match kind {
+        PoolKind::Max => "max_pool_backward",
+        PoolKind::Avg { .. } => "avg_pool_backward",
+    };
+    let nd = o.kernel.len();
+    if x.dim() < nd + 1 || x.dim() > nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected {}D or {}D input, got shape {:?}",
+                nd + 1,
+                nd + 2,
+                x.shape()
+            ),
+        ));
+    }
+    float_only(op, grad)?;
+    let lead = x.dim() - nd;
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
+    let mut out_sp = Vec::with_capacity(nd);
+    for d in 0..nd {
+        if o.kernel[d] <= 0 || o.stride[d] <= 0 || o.dilation[d] <= 0 {
+            return Err(invalid(
+                op,
+                "kernel size, stride and dilation should be greater than zero",
+            ));
+        }
+        let n = pool_out_size(
+            sp[d] as i64,
+            o.kernel[d],
+            o.stride[d],
+            o.padding[d],
+            o.dilation[d],
+            o.ceil_mode,
+        );
+        out_sp.push(n.max(0) as usize);
+    }
+    check_grad_shape(op, grad, x, &out_sp)?;
+    let (count_include_pad, divisor) = match kind {
+        PoolKind::Max => {
+            let indices = indices.ok_or_else(|| invalid(op, "max pooling needs its indices"))?;
+            return scatter_by_indices(op, grad, x, indices, nd);
+        }
+        PoolKind::Avg {
+            count_include_pad,
+            divisor,
+        } => (count_include_pad, divisor),
+    };
+    let planes: usize = x.shape()[..lead].iter().product();
+    let in_plane: usize = sp.iter().product();
+    let out_plane: usize = out_sp.iter().product();
+    let in_str = strides_of(&sp);
+    let mut koffs: Vec<Vec<usize>> = Vec::new();
+    let ks: Vec<usize> = o.kernel.iter().map(|&k| k as usize).collect();
+    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    let g = grad.to_vec::<f64>()?;
+    let mut out = vec![0.0; planes * in_plane];
+    for pl in 0..planes {
+        let base = pl * in_plane;
+        let mut j = 0;
+        for_each_index(&out_sp, |opos| {
+            let mut pool_size = 1i64;
+            let mut valid = 1i64;
+            for d in 0..nd {
+                let start = opos[d] as i64 * o.stride[d] - o.padding[d];
+                let end = (start + o.kernel[d]).min(sp[d] as i64 + o.padding[d]);
+                pool_size *= end - start;
+                let (s2, e2) = (start.max(0), end.min(sp[d] as i64));
+                valid *= (e2 - s2).max(0);
+            }
+            let div = match divisor {
+                Some(dv) => dv,
+                None if count_include_pad => pool_size,
+                None => valid,
+            };
+            let share = g[pl * out_plane + j] / div as f64;
+            j += 1;
+            for k in &koffs {
+                let mut off = 0usize;
+                let mut ok = true;
+                for d in 0..nd {
+                    let p = opos[d] as i64 * o.stride[d] - o.padding[d] + k[d] as i64;
+                    if p < 0 || p >= sp[d] as i64 {
+                        ok = false;
+                        break;
+                    }
+                    off += p as usize * in_str[d];
+                }
+                if ok {
+                    out[base + off] += share;
+                }
+            }
+        });
+    }
+    Tensor::from_f64s(&out, x.shape(), grad.dtype())
+}
+
+/// The backward of [`adaptive_pool`] over the trailing `nd` dims: average pooling spreads each
+/// output's gradient evenly over its window; max pooling sends it to the position in `indices`.
+pub fn adaptive_pool_backward(
+    grad: &Tensor,
+    x: &Tensor,
+    nd: usize,
+    indices: Option<&Tensor>,
+) -> Result<Tensor> {
+    let op = if indices.is_some() {
+        "adaptive_max_pool_backward"
+    } else {
+        "adaptive_avg_pool_backward"
+    };
+    float_only(op, grad)?;
+    if grad.dim() != x.dim() || x.dim() < nd + 1 || x.dim() > nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "grad_output {:?} does not match input {:?}",
+                grad.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    let lead = x.dim() - nd;
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
+    let out_sp: Vec<usize> = grad.shape()[lead..].to_vec();
+    check_grad_shape(op, grad, x, &out_sp)?;
+    if let Some(indices) = indices {
+        return scatter_by_indices(op, grad, x, indices, nd);
+    }
+    let planes: usize = x.shape()[..lead].iter().product();
+    let in_plane: usize = sp.iter().product();
+    let out_plane: usize = out_sp.iter().product();
+    let in_str = strides_of(&sp);
+    let g = grad.to_vec::<f64>()?;
+    let mut out = vec![0.0; planes * in_plane];
+    for pl in 0..planes {
+        let base = pl * in_plane;
+        let mut j = 0;
+        for_each_index(&out_sp, |opos| {
+            let ranges: Vec<(usize, usize)> = (0..nd)
+                .map(|d| {
+                    let s = (opos[d] * sp[d]) / out_sp[d];
+                    let e = ((opos[d] + 1) * sp[d]).div_ceil(out_sp[d]);
+                    (s, e)
+                })
+                .collect();
+            let win: Vec<usize> = ranges.iter().map(|(s, e)| e - s).collect();
+            let cnt: usize = win.iter().product();
+            let share = g[pl * out_plane + j] / cnt as f64;
+            j += 1;
+            for_each_index(&win, |w| {
+                let mut off = 0;
+                for d in 0..nd {
+                    off += (ranges[d].0 + w[d]) * in_str[d];
+                }
+                out[base + off] += share;
+            });
+        });
+    }
+    Tensor::from_f64s(&out, x.shape(), grad.dtype())
+}
+
 /// Adaptive average/max pooling to `output` over the trailing `output.len()` dims.
 pub fn adaptive_pool(x: &Tensor, output: &[i64], max: bool) -> Result<(Tensor, Tensor)> {
     let op = if max {
@@ -822,19 +1054,7 @@ pub fn upsample(
         let axis = 2 + d;
         let (inp, outp) = (shape[axis], out_size[d]);
         let sc = scales.get(d).copied().flatten();
-        let taps: Vec<Vec<(usize, f64)>> = match mode {
-            Interp::Cubic { align_corners } => cubic_taps(inp, outp, sc, align_corners, f32_math),
-            _ => interp_taps(mode, inp, outp, sc, f32_math)
-                .into_iter()
-                .map(|(i0, i1, l1)| {
-                    if l1 == 0.0 {
-                        vec![(i0, 1.0)]
-                    } else {
-                        vec![(i0, 1.0 - l1), (i1, l1)]
-                    }
-                })
-                .collect(),
-        };
+        let taps = upsample_taps(mode, inp, outp, sc, f32_math);
         let outer: usize = shape[..axis].iter().product();
         let inner: usize = shape[axis + 1..].iter().product();
         let mut nv = vec![0.0; outer * outp * inner];
@@ -855,6 +1075,86 @@ pub fn upsample(
         shape[axis] = outp;
     }
     Tensor::from_f64s(&v, &shape, x.dtype())
+}
+
+/// The per-dim taps of [`upsample`]: for each output position, the input positions it reads
+/// and their weights.
+fn upsample_taps(
+    mode: Interp,
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    f32_math: bool,
+) -> Vec<Vec<(usize, f64)>> {
+    match mode {
+        Interp::Cubic { align_corners } => {
+            cubic_taps(input, output, scale, align_corners, f32_math)
+        }
+        _ => interp_taps(mode, input, output, scale, f32_math)
+            .into_iter()
+            .map(|(i0, i1, l1)| {
+                if l1 == 0.0 {
+                    vec![(i0, 1.0)]
+                } else {
+                    vec![(i0, 1.0 - l1), (i1, l1)]
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The backward of [`upsample`]: `grad` (shaped like its output) sent back through each dim's
+/// taps, transposed, to an input of shape `in_shape`.
+pub fn upsample_backward(
+    grad: &Tensor,
+    in_shape: &[usize],
+    scales: &[Option<f64>],
+    mode: Interp,
+) -> Result<Tensor> {
+    let op = "upsample_backward";
+    float_only(op, grad)?;
+    if in_shape.len() != grad.dim() || grad.dim() < 3 || in_shape[..2] != grad.shape()[..2] {
+        return Err(invalid(
+            op,
+            format!(
+                "grad_output {:?} does not match input size {in_shape:?}",
+                grad.shape()
+            ),
+        ));
+    }
+    if in_shape[2..].contains(&0) || grad.shape()[2..].contains(&0) {
+        return Err(invalid(
+            op,
+            format!(
+                "Input and output sizes should be greater than 0, but got input {in_shape:?} and output {:?}",
+                grad.shape()
+            ),
+        ));
+    }
+    let nd = in_shape.len() - 2;
+    let f32_math = grad.dtype() != DType::F64;
+    let mut shape = grad.shape().to_vec();
+    let mut v = grad.to_vec::<f64>()?;
+    for d in (0..nd).rev() {
+        let axis = 2 + d;
+        let (inp, outp) = (in_shape[axis], shape[axis]);
+        let taps = upsample_taps(mode, inp, outp, scales.get(d).copied().flatten(), f32_math);
+        let outer: usize = shape[..axis].iter().product();
+        let inner: usize = shape[axis + 1..].iter().product();
+        let mut nv = vec![0.0; outer * inp * inner];
+        for o in 0..outer {
+            for (j, tap) in taps.iter().enumerate() {
+                for &(i, w) in tap {
+                    for k in 0..inner {
+                        nv[(o * inp + i) * inner + k] += w * v[(o * outp + j) * inner + k];
+                    }
+                }
+            }
+        }
+        v = nv;
+        shape[axis] = inp;
+    }
+    Tensor::from_f64s(&v, &shape, grad.dtype())
 }
 
 /// `F.fold` / `col2im`: sums `[N, C*kh*kw, L]` columns back into `[N, C, H, W]`.

@@ -323,15 +323,18 @@ fn convolution(c: &Ctx<'_, '_>) -> PyResult<Tensor> {
 
 // ----- pooling -----
 
+/// Pooling options from the arguments `kernel_size, stride, padding[, dilation], ceil_mode`,
+/// the first of them at `first` (1 in the forwards, 2 in the backwards after `grad_output`).
 fn pool_opts(
     c: &Ctx<'_, '_>,
     nd: usize,
+    first: usize,
     dilation: Option<usize>,
     ceil_i: usize,
 ) -> PyResult<PoolOptions> {
     let op = "pool";
-    let kernel = conv::expand_param(op, "kernel_size", &c.ints(1)?, nd).map_err(core_err)?;
-    let s = c.ints(2)?;
+    let kernel = conv::expand_param(op, "kernel_size", &c.ints(first)?, nd).map_err(core_err)?;
+    let s = c.ints(first + 1)?;
     let stride = if s.is_empty() {
         kernel.clone()
     } else {
@@ -340,7 +343,7 @@ fn pool_opts(
     Ok(PoolOptions {
         kernel,
         stride,
-        padding: conv::expand_param(op, "padding", &c.ints(3)?, nd).map_err(core_err)?,
+        padding: conv::expand_param(op, "padding", &c.ints(first + 2)?, nd).map_err(core_err)?,
         dilation: match dilation {
             Some(i) => conv::expand_param(op, "dilation", &c.ints(i)?, nd).map_err(core_err)?,
             None => vec![1; nd],
@@ -350,12 +353,12 @@ fn pool_opts(
 }
 
 fn max_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<(Tensor, Tensor)> {
-    let o = pool_opts(c, nd, Some(4), 5)?;
+    let o = pool_opts(c, nd, 1, Some(4), 5)?;
     conv::pool(&c.tensor(0)?, PoolKind::Max, &o).map_err(core_err)
 }
 
 fn avg_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
-    let o = pool_opts(c, nd, None, 4)?;
+    let o = pool_opts(c, nd, 1, None, 4)?;
     let divisor = if nd >= 2 { c.opt_int(6)? } else { None };
     let x = c.tensor(0)?;
     if nd == 3 && matches!(x.dtype(), DType::F16 | DType::BF16) {
@@ -372,6 +375,36 @@ fn avg_pool(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
         divisor,
     };
     Ok(conv::pool(&c.tensor(0)?, kind, &o).map_err(core_err)?.0)
+}
+
+/// `max_pool{2,3}d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
+/// dilation, ceil_mode, indices)`.
+fn max_pool_backward(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
+    let o = pool_opts(c, nd, 2, Some(5), 6)?;
+    let indices = c.tensor(7)?;
+    conv::pool_backward(
+        &c.tensor(0)?,
+        &c.tensor(1)?,
+        PoolKind::Max,
+        &o,
+        Some(&indices),
+    )
+    .map_err(core_err)
+}
+
+/// `avg_pool{2,3}d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override)`.
+fn avg_pool_backward(c: &Ctx<'_, '_>, nd: usize) -> PyResult<Tensor> {
+    let o = pool_opts(c, nd, 2, None, 5)?;
+    let divisor = c.opt_int(7)?;
+    if divisor == Some(0) {
+        return Err(err("avg_pool2d_backward", "divisor must be not zero"));
+    }
+    let kind = PoolKind::Avg {
+        count_include_pad: c.bool(6)?,
+        divisor,
+    };
+    conv::pool_backward(&c.tensor(0)?, &c.tensor(1)?, kind, &o, None).map_err(core_err)
 }
 
 fn pair(r: (Tensor, Tensor)) -> PyResult<Out> {
@@ -652,6 +685,56 @@ fn upsample_vec(
     conv::upsample(&x, &out, &scales, mode).map_err(core_err)
 }
 
+/// The `nd` optional per-dim scales `scales_d, scales_h, scales_w` starting at argument `first`.
+fn dim_scales(c: &Ctx<'_, '_>, first: usize, nd: usize) -> PyResult<Vec<Option<f64>>> {
+    (first..first + nd)
+        .map(|i| match c.values.get(i) {
+            None | Some(crate::value::Value::None) => Ok(None),
+            Some(_) => c.float(i).map(Some),
+        })
+        .collect()
+}
+
+/// `upsample_*(self, output_size, [align_corners,] scales...)`: the sized overloads that the
+/// `.vec` ones resolve to upstream (and that carry the derivative formulas).
+fn upsample_sized(
+    c: &Ctx<'_, '_>,
+    nd: usize,
+    mode: conv::Interp,
+    scales_i: usize,
+) -> PyResult<Tensor> {
+    let out = to_shape(&c.ints(1)?)?;
+    if out.len() != nd {
+        return Err(err(
+            "upsample",
+            format!("expected output_size of {nd} values, got {out:?}"),
+        ));
+    }
+    conv::upsample(&c.tensor(0)?, &out, &dim_scales(c, scales_i, nd)?, mode).map_err(core_err)
+}
+
+/// `upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...)`.
+fn upsample_backward(
+    c: &Ctx<'_, '_>,
+    nd: usize,
+    mode: conv::Interp,
+    scales_i: usize,
+) -> PyResult<Tensor> {
+    let grad = c.tensor(0)?;
+    let out = to_shape(&c.ints(1)?)?;
+    let input = to_shape(&c.ints(2)?)?;
+    if out.len() != nd || input.len() != nd + 2 || grad.shape()[2.min(grad.dim())..] != out[..] {
+        return Err(err(
+            "upsample_backward",
+            format!(
+                "grad_output {:?} does not match output_size {out:?} and input_size {input:?}",
+                grad.shape()
+            ),
+        ));
+    }
+    conv::upsample_backward(&grad, &input, &dim_scales(c, scales_i, nd)?, mode).map_err(core_err)
+}
+
 /// `_upsample_{bilinear,bicubic}2d_aa(self, output_size, align_corners, scales_h, scales_w)`.
 fn upsample_aa(c: &Ctx<'_, '_>, filter: conv::AntialiasFilter) -> PyResult<Tensor> {
     let out = to_shape(&c.ints(1)?)?;
@@ -774,6 +857,111 @@ pub(crate) fn register(t: &mut Table) {
             c.int(5)?,
         ))
     });
+    // the sized overloads and their backwards (`i` is where the scales start)
+    macro_rules! upsample_pair {
+        ($fwd:literal, $bwd:literal, $nd:expr, $mode:expr, $aligned:expr) => {
+            t.insert($fwd, |c| {
+                let (mode, i) = if $aligned {
+                    (align($mode, c.bool(2)?), 3)
+                } else {
+                    ($mode, 2)
+                };
+                Ok(Out::Tensor(upsample_sized(c, $nd, mode, i)?))
+            });
+            t.insert($bwd, |c| {
+                let (mode, i) = if $aligned {
+                    (align($mode, c.bool(3)?), 4)
+                } else {
+                    ($mode, 3)
+                };
+                Ok(Out::Tensor(upsample_backward(c, $nd, mode, i)?))
+            });
+        };
+    }
+    fn align(mode: conv::Interp, align_corners: bool) -> conv::Interp {
+        match mode {
+            conv::Interp::Linear { .. } => conv::Interp::Linear { align_corners },
+            conv::Interp::Cubic { .. } => conv::Interp::Cubic { align_corners },
+            m => m,
+        }
+    }
+    use conv::Interp::{Cubic, Linear, Nearest, NearestExact};
+    const LIN: conv::Interp = Linear {
+        align_corners: false,
+    };
+    const CUB: conv::Interp = Cubic {
+        align_corners: false,
+    };
+    upsample_pair!(
+        "aten::upsample_nearest1d",
+        "aten::upsample_nearest1d_backward",
+        1,
+        Nearest,
+        false
+    );
+    upsample_pair!(
+        "aten::upsample_nearest2d",
+        "aten::upsample_nearest2d_backward",
+        2,
+        Nearest,
+        false
+    );
+    upsample_pair!(
+        "aten::upsample_nearest3d",
+        "aten::upsample_nearest3d_backward",
+        3,
+        Nearest,
+        false
+    );
+    upsample_pair!(
+        "aten::_upsample_nearest_exact1d",
+        "aten::_upsample_nearest_exact1d_backward",
+        1,
+        NearestExact,
+        false
+    );
+    upsample_pair!(
+        "aten::_upsample_nearest_exact2d",
+        "aten::_upsample_nearest_exact2d_backward",
+        2,
+        NearestExact,
+        false
+    );
+    upsample_pair!(
+        "aten::_upsample_nearest_exact3d",
+        "aten::_upsample_nearest_exact3d_backward",
+        3,
+        NearestExact,
+        false
+    );
+    upsample_pair!(
+        "aten::upsample_linear1d",
+        "aten::upsample_linear1d_backward",
+        1,
+        LIN,
+        true
+    );
+    upsample_pair!(
+        "aten::upsample_bilinear2d",
+        "aten::upsample_bilinear2d_backward",
+        2,
+        LIN,
+        true
+    );
+    upsample_pair!(
+        "aten::upsample_trilinear3d",
+        "aten::upsample_trilinear3d_backward",
+        3,
+        LIN,
+        true
+    );
+    upsample_pair!(
+        "aten::upsample_bicubic2d",
+        "aten::upsample_bicubic2d_backward",
+        2,
+        CUB,
+        true
+    );
     t.insert("aten::upsample_nearest1d.vec", |c| {
         Ok(Out::Tensor(upsample_vec(c, 1, conv::Interp::Nearest, 2)?))
     });
@@ -1238,6 +1426,20 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::max_pool2d", |c| Ok(Out::Tensor(max_pool(c, 2)?.0)));
     t.insert("aten::max_pool1d_with_indices", |c| pair(max_pool(c, 1)?));
     t.insert("aten::max_pool2d_with_indices", |c| pair(max_pool(c, 2)?));
+    t.insert("aten::max_pool3d", |c| Ok(Out::Tensor(max_pool(c, 3)?.0)));
+    t.insert("aten::max_pool3d_with_indices", |c| pair(max_pool(c, 3)?));
+    t.insert("aten::max_pool2d_with_indices_backward", |c| {
+        Ok(Out::Tensor(max_pool_backward(c, 2)?))
+    });
+    t.insert("aten::max_pool3d_with_indices_backward", |c| {
+        Ok(Out::Tensor(max_pool_backward(c, 3)?))
+    });
+    t.insert("aten::avg_pool2d_backward", |c| {
+        Ok(Out::Tensor(avg_pool_backward(c, 2)?))
+    });
+    t.insert("aten::avg_pool3d_backward", |c| {
+        Ok(Out::Tensor(avg_pool_backward(c, 3)?))
+    });
     t.insert("aten::avg_pool1d", |c| Ok(Out::Tensor(avg_pool(c, 1)?)));
     t.insert("aten::avg_pool2d", |c| Ok(Out::Tensor(avg_pool(c, 2)?)));
     t.insert("aten::avg_pool3d", |c| Ok(Out::Tensor(avg_pool(c, 3)?)));
@@ -1300,6 +1502,49 @@ pub(crate) fn register(t: &mut Table) {
     });
     t.insert("aten::_adaptive_avg_pool2d", |c| {
         ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::adaptive_avg_pool3d", |c| {
+        ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::_adaptive_avg_pool3d", |c| {
+        ok(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, false).map(|r| r.0))
+    });
+    t.insert("aten::adaptive_max_pool3d", |c| {
+        pair(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, true).map_err(core_err)?)
+    });
+    t.insert("aten::_adaptive_avg_pool2d_backward", |c| {
+        ok(conv::adaptive_pool_backward(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            2,
+            None,
+        ))
+    });
+    t.insert("aten::_adaptive_avg_pool3d_backward", |c| {
+        ok(conv::adaptive_pool_backward(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            3,
+            None,
+        ))
+    });
+    t.insert("aten::adaptive_max_pool2d_backward", |c| {
+        let indices = c.tensor(2)?;
+        ok(conv::adaptive_pool_backward(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            2,
+            Some(&indices),
+        ))
+    });
+    t.insert("aten::adaptive_max_pool3d_backward", |c| {
+        let indices = c.tensor(2)?;
+        ok(conv::adaptive_pool_backward(
+            &c.tensor(0)?,
+            &c.tensor(1)?,
+            3,
+            Some(&indices),
+        ))
     });
     t.insert("aten::adaptive_max_pool1d", |c| {
         pair(conv::adaptive_pool(&c.tensor(0)?, &c.ints(1)?, true).map_err(core_err)?)
