@@ -784,6 +784,23 @@ class _AgRefusing(_AgNode):
         raise NotImplementedError(self._tn_reason)
 
 
+class _AgUpstreamNotImplemented(_AgNode):
+    """Upstream's node for an operator that derivatives.yaml has no formula for and that is not
+    a composite of operators that have one: upstream itself cannot differentiate it."""
+    _tn_reason = ""
+
+    def _tn_apply(self, grads):
+        raise RuntimeError(self._tn_reason)
+
+
+_AgUpstreamNotImplemented.__name__ = _AgUpstreamNotImplemented.__qualname__ = "NotImplemented"
+
+
+def _ag_upstream_lacks_formula(full):
+    keys = ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradNonFunctional")
+    return full.startswith("aten::") and not _b.any(_tn_upstream_has_kernel(full, k) for k in keys)
+
+
 class _AgAccumulateGrad(_AgNode):
     def __init__(self, variable):
         _AgNode.__init__(self)
@@ -1642,6 +1659,434 @@ def cholesky_backward(gL, upper, L):
     return torch.linalg.solve_triangular(L, gA, upper=False, left=False)
 
 
+def mvlgamma_backward(grad, self, p):
+    torch = _tn_ag_torch()
+    args = torch.arange(-p / 2.0 + 0.5, 0.5, 0.5, dtype=self.dtype)
+    return grad * (args + self.unsqueeze(-1)).digamma().sum(-1)
+
+
+def i1_backward(grad, self, result):
+    # d/dx I1(x) = I0(x) - I1(x)/x, which is 1/2 at x = 0
+    torch = _tn_ag_torch()
+    eps = torch.finfo(self.dtype).eps
+    not_tiny = self.abs() > eps
+    safe = torch.where(not_tiny, self, self.new_full((), eps))
+    gradx = safe.i0() - result * safe.reciprocal()
+    return grad * torch.where(not_tiny, gradx, self.new_full((), 0.5))
+
+
+def block_diag_backward(grad, sizes, dtypes):
+    out, r, c = [], 0, 0
+    for shape, dtype in zip(sizes, dtypes):
+        shape = _b.list(shape)
+        rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (1, shape[0] if shape else 1)
+        part = grad[r:r + rows, c:c + cols]
+        if grad.is_complex() and not dtype.is_complex:
+            part = part.real
+        out.append(part.reshape(shape))
+        r, c = r + rows, c + cols
+    return out
+
+
+def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result):
+    torch = _tn_ag_torch()
+    if reduce == "sum":
+        grad_self, grad_src = grad, grad.gather(dim, index)
+    elif reduce == "mean":
+        n = torch.ones_like(grad) if include_self else torch.zeros_like(grad)
+        n = n.scatter_add(dim, index, torch.ones_like(src))
+        n = n.masked_fill(n == 0, 1)
+        grad_self = grad / n
+        grad_src = grad.gather(dim, index) / n.gather(dim, index)
+    elif reduce in ("amax", "amin"):
+        value = result.gather(dim, index)
+        self_is_result = (self == result).to(self.dtype)
+        src_is_result = (src == value).to(self.dtype)
+        share = grad / self_is_result.scatter_add(dim, index, src_is_result)
+        grad_self = self_is_result * share
+        grad_src = src_is_result * share.gather(dim, index)
+    else:
+        raise NotImplementedError(
+            f"torchnative: the backward of scatter_reduce with reduce={reduce!r} is not implemented")
+    if not include_self:
+        grad_self = grad_self.scatter(dim, index, 0)
+    return grad_self, grad_src
+
+
+def cholesky_solve_backward(grad_x, self, input2, result, upper, output_mask):
+    torch = _tn_ag_torch()
+    if grad_x is None:
+        return None, None
+    grad_self = torch.cholesky_solve(grad_x, input2, upper=upper)
+    common = grad_self.matmul(result.mH)
+    common = common + common.mH
+    grad_input2 = -input2.matmul(common) if upper else -common.matmul(input2)
+    return grad_self, grad_input2
+
+
+def linalg_solve_triangular_backward(grad, A, X, upper, left, unitriangular, output_mask):
+    torch = _tn_ag_torch()
+    if grad is None:
+        return None, None
+    g_b = torch.linalg.solve_triangular(A.mH, grad, upper=not upper, left=left,
+                                        unitriangular=unitriangular)
+    g_a = None
+    if output_mask[0]:
+        g_a = -g_b.matmul(X.mH) if left else -X.mH.matmul(g_b)
+        g_a = g_a.triu(_b.int(unitriangular)) if upper else g_a.tril(-_b.int(unitriangular))
+    return g_a, (g_b if output_mask[1] else None)
+
+
+def pinv_backward(grad, pinvA, A):
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gradh = pinvA.mH, grad.mH
+    if m <= n:
+        K = gradh.matmul(pinvA)
+        KpinvAh = K.matmul(pinvAh)
+        return (-(pinvA.matmul(K)).mH + KpinvAh - A.matmul(pinvA).matmul(KpinvAh)
+                + pinvAh.matmul(pinvA).matmul(gradh - K.matmul(A)))
+    K = pinvA.matmul(gradh)
+    pinvAhK = pinvAh.matmul(K)
+    return (-(K.matmul(pinvA)).mH + (gradh - A.matmul(K)).matmul(pinvA).matmul(pinvAh)
+            + pinvAhK - pinvAhK.matmul(pinvA).matmul(A))
+
+
+def _ag_vector_rhs(A, B):
+    return B.dim() == 1 or (B.dim() == A.dim() - 1 and _b.list(B.shape) == _b.list(A.shape[:-1]))
+
+
+def linalg_lstsq_backward(gX, gL, A, B, X, grad_input_mask):
+    torch = _tn_ag_torch()
+    if gL is not None and gL.numel() > 0:
+        raise NotImplementedError(
+            "torchnative: the backward of linalg.lstsq through its residuals is not implemented")
+    if gX is None:
+        return None, None
+    vector = _ag_vector_rhs(A, B)
+    if vector:
+        gX, B = gX.unsqueeze(-1), B.unsqueeze(-1)
+    pinvA = torch.linalg.pinv(A)
+    g_a = pinv_backward(gX.matmul(B.mH), pinvA, A) if grad_input_mask[0] else None
+    g_b = None
+    if grad_input_mask[1]:
+        g_b = pinvA.mH.matmul(gX)
+        g_b = g_b.squeeze(-1) if vector else g_b
+    return g_a, g_b
+
+
+def linalg_qr_backward(gQ, gR, Q, R, mode):
+    torch = _tn_ag_torch()
+    if mode == "r":
+        raise RuntimeError(
+            "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+            "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+            "linalg.qr.")
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:
+        raise NotImplementedError(
+            "torchnative: the backward of linalg.qr with more columns than rows is not implemented")
+    if gQ is None and gR is None:
+        return None
+    # M = R gR^H - gQ^H Q; gA = (gQ + Q copyltu(M)) R^{-H}, copyltu mirroring M's lower
+    # triangle (m >= n)
+    M = torch.zeros_like(R.matmul(R.mH))
+    if gR is not None:
+        M = M + R.matmul(gR.mH)
+    if gQ is not None:
+        M = M - gQ.mH.matmul(Q)
+    low = M.tril(-1)
+    copyltu = low + low.mH + torch.diag_embed(M.diagonal(0, -2, -1))
+    b = Q.matmul(copyltu)
+    if gQ is not None:
+        b = b + gQ
+    return torch.linalg.solve_triangular(R.mH, b, upper=False, left=False)
+
+
+def _ag_lu_solve_adjoint(LU, pivots, B):
+    # A^{-H} B from A's LU factorization (a zero pivot nudged to eps, as upstream does, so
+    # that a singular A still gets the limit of the gradient)
+    torch = _tn_ag_torch()
+    eps = torch.finfo(LU.dtype).eps
+    d = LU.diagonal(0, -2, -1)
+    LU = LU + torch.diag_embed(torch.where(d == 0, d.new_full((), eps), d.new_zeros(())))
+    return torch.linalg.lu_solve(LU, pivots, B, left=True, adjoint=True)
+
+
+def _ag_scaled_identity(c, n):
+    torch = _tn_ag_torch()
+    return torch.diag_embed(c.unsqueeze(-1).expand(_b.list(c.shape) + [n]))
+
+
+def linalg_det_backward(grad, det, A, LU, pivots):
+    torch = _tn_ag_torch()
+    if grad is None:
+        return None
+    d = _ag_scaled_identity(grad * det.conj(), A.shape[-1])
+    if _tn_ag_grad_mode():
+        return torch.linalg.solve(A.mH, d)
+    return _ag_lu_solve_adjoint(LU, pivots, d)
+
+
+def slogdet_backward(grad_sign, grad_logabsdet, A, signdet, LU, pivots):
+    torch = _tn_ag_torch()
+    if A.is_complex() and grad_sign is not None:
+        raise NotImplementedError(
+            "torchnative: the backward of slogdet through the sign of a complex matrix is not implemented")
+    if grad_logabsdet is None:
+        return None
+    d = _ag_scaled_identity(grad_logabsdet.to(A.dtype), A.shape[-1])
+    if _tn_ag_grad_mode():
+        return torch.linalg.solve(A.mH, d)
+    return _ag_lu_solve_adjoint(LU, pivots, d)
+
+
+def linalg_solve_backward(gX, X, A, LU, pivots, left, B_requires_grad):
+    torch = _tn_ag_torch()
+    if gX is None:
+        return None, None
+    vector = _ag_vector_rhs(A, X) if left else False
+    g = gX.unsqueeze(-1) if vector else gX
+    Xm = X.unsqueeze(-1) if vector else X
+    if _tn_ag_grad_mode() or not left:
+        gB = torch.linalg.solve(A.mH, g, left=left)
+    else:
+        gB = _ag_lu_solve_adjoint(LU, pivots, g)
+    gA = -gB.matmul(Xm.mH) if left else -Xm.mH.matmul(gB)
+    if vector:
+        gB = gB.squeeze(-1)
+    return gA, (gB if B_requires_grad else None)
+
+
+def svd_backward(gU, gS, gVh, U, S, Vh):
+    torch = _tn_ag_torch()
+    if gS is None and gU is None and gVh is None:
+        return None
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:
+        return U.matmul(gS.unsqueeze(-1) * Vh) if m >= n else (U * gS.unsqueeze(-2)).matmul(Vh)
+    if U.is_complex():
+        raise NotImplementedError(
+            "torchnative: the backward of svd through U or Vh of a complex matrix is not implemented")
+    skew = lambda X: X - X.mH  # noqa: E731
+    UhgU = skew(U.mH.matmul(gU)) if gU is not None else None
+    VhgV = skew(Vh.matmul(gVh.mH)) if gVh is not None else None
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + torch.diag_embed(torch.ones_like(S))
+    if UhgU is not None and VhgV is not None:
+        gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+    elif UhgU is not None:
+        gA = (UhgU / E) * S.unsqueeze(-2)
+    else:
+        gA = S.unsqueeze(-1) * (VhgV / E)
+    if gS is not None:
+        gA = gA + torch.diag_embed(gS)
+    if m > n and gU is not None:
+        gA = U.matmul(gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - U.matmul(U.mH.matmul(gUSinv))
+        return gA.matmul(Vh)
+    if m < n and gVh is not None:
+        gA = gA.matmul(Vh)
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - SinvgVh.matmul(Vh.mH).matmul(Vh)
+        return U.matmul(gA)
+    return U.matmul(gA.matmul(Vh)) if m >= n else U.matmul(gA).matmul(Vh)
+
+
+def linalg_eig_backward(gL, gV, L, V, is_hermitian, symeig_eigenvectors=True):
+    torch = _tn_ag_torch()
+    if not is_hermitian:
+        raise NotImplementedError(
+            "torchnative: the backward of a non-Hermitian eigendecomposition is not implemented")
+    if gL is None and gV is None:
+        return None
+    if gV is None:
+        return (V * gL.unsqueeze(-2)).matmul(V.mH)
+    VhgV = V.mH.matmul(gV)
+    VhgV = 0.5 * (VhgV - VhgV.mH)
+    E = L.unsqueeze(-2) - L.unsqueeze(-1)
+    E = E + torch.diag_embed(torch.ones_like(L))
+    gA = VhgV / E
+    diag = gL if gL is not None else torch.zeros_like(L)
+    gA = gA - torch.diag_embed(gA.diagonal(0, -2, -1)) + torch.diag_embed(diag.to(gA.dtype))
+    return V.matmul(gA.matmul(V.mH))
+
+
+def _ag_multi_margin_backward(grad, self, target, p, margin, weight, reduction):
+    torch = _tn_ag_torch()
+    p, margin = _b.float(p), _b.float(margin)
+    x = self if self.dim() == 2 else self.reshape(1, -1)
+    t = target.reshape(-1)
+    c = x.shape[1]
+    xy = x.gather(1, t.unsqueeze(1))
+    z = margin - xy + x
+    other = torch.arange(c).unsqueeze(0) != t.unsqueeze(1)
+    on = (z > 0).logical_and(other).to(x.dtype)
+    h = on if p == 1 else 2 * z * on
+    if weight is not None:
+        h = h * weight.index_select(0, t).unsqueeze(1)
+    g = h - torch.zeros_like(h).scatter(1, t.unsqueeze(1), h.sum(1, True))
+    g = g / c
+    if reduction == 0:
+        g = g * grad.reshape(-1, 1)
+    else:
+        g = g * grad
+        if reduction == 1:
+            g = g / x.shape[0]
+    return g.reshape(self.shape)
+
+
+multi_margin_loss_backward = _ag_multi_margin_backward
+
+
+def _ag_poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    torch = _tn_ag_torch()
+    if log_input:
+        loss = torch.exp(input) - target * input
+    else:
+        loss = input - target * torch.log(input + eps)
+    if full:
+        stirling = target * torch.log(target) - target + 0.5 * torch.log(2 * 3.141592653589793 * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _ag_reduce(loss, reduction)
+
+
+def _ag_cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+    torch = _tn_ag_torch()
+    d = target.dim()
+    prod_sum = (input1 * input2).sum(d)
+    mag1 = (input1 * input1).sum(d) + 1e-12
+    mag2 = (input2 * input2).sum(d) + 1e-12
+    cos = prod_sum / (mag1 * mag2).sqrt_()
+    zeros = torch.zeros_like(cos)
+    pos = 1 - cos
+    neg = (cos - margin).clamp_min_(0)
+    out = torch.where(target == 1, pos, zeros) + torch.where(target == -1, neg, zeros)
+    return _ag_reduce(out, reduction)
+
+
+def _ag_triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
+                            swap=False, reduction=1):
+    torch = _tn_ag_torch()
+    dist_pos = torch.pairwise_distance(anchor, positive, p, eps)
+    dist_neg = torch.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = torch.min(dist_neg, torch.pairwise_distance(positive, negative, p, eps))
+    return _ag_reduce(torch.clamp_min(dist_pos.add(margin) - dist_neg, 0), reduction)
+
+
+def _ag_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
+                      eps, cudnn_enabled=True):
+    torch = _tn_ag_torch()
+    b, c = input.shape[0], input.shape[1]
+    shape = [1, b * c] + _b.list(input.shape[2:])
+    rep = lambda t: None if t is None else t.repeat([b])  # noqa: E731
+    rm, rv = rep(running_mean), rep(running_var)
+    out = _ag_batch_norm(input.contiguous().view(shape), rep(weight), rep(bias), rm, rv,
+                         use_input_stats, momentum, eps, cudnn_enabled)
+    with torch.no_grad():
+        if running_mean is not None:
+            running_mean.copy_(rm.view(b, c).mean(0))
+        if running_var is not None:
+            running_var.copy_(rv.view(b, c).mean(0))
+    return out.view(_b.list(input.shape))
+
+
+def _ag_check_like_face(op, *args, **kwargs):
+    """Runs the face's own kernel on detached inputs, for its error (a failed check)."""
+    args = [a.detach() if isinstance(a, TensorBase) else a for a in args]
+    op(*args, **kwargs)
+
+
+def _ag_linalg_solve(A, B, left=True):
+    torch = _tn_ag_torch()
+    return torch.ops.aten._linalg_solve_ex(A, B, left=left, check_errors=True)[0]
+
+
+def _ag_logdet(A):
+    torch = _tn_ag_torch()
+    sign, logabsdet = torch.ops.aten._linalg_slogdet(A)[:2]
+    if A.is_complex():
+        return sign.log() + logabsdet
+    return torch.where(sign == -1, logabsdet.new_full((), _b.float("nan")), logabsdet)
+
+
+def _ag_matrix_power(A, n):
+    torch = _tn_ag_torch()
+    if n == 0:
+        return torch.eye(A.shape[-2], dtype=A.dtype).expand(A.shape).clone()
+    if n < 0:
+        A, n = torch.linalg.inv(A), -n
+    if n == 1:
+        return A.clone(memory_format=torch.contiguous_format)
+    if n == 2:
+        return torch.matmul(A, A)
+    if n == 3:
+        return torch.matmul(torch.matmul(A, A), A)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = A if z is None else torch.matmul(z, z)
+        if bit:
+            result = z if result is None else torch.matmul(result, z)
+    return result
+
+
+def _ag_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
+    torch = _tn_ag_torch()
+    nd = A.dim()
+    dim = [d % nd if nd else d for d in dim]
+    if isinstance(ord, _b.str):
+        if ord == "fro":
+            return torch.linalg.vector_norm(A, 2, dim, keepdim, dtype=dtype)
+        perm = [d for d in _b.range(nd) if d not in dim] + dim
+        A_ = A if dtype is None else A.to(dtype)
+        r = torch.linalg.svdvals(A_.permute(perm)).sum(-1, keepdim)
+        if keepdim:
+            inv = [perm.index(i) for i in _b.range(nd)]
+            r = r.unsqueeze(-1).permute(inv)
+        return r
+    ord = _b.float(ord)
+    pick = (lambda t, d: t.amax(d, keepdim)) if ord > 0 else (lambda t, d: t.amin(d, keepdim))
+    if _b.abs(ord) == 2.0:
+        perm = [d for d in _b.range(nd) if d not in dim] + dim
+        A_ = A if dtype is None else A.to(dtype)
+        r = pick(torch.linalg.svdvals(A_.permute(perm)), -1)
+        if keepdim:
+            r = r.unsqueeze(-1).unsqueeze(-1)
+            inv = [perm.index(i) for i in _b.range(nd)]
+            r = r.permute(inv)
+        return r
+    d0, d1 = dim
+    if _b.abs(ord) == _b.float("inf"):
+        d0, d1 = d1, d0
+    if not keepdim and d0 < d1:
+        d1 -= 1
+    return pick(torch.linalg.vector_norm(A, 1.0, [d0], keepdim, dtype=dtype), d1)
+
+
+def _ag_lu_factor(A, pivot=True):
+    torch = _tn_ag_torch()
+    LU, pivots, info = torch.ops.aten.linalg_lu_factor_ex(A, pivot=pivot)
+    if _b.bool((info != 0).any().item()):
+        _ag_check_like_face(torch.ops.aten.linalg_lu_factor, A, pivot=pivot)
+    return LU, pivots
+
+
+def lu_factor_ex_backward(grad, LU, pivs, pivot):
+    torch = _tn_ag_torch()
+    m, n = LU.shape[-2], LU.shape[-1]
+    if m != n:
+        raise NotImplementedError(
+            "torchnative: the backward of lu_factor of a non-square matrix is not implemented")
+    P, L, U = torch.lu_unpack(LU, pivs, unpack_data=True, unpack_pivots=pivot)
+    gA = L.mH.matmul(grad).tril(-1) + grad.matmul(U.mH).triu()
+    gA = torch.linalg.solve_triangular(U.mH, gA, upper=False, left=False)
+    gA = torch.linalg.solve_triangular(L.mH, gA, upper=True, left=True, unitriangular=True)
+    return P.matmul(gA) if pivot else gA
+
+
 def _ag_hinge_embedding_loss(self, target, margin=1.0, reduction=1):
     torch = _tn_ag_torch()
     zeros = torch.zeros_like(self)
@@ -1756,6 +2201,25 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::flatten.using_ints": _ag_flatten,
                 "aten::max_pool2d": _ag_max_pool2d,
                 "aten::max_pool3d": _ag_max_pool3d,
+                "aten::poisson_nll_loss": _ag_poisson_nll_loss,
+                "aten::cosine_embedding_loss": _ag_cosine_embedding_loss,
+                "aten::triplet_margin_loss": _ag_triplet_margin_loss,
+                "aten::instance_norm": _ag_instance_norm,
+                "aten::linalg_det": lambda A: _tn_ag_torch().ops.aten._linalg_det(A)[0],
+                "aten::det": lambda A: _tn_ag_torch().ops.aten._linalg_det(A)[0],
+                "aten::linalg_slogdet": lambda A: _b.tuple(_tn_ag_torch().ops.aten._linalg_slogdet(A)[:2]),
+                "aten::slogdet": lambda A: _b.tuple(_tn_ag_torch().ops.aten._linalg_slogdet(A)[:2]),
+                "aten::logdet": _ag_logdet,
+                "aten::linalg_solve": _ag_linalg_solve,
+                "aten::linalg_svdvals": lambda A, driver=None: _tn_ag_torch().ops.aten._linalg_svd(
+                    A, False, True, driver=driver)[1],
+                "aten::linalg_eigvalsh": lambda A, UPLO="L": _tn_ag_torch().ops.aten._linalg_eigh(
+                    A, UPLO, True)[0],
+                "aten::linalg_matrix_power": _ag_matrix_power,
+                "aten::matrix_power": _ag_matrix_power,
+                "aten::linalg_matrix_norm": _ag_matrix_norm,
+                "aten::linalg_matrix_norm.str_ord": _ag_matrix_norm,
+                "aten::linalg_lu_factor": _ag_lu_factor,
                 "aten::max_pool1d": lambda *a, **k: _ag_max_pool1d_with_indices(*a, **k)[0],
                 "aten::max_pool1d_with_indices": _ag_max_pool1d_with_indices,
                 "aten::avg_pool1d": _ag_avg_pool1d,
@@ -1829,6 +2293,10 @@ def _tn_autograd_post(token, result):
                     if isinstance(v, TensorBase) and v.requires_grad and v is not t:
                         base_node._tn_edges.append(_ag_edge(v))
                 base._tn_set_grad_fn(base_node, 0)
+    elif cls is None and _ag_upstream_lacks_formula(full):
+        # upstream records the same: a NotImplemented node whose backward raises
+        node = _AgUpstreamNotImplemented()
+        node._tn_reason = f"derivative for {full.partition('.')[0]} is not implemented"
     elif cls is None:
         node = _ag_refusing(full, f"torchnative: {full} has no derivative formula in "
                                   "derivatives.yaml that torchnative runs; backward through it "
@@ -2717,7 +3185,12 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "split_with_sizes_backward", "split_backward", "unbind_backward", "aminmax_backward",
            "cumprod_backward", "logcumsumexp_backward", "clamp_backward_min_max",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
-           "binary_cross_entropy_with_logits_target_backward", "cholesky_backward"):
+           "binary_cross_entropy_with_logits_target_backward", "cholesky_backward",
+           "mvlgamma_backward", "i1_backward", "block_diag_backward", "scatter_reduce_backward",
+           "cholesky_solve_backward", "linalg_solve_triangular_backward", "pinv_backward",
+           "linalg_lstsq_backward", "linalg_qr_backward", "linalg_det_backward",
+           "slogdet_backward", "linalg_solve_backward", "svd_backward", "linalg_eig_backward",
+           "multi_margin_loss_backward", "lu_factor_ex_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",

@@ -597,6 +597,48 @@ pub(crate) fn register(t: &mut Table) {
     });
 
     // ----- decompositions -----
+    // The underscore operators that upstream's linalg bodies call and derivatives.yaml
+    // differentiates: they also hand back the LU factorization (of A itself, with its pivots)
+    // that the backward formulas solve with. Upstream may factor A^T instead; these outputs are
+    // auxiliary (output_differentiability false) and only our own formulas read them.
+    t.insert("aten::_linalg_det", |c| {
+        let a = c.tensor(0)?;
+        let det = la::det(&a).map_err(core_err)?;
+        let (lu, p, _) = ld::lu_factor_ex(&a, "linalg.det").map_err(core_err)?;
+        Ok(Out::Tensors(vec![det, lu, p]))
+    });
+    t.insert("aten::_linalg_slogdet", |c| {
+        let a = c.tensor(0)?;
+        let (s, l) = la::slogdet(&a).map_err(core_err)?;
+        let (lu, p, _) = ld::lu_factor_ex(&a, "linalg.slogdet").map_err(core_err)?;
+        Ok(Out::Tensors(vec![s, l, lu, p]))
+    });
+    t.insert("aten::_linalg_solve_ex", |c| {
+        let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+        let (r, info) = ld::solve_ex(&a, &b, c.bool(2)?).map_err(core_err)?;
+        if c.bool(3)? {
+            la::solve_error("linalg.solve_ex", &info).map_err(core_err)?;
+        }
+        let (lu, p, _) = ld::lu_factor_ex(&a, "linalg.solve").map_err(core_err)?;
+        Ok(Out::Tensors(vec![r, lu, p, info]))
+    });
+    t.insert("aten::_linalg_svd", |c| {
+        let (u, s, vh) = ld::svd(&c.tensor(0)?, c.bool(1)?).map_err(core_err)?;
+        if c.bool(2)? {
+            return Ok(Out::Tensors(vec![u, s, vh]));
+        }
+        // without compute_uv upstream returns empty U and Vh
+        let empty = || Tensor::empty_on(&[0], u.dtype(), Device::Cpu).map_err(core_err);
+        Ok(Out::Tensors(vec![empty()?, s, empty()?]))
+    });
+    t.insert("aten::_linalg_eigh", |c| {
+        let (w, v) = ld::eigh(&c.tensor(0)?, c.str(1)? == "U").map_err(core_err)?;
+        if c.bool(2)? {
+            return Ok(Out::Tensors(vec![w, v]));
+        }
+        let empty = Tensor::empty_on(&[0], v.dtype(), Device::Cpu).map_err(core_err)?;
+        Ok(Out::Tensors(vec![w, empty]))
+    });
     t.insert("aten::linalg_det", |c| ok(la::det(&c.tensor(0)?)));
     t.insert("aten::det", |c| ok(la::det(&c.tensor(0)?)));
     t.insert("aten::logdet", |c| ok(la::logdet(&c.tensor(0)?)));
