@@ -2087,6 +2087,116 @@ def lu_factor_ex_backward(grad, LU, pivs, pivot):
     return P.matmul(gA) if pivot else gA
 
 
+def _ag_dist_direction(diff, dist, p):
+    """d||diff||_p / d diff, with dist = ||diff||_p already reduced and kept broadcastable; zero
+    where the distance is zero (upstream's choice at the kink)."""
+    torch = _tn_ag_torch()
+    p = _b.float(p)
+    zero = diff.new_zeros(())
+    if p == 0.0:
+        return torch.zeros_like(diff)
+    if p == 1.0:
+        return diff.sign()
+    if p == _b.float("inf"):
+        return diff.sign() * (diff.abs() == dist).to(diff.dtype)
+    if p == 2.0:
+        return torch.where(dist == 0, zero, diff / dist)
+    if p < 1.0:
+        pw = torch.where(diff == 0, zero, diff.abs().pow(p - 1))
+    else:
+        pw = diff.abs().pow(p - 1)
+    return torch.where(dist == 0, zero, diff.sign() * pw / dist.pow(p - 1))
+
+
+def _cdist_backward(grad, x1, x2, p, cdist):
+    # the gradient for x1 of cdist(x1, x2) (upstream calls it with x1, x2 swapped for x2)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    g = (grad.unsqueeze(-1) * _ag_dist_direction(diff, cdist.unsqueeze(-1), p)).sum(-2)
+    return g.expand(x1.shape) if _b.list(g.shape) != _b.list(x1.shape) else g
+
+
+def _euclidean_dist_backward(grad, x1, x2, res):
+    if grad is None:
+        return None, None
+    ratio = (grad / res).masked_fill(res == 0, 0)
+    return (x1 * ratio.sum(-1, True) - ratio.matmul(x2),
+            x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT.matmul(x1))
+
+
+def _pdist_backward(grad, self, p, pdist):
+    torch = _tn_ag_torch()
+    n = self.shape[0]
+    if n < 2 or grad.numel() == 0:
+        return torch.zeros_like(self)
+    i, j = torch.triu_indices(n, n, 1)
+    diff = self.index_select(0, i) - self.index_select(0, j)
+    part = grad.unsqueeze(-1) * _ag_dist_direction(diff, pdist.unsqueeze(-1), p)
+    return torch.zeros_like(self).index_add(0, i, part).index_add(0, j, -part)
+
+
+def _ag_prelu(self, weight):
+    # upstream's prelu: the weight reshaped to broadcast over the channel dim, then the kernel
+    torch = _tn_ag_torch()
+    if self.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {self.dtype} and {weight.dtype}")
+    if weight.numel() != 1:
+        if self.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = self.shape[1] if self.dim() > 1 else 1
+        if channels != weight.numel():
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                f"{weight.numel()} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = "
+                           f"{weight.dim()}")
+    w = weight
+    if self.dim() != weight.dim():
+        shape = [1] * self.dim()
+        if self.dim() > 1:
+            shape[1] = weight.numel()
+        w = weight.reshape(shape)
+    return torch.ops.aten._prelu_kernel(self, w)
+
+
+def _ag_cdist(x1, x2, p=2.0, compute_mode=None):
+    # upstream's cdist: _cdist_forward, except p=2 over more than 25 rows (or mode 1), which
+    # takes the matrix-product form through _euclidean_dist
+    torch = _tn_ag_torch()
+    aten = torch.ops.aten
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    mode = 0 if compute_mode is None else compute_mode
+    if x1.numel() == 0 or x2.numel() == 0 or not (
+            p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25)))):
+        return aten._cdist_forward(x1, x2, p, compute_mode)
+    batch = _b.list(torch.broadcast_shapes(_b.tuple(x1.shape[:-2]), _b.tuple(x2.shape[:-2])))
+    nb = _prod(batch)
+    a = x1.expand(batch + _b.list(x1.shape[-2:])).reshape(nb, r1, x1.shape[-1])
+    b = x2.expand(batch + _b.list(x2.shape[-2:])).reshape(nb, r2, x2.shape[-1])
+    return aten._euclidean_dist(a, b).view(batch + [r1, r2])
+
+
+def replication_pad_backward(grad, self, padding):
+    """replication_pad{1,2,3}d's backward: each output position's gradient goes to the input
+    position it copied (the nearest one inside), one padded dim at a time."""
+    torch = _tn_ag_torch()
+    g = grad
+    nd = len(padding) // 2
+    for k in _b.range(nd):
+        dim = self.dim() - 1 - k
+        left = padding[2 * k]
+        size_in, size_out = self.shape[dim], g.shape[dim]
+        idx = (torch.arange(size_out) - left).clamp(0, size_in - 1)
+        shape = _b.list(g.shape)
+        shape[dim] = size_in
+        g = g.new_zeros(shape).index_add(dim, idx, g)
+    return g
+
+
+replication_pad1d_backward = replication_pad2d_backward = replication_pad3d_backward = \
+    replication_pad_backward
+
+
 def _ag_hinge_embedding_loss(self, target, margin=1.0, reduction=1):
     torch = _tn_ag_torch()
     zeros = torch.zeros_like(self)
@@ -2201,6 +2311,10 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::flatten.using_ints": _ag_flatten,
                 "aten::max_pool2d": _ag_max_pool2d,
                 "aten::max_pool3d": _ag_max_pool3d,
+                "aten::cdist": _ag_cdist,
+                "aten::prelu": _ag_prelu,
+                "aten::pdist": lambda self, p=2.0: _tn_ag_torch().ops.aten._pdist_forward(
+                    self.contiguous(), p),
                 "aten::poisson_nll_loss": _ag_poisson_nll_loss,
                 "aten::cosine_embedding_loss": _ag_cosine_embedding_loss,
                 "aten::triplet_margin_loss": _ag_triplet_margin_loss,
@@ -3190,7 +3304,9 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "cholesky_solve_backward", "linalg_solve_triangular_backward", "pinv_backward",
            "linalg_lstsq_backward", "linalg_qr_backward", "linalg_det_backward",
            "slogdet_backward", "linalg_solve_backward", "svd_backward", "linalg_eig_backward",
-           "multi_margin_loss_backward", "lu_factor_ex_backward"):
+           "multi_margin_loss_backward", "lu_factor_ex_backward", "_cdist_backward",
+           "_euclidean_dist_backward", "_pdist_backward", "replication_pad1d_backward",
+           "replication_pad2d_backward", "replication_pad3d_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",

@@ -584,6 +584,9 @@ pub(crate) fn register(t: &mut Table) {
         ok(la::cdist(&c.tensor(0)?, &c.tensor(1)?, 2.0))
     });
     t.insert("aten::pdist", |c| ok(la::pdist(&c.tensor(0)?, c.float(1)?)));
+    t.insert("aten::_pdist_forward", |c| {
+        ok(la::pdist(&c.tensor(0)?, c.float(1)?))
+    });
     t.insert("aten::dist", |c| {
         let (a, b) = (c.tensor(0)?, c.tensor(1)?);
         if a.dtype() == DType::Bool || b.dtype() == DType::Bool {

@@ -426,6 +426,13 @@ pub(crate) fn register(t: &mut Table) {
     t.insert("aten::logical_xor", |c| {
         ok(c.tensor(0)?.logical_xor(&c.tensor(1)?))
     });
+    // prelu's kernel (upstream's body reshapes the weight to broadcast, then calls it)
+    t.insert("aten::_prelu_kernel", |c| {
+        let (x, w) = (c.tensor(0)?, c.tensor(1)?);
+        let scaled = w.mul(&x).map_err(core_err)?;
+        let positive = x.gt(Scalar::Int(0)).map_err(core_err)?;
+        ok(torchnative_core::where_(&positive, &x, &scaled))
+    });
     t.insert("aten::where.self", |c| {
         ok(torchnative_core::where_(
             &c.tensor(0)?,
