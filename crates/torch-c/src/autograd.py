@@ -2134,6 +2134,78 @@ def _pdist_backward(grad, self, p, pdist):
     return torch.zeros_like(self).index_add(0, i, part).index_add(0, j, -part)
 
 
+def _ag_bag_members(indices, offsets, nbags, padding_idx):
+    """(bag, position) of every index that is not padding_idx, bags given by their offsets."""
+    idx = indices.reshape(-1).tolist()
+    bounds = offsets.tolist()[:nbags] + [len(idx)]
+    return [(b, k) for b in _b.range(nbags)
+            for k in _b.range(bounds[b], _b.min(bounds[b + 1], len(idx))) if idx[k] != padding_idx], idx
+
+
+def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+                            num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                            padding_idx=-1):
+    torch = _tn_ag_torch()
+    if sparse:
+        raise NotImplementedError("torchnative: sparse gradients of embedding_bag are not implemented")
+    if mode == 2:
+        raise NotImplementedError(
+            "torchnative: the backward of embedding_bag with mode='max' is not implemented")
+    members, idx = _ag_bag_members(indices, offsets, grad.shape[0], padding_idx)
+    out = grad.new_zeros([num_weights, grad.shape[-1]])
+    if not members:
+        return out
+    i64 = torch.int64
+    rows = torch.tensor([idx[k] for _, k in members], dtype=i64)
+    bags = torch.tensor([b for b, _ in members], dtype=i64)
+    g = grad.index_select(0, bags)
+    if per_sample_weights is not None:
+        g = g * per_sample_weights.index_select(0, torch.tensor([k for _, k in members], dtype=i64)).unsqueeze(1)
+    if mode == 1:
+        counts = {}
+        for b, _ in members:
+            counts[b] = counts.get(b, 0) + 1
+        g = g / torch.tensor([counts[b] for b, _ in members], dtype=g.dtype).unsqueeze(1)
+    if scale_grad_by_freq:
+        freq = {}
+        for _, k in members:
+            freq[idx[k]] = freq.get(idx[k], 0) + 1
+        g = g / torch.tensor([freq[idx[k]] for _, k in members], dtype=g.dtype).unsqueeze(1)
+    return out.index_add(0, rows, g)
+
+
+def _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode,
+                                               padding_idx=-1):
+    torch = _tn_ag_torch()
+    if mode != 0:
+        raise RuntimeError("embedding_bag_backward: per_sample_weights only supported for mode='sum'")
+    members, idx = _ag_bag_members(indices, offsets, grad.shape[0], padding_idx)
+    out = grad.new_zeros([len(idx)])
+    if not members:
+        return out
+    i64 = torch.int64
+    rows = weight.index_select(0, torch.tensor([idx[k] for _, k in members], dtype=i64))
+    part = (grad.index_select(0, torch.tensor([b for b, _ in members], dtype=i64)) * rows).sum(-1)
+    return out.index_copy(0, torch.tensor([k for _, k in members], dtype=i64), part)
+
+
+def _ag_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                      per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    # upstream's embedding_bag: the padding index wrapped, then _embedding_bag (which carries
+    # the formula) on contiguous indices and offsets
+    torch = _tn_ag_torch()
+    pad = -1
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{n} "
+                               f"through {n - 1}, but got {padding_idx}")
+        pad = padding_idx % n
+    return _b.tuple(torch.ops.aten._embedding_bag(
+        weight, indices.contiguous(), offsets.contiguous(), scale_grad_by_freq, mode, sparse,
+        per_sample_weights, include_last_offset, pad))
+
+
 def _ag_prelu(self, weight):
     # upstream's prelu: the weight reshaped to broadcast over the channel dim, then the kernel
     torch = _tn_ag_torch()
@@ -2313,6 +2385,8 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::max_pool3d": _ag_max_pool3d,
                 "aten::cdist": _ag_cdist,
                 "aten::prelu": _ag_prelu,
+                "aten::embedding_bag.padding_idx": _ag_embedding_bag,
+                "aten::embedding_bag": _ag_embedding_bag,
                 "aten::pdist": lambda self, p=2.0: _tn_ag_torch().ops.aten._pdist_forward(
                     self.contiguous(), p),
                 "aten::poisson_nll_loss": _ag_poisson_nll_loss,
@@ -3306,7 +3380,8 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "slogdet_backward", "linalg_solve_backward", "svd_backward", "linalg_eig_backward",
            "multi_margin_loss_backward", "lu_factor_ex_backward", "_cdist_backward",
            "_euclidean_dist_backward", "_pdist_backward", "replication_pad1d_backward",
-           "replication_pad2d_backward", "replication_pad3d_backward"):
+           "replication_pad2d_backward", "replication_pad3d_backward",
+           "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",

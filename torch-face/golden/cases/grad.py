@@ -371,6 +371,8 @@ for _name, _expr, _ins, _ops in [
         ("embedding", "F.embedding(torch.tensor([[1, 3], [1, 0]]), x)", ["x:4,3"], "aten::embedding"),
         ("embedding_padding", "F.embedding(torch.tensor([[1, 3], [2, 0]]), x, padding_idx=1)", ["x:4,3"], "aten::embedding"),
         ("embedding_bag", "F.embedding_bag(torch.tensor([1, 3, 1, 0]), x, torch.tensor([0, 2]))", ["x:4,3"], "aten::embedding_bag.padding_idx"),
+        ("embedding_bag_mean", "F.embedding_bag(torch.tensor([1, 3, 1, 0, 1]), x, torch.tensor([0, 2, 4]), mode='mean', padding_idx=1, scale_grad_by_freq=True)", ["x:4,3"], "aten::embedding_bag.padding_idx"),
+        ("embedding_bag_weights", "F.embedding_bag(torch.tensor([1, 3, 1, 0]), x, torch.tensor([0, 2]), per_sample_weights=w, mode='sum')", ["x:4,3", "w:4:mod"], "aten::embedding_bag.padding_idx"),
         ("conv1d", "F.conv1d(x, w, b, padding=1)", ["x:2,2,5", "w:3,2,3:mod", "b:3:pos"], "aten::conv1d"),
         ("conv1d_same", "F.conv1d(x, w, padding='same', dilation=2)", ["x:1,2,6", "w:2,2,2:mod"], "aten::conv1d"),
         ("conv2d", "F.conv2d(x, w, b, stride=2, padding=1)", ["x:1,2,4,5", "w:3,2,3,3:mod", "b:3:pos"], "aten::conv2d"),
