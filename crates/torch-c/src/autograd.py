@@ -2206,6 +2206,36 @@ def _ag_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0
         per_sample_weights, include_last_offset, pad))
 
 
+def wrap_opt_if(t, cond):
+    return t if cond else None
+
+
+def _trilinear_backward(grad, i1, i2, i3, expand1, expand2, expand3, sumdim, grad_mask):
+    # the gradient of each input is _trilinear itself with that input's and the output's roles
+    # exchanged
+    tri = _tn_ag_torch().ops.aten._trilinear
+    if grad is None:
+        return None, None, None
+    return (tri(grad, i2, i3, sumdim, expand2, expand3, expand1) if grad_mask[0] else None,
+            tri(i1, grad, i3, expand1, sumdim, expand3, expand2) if grad_mask[1] else None,
+            tri(i1, i2, grad, expand1, expand2, sumdim, expand3) if grad_mask[2] else None)
+
+
+def _ag_bilinear(input1, input2, weight, bias=None):
+    # upstream's bilinear: both inputs flattened to 2-d, _trilinear with the weight, reshaped
+    torch = _tn_ag_torch()
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and "
+                           f"{input2.dim()}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got {weight.dim()}")
+    out_size = _b.list(input1.shape[:-1]) + [weight.shape[0]]
+    a = input1.reshape(-1, input1.shape[-1])
+    b = input2.reshape(-1, input2.shape[-1])
+    out = torch.ops.aten._trilinear(a, weight, b, [1, 3], [0], [1, 2], [2, 3]).reshape(out_size)
+    return out + bias if bias is not None else out
+
+
 def _ag_prelu(self, weight):
     # upstream's prelu: the weight reshaped to broadcast over the channel dim, then the kernel
     torch = _tn_ag_torch()
@@ -2385,6 +2415,7 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::max_pool3d": _ag_max_pool3d,
                 "aten::cdist": _ag_cdist,
                 "aten::prelu": _ag_prelu,
+                "aten::bilinear": _ag_bilinear,
                 "aten::embedding_bag.padding_idx": _ag_embedding_bag,
                 "aten::embedding_bag": _ag_embedding_bag,
                 "aten::pdist": lambda self, p=2.0: _tn_ag_torch().ops.aten._pdist_forward(
@@ -3381,7 +3412,8 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "multi_margin_loss_backward", "lu_factor_ex_backward", "_cdist_backward",
            "_euclidean_dist_backward", "_pdist_backward", "replication_pad1d_backward",
            "replication_pad2d_backward", "replication_pad3d_backward",
-           "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward"):
+           "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward",
+           "wrap_opt_if", "_trilinear_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",

@@ -604,6 +604,28 @@ pub(crate) fn register(t: &mut Table) {
     // differentiates: they also hand back the LU factorization (of A itself, with its pivots)
     // that the backward formulas solve with. Upstream may factor A^T instead; these outputs are
     // auxiliary (output_differentiability false) and only our own formulas read them.
+    // `_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim)`: each input unsqueezed at its
+    // expand dims, the three multiplied (broadcasting), then summed over sumdim (bilinear's
+    // kernel and, with the roles swapped, its own backward)
+    t.insert("aten::_trilinear", |c| {
+        let mut ins = [c.tensor(0)?, c.tensor(1)?, c.tensor(2)?];
+        for (k, t) in ins.iter_mut().enumerate() {
+            let mut dims = c.ints(3 + k)?;
+            dims.sort_unstable();
+            for d in dims {
+                *t = t.unsqueeze(d).map_err(core_err)?;
+            }
+        }
+        let prod = ins[0]
+            .mul(&ins[1])
+            .and_then(|p| p.mul(&ins[2]))
+            .map_err(core_err)?;
+        let sumdim = c.ints(6)?;
+        if sumdim.is_empty() {
+            return Ok(Out::Tensor(prod));
+        }
+        ok(prod.sum(&sumdim, false))
+    });
     t.insert("aten::_linalg_det", |c| {
         let a = c.tensor(0)?;
         let det = la::det(&a).map_err(core_err)?;
