@@ -2206,6 +2206,39 @@ def _ag_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0
         per_sample_weights, include_last_offset, pad))
 
 
+def TensorGeometry(t):  # noqa: N802 (upstream's name in the formula)
+    # the formula only reads the input's sizes, strides and storage offset
+    return t
+
+
+def as_strided_backward(grad, input, size, stride, storage_offset):
+    """as_strided's backward, over the storage both geometries index: the output's gradient
+    summed into storage positions (an overlapping output adds up), then read back through the
+    input's geometry (a position the input itself holds several times shares its gradient
+    among them, as upstream does)."""
+    torch = _tn_ag_torch()
+    i64 = torch.int64
+    size, stride = _b.list(size), _b.list(stride)
+    offset = input.storage_offset() if storage_offset is None else storage_offset
+
+    def extent(sz, st, off):
+        if _b.any(n == 0 for n in sz):
+            return off
+        return off + _b.sum((n - 1) * s for n, s in zip(sz, st)) + 1
+
+    n = _b.max(extent(size, stride, offset),
+               extent(_b.list(input.shape), _b.list(input.stride()), input.storage_offset()))
+    cells = torch.arange(n, dtype=i64)
+    out_at = cells.as_strided(size, stride, offset).reshape(-1)
+    storage = grad.new_zeros([n]).index_add(0, out_at, grad.reshape(-1))
+    in_at = cells.as_strided(_b.list(input.shape), _b.list(input.stride()),
+                             input.storage_offset()).reshape(-1)
+    count = torch.zeros(n, dtype=i64).index_add(0, in_at, torch.ones_like(in_at))
+    if _b.bool((count > 1).any().item()):
+        storage = storage / count.clamp_min(1).to(storage.dtype)
+    return storage.index_select(0, in_at).reshape(_b.list(input.shape))
+
+
 def wrap_opt_if(t, cond):
     return t if cond else None
 
@@ -3413,7 +3446,7 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "_euclidean_dist_backward", "_pdist_backward", "replication_pad1d_backward",
            "replication_pad2d_backward", "replication_pad3d_backward",
            "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward",
-           "wrap_opt_if", "_trilinear_backward"):
+           "wrap_opt_if", "_trilinear_backward", "TensorGeometry", "as_strided_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
 for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",

@@ -264,6 +264,8 @@ for _name, _expr, _ops in [
         ("tensor_split", "x.tensor_split(3, 2)[0]", "aten::tensor_split.sections"),
         ("unfold", "x.unfold(2, 2, 1)", "aten::unfold"),
         ("as_strided", "x.as_strided((3, 3), (4, 1), 2)", "aten::as_strided"),
+        ("as_strided_overlap", "x.as_strided((3, 4), (1, 2), 1)", "aten::as_strided"),
+        ("as_strided_of_expand", "x[0, 0].expand(3, 4).as_strided((2, 3), (1, 1), 1)", "aten::as_strided"),
         ("contiguous", "x.transpose(1, 2).contiguous()", "aten::contiguous"),
         ("to_float64", "x.to(torch.float64)", "aten::_to_copy"),
         ("pad_constant", "F.pad(x, (1, 2, 0, 1), value=0.5)", "aten::constant_pad_nd"),
