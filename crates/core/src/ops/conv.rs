@@ -285,39 +285,12 @@ fn pool_out_size(l: i64, k: i64, s: i64, p: i64, d: i64, ceil: bool) -> i64 {
     o
 }
 
-/// Max/avg pooling over the trailing `kernel.len()` dims of `x`; returns values and (for max)
-/// the flat spatial index of each maximum.
-pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tensor)> {
-    let op = match kind {
-        PoolKind::Max => "max_pool",
-        PoolKind::Avg { .. } => "avg_pool",
-    };
+/// Checks a pooling call (rank, kernel, stride, dilation, padding) and returns the spatial
+/// size of its output.
+fn pool_output_shape(op: &'static str, x: &Tensor, o: &PoolOptions) -> Result<Vec<usize>> {
+    pool_rank_check(op, x, o)?;
     let nd = o.kernel.len();
-    if x.dim() < nd + 1 || x.dim() > nd + 2 {
-        return Err(invalid(
-            op,
-            format!(
-                "Expected {}D or {}D input, got shape {:?}",
-                nd + 1,
-                nd + 2,
-                x.shape()
-            ),
-        ));
-    }
-    if matches!(kind, PoolKind::Avg { .. }) || x.dtype() == DType::Bool {
-        if !x.dtype().is_float() && matches!(kind, PoolKind::Avg { .. }) {
-            return Err(Error::UnsupportedDType {
-                op,
-                dtype: x.dtype(),
-            });
-        }
-        if x.dtype() == DType::Bool {
-            return Err(Error::UnsupportedDType {
-                op,
-                dtype: x.dtype(),
-            });
-        }
-    }
+    let sp = &x.shape()[x.dim() - nd..];
     for d in 0..nd {
         if o.kernel[d] <= 0 || o.stride[d] <= 0 || o.dilation[d] <= 0 {
             return Err(invalid(
@@ -335,9 +308,6 @@ pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tens
             ));
         }
     }
-    let lead = x.dim() - nd;
-    let planes: usize = x.shape()[..lead].iter().product();
-    let sp: Vec<usize> = x.shape()[lead..].to_vec();
     let mut out_sp = Vec::with_capacity(nd);
     for d in 0..nd {
         let n = pool_out_size(
@@ -356,12 +326,104 @@ pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tens
         }
         out_sp.push(n as usize);
     }
+    Ok(out_sp)
+}
+
+/// Pooling over `nd` dims takes an input of `nd + 1` or `nd + 2` dims.
+fn pool_rank_check(op: &'static str, x: &Tensor, o: &PoolOptions) -> Result<()> {
+    let nd = o.kernel.len();
+    if x.dim() < nd + 1 || x.dim() > nd + 2 {
+        return Err(invalid(
+            op,
+            format!(
+                "Expected {}D or {}D input, got shape {:?}",
+                nd + 1,
+                nd + 2,
+                x.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The kernel offsets of a pooling window, in row-major order.
+fn kernel_offsets(o: &PoolOptions) -> Vec<Vec<usize>> {
+    let ks: Vec<usize> = o.kernel.iter().map(|&k| k as usize).collect();
+    let mut koffs = Vec::new();
+    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    koffs
+}
+
+/// The flat in-plane offset of kernel position `k` of the window at output `opos`, or None
+/// where it falls in the padding. `dilated` is false for average pooling (no dilation).
+fn window_offset(
+    opos: &[usize],
+    k: &[usize],
+    sp: &[usize],
+    in_str: &[usize],
+    o: &PoolOptions,
+    dilated: bool,
+) -> Option<usize> {
+    let mut off = 0usize;
+    for d in 0..sp.len() {
+        let step = if dilated { o.dilation[d] } else { 1 };
+        let p = opos[d] as i64 * o.stride[d] - o.padding[d] + k[d] as i64 * step;
+        if p < 0 || p >= sp[d] as i64 {
+            return None;
+        }
+        off += p as usize * in_str[d];
+    }
+    Some(off)
+}
+
+/// Average pooling's divisor for the window at output `opos`: the override, the window's size
+/// clipped to the padded input, or the number of real (non-padding) elements.
+fn avg_divisor(
+    opos: &[usize],
+    sp: &[usize],
+    o: &PoolOptions,
+    count_include_pad: bool,
+    divisor: Option<i64>,
+) -> i64 {
+    let mut pool_size = 1i64;
+    let mut valid = 1i64;
+    for d in 0..sp.len() {
+        let start = opos[d] as i64 * o.stride[d] - o.padding[d];
+        let end = (start + o.kernel[d]).min(sp[d] as i64 + o.padding[d]);
+        pool_size *= end - start;
+        let (s2, e2) = (start.max(0), end.min(sp[d] as i64));
+        valid *= (e2 - s2).max(0);
+    }
+    match divisor {
+        Some(dv) => dv,
+        None if count_include_pad => pool_size,
+        None => valid,
+    }
+}
+
+/// Max/avg pooling over the trailing `kernel.len()` dims of `x`; returns values and (for max)
+/// the flat spatial index of each maximum.
+pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tensor)> {
+    let op = match kind {
+        PoolKind::Max => "max_pool",
+        PoolKind::Avg { .. } => "avg_pool",
+    };
+    pool_rank_check(op, x, o)?;
+    if x.dtype() == DType::Bool || (!x.dtype().is_float() && matches!(kind, PoolKind::Avg { .. })) {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+        });
+    }
+    let out_sp = pool_output_shape(op, x, o)?;
+    let nd = o.kernel.len();
+    let lead = x.dim() - nd;
+    let planes: usize = x.shape()[..lead].iter().product();
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
     let in_plane: usize = sp.iter().product();
     let out_plane: usize = out_sp.iter().product();
     let in_str = strides_of(&sp);
-    let mut koffs: Vec<Vec<usize>> = Vec::new();
-    let ks: Vec<usize> = o.kernel.iter().map(|&k| k as usize).collect();
-    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    let koffs = kernel_offsets(o);
     let is_int = !x.dtype().is_float();
     let xv = x.to_vec::<f64>()?;
     let xi = if is_int {
@@ -380,20 +442,9 @@ pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tens
                 let mut besti = i64::MIN;
                 let mut at: i64 = -1;
                 for k in &koffs {
-                    let mut off = 0usize;
-                    let mut ok = true;
-                    for d in 0..nd {
-                        let p = opos[d] as i64 * o.stride[d] - o.padding[d]
-                            + k[d] as i64 * o.dilation[d];
-                        if p < 0 || p >= sp[d] as i64 {
-                            ok = false;
-                            break;
-                        }
-                        off += p as usize * in_str[d];
-                    }
-                    if !ok {
+                    let Some(off) = window_offset(opos, k, &sp, &in_str, o, true) else {
                         continue;
-                    }
+                    };
                     if is_int {
                         let v = xi[base + off];
                         if at < 0 || v > besti {
@@ -419,36 +470,12 @@ pub fn pool(x: &Tensor, kind: PoolKind, o: &PoolOptions) -> Result<(Tensor, Tens
                 count_include_pad,
                 divisor,
             } => {
-                let mut sum = 0.0;
-                let mut pool_size = 1i64;
-                let mut valid = 1i64;
-                for d in 0..nd {
-                    let start = opos[d] as i64 * o.stride[d] - o.padding[d];
-                    let end = (start + o.kernel[d]).min(sp[d] as i64 + o.padding[d]);
-                    pool_size *= end - start;
-                    let (s2, e2) = (start.max(0), end.min(sp[d] as i64));
-                    valid *= (e2 - s2).max(0);
-                }
-                for k in &koffs {
-                    let mut off = 0usize;
-                    let mut ok = true;
-                    for d in 0..nd {
-                        let p = opos[d] as i64 * o.stride[d] - o.padding[d] + k[d] as i64;
-                        if p < 0 || p >= sp[d] as i64 {
-                            ok = false;
-                            break;
-                        }
-                        off += p as usize * in_str[d];
-                    }
-                    if ok {
-                        sum += xv[base + off];
-                    }
-                }
-                let div = match divisor {
-                    Some(dv) => dv,
-                    None if count_include_pad => pool_size,
-                    None => valid,
-                };
+                let sum: f64 = koffs
+                    .iter()
+                    .filter_map(|k| window_offset(opos, k, &sp, &in_str, o, false))
+                    .map(|off| xv[base + off])
+                    .sum();
+                let div = avg_divisor(opos, &sp, o, count_include_pad, divisor);
                 vals.push(sum / div as f64);
                 idxs.push(0);
             }
@@ -539,40 +566,10 @@ pub fn pool_backward(
         PoolKind::Max => "max_pool_backward",
         PoolKind::Avg { .. } => "avg_pool_backward",
     };
-    let nd = o.kernel.len();
-    if x.dim() < nd + 1 || x.dim() > nd + 2 {
-        return Err(invalid(
-            op,
-            format!(
-                "Expected {}D or {}D input, got shape {:?}",
-                nd + 1,
-                nd + 2,
-                x.shape()
-            ),
-        ));
-    }
     float_only(op, grad)?;
-    let lead = x.dim() - nd;
-    let sp: Vec<usize> = x.shape()[lead..].to_vec();
-    let mut out_sp = Vec::with_capacity(nd);
-    for d in 0..nd {
-        if o.kernel[d] <= 0 || o.stride[d] <= 0 || o.dilation[d] <= 0 {
-            return Err(invalid(
-                op,
-                "kernel size, stride and dilation should be greater than zero",
-            ));
-        }
-        let n = pool_out_size(
-            sp[d] as i64,
-            o.kernel[d],
-            o.stride[d],
-            o.padding[d],
-            o.dilation[d],
-            o.ceil_mode,
-        );
-        out_sp.push(n.max(0) as usize);
-    }
+    let out_sp = pool_output_shape(op, x, o)?;
     check_grad_shape(op, grad, x, &out_sp)?;
+    let nd = o.kernel.len();
     let (count_include_pad, divisor) = match kind {
         PoolKind::Max => {
             let indices = indices.ok_or_else(|| invalid(op, "max pooling needs its indices"))?;
@@ -583,47 +580,24 @@ pub fn pool_backward(
             divisor,
         } => (count_include_pad, divisor),
     };
+    let lead = x.dim() - nd;
+    let sp: Vec<usize> = x.shape()[lead..].to_vec();
     let planes: usize = x.shape()[..lead].iter().product();
     let in_plane: usize = sp.iter().product();
     let out_plane: usize = out_sp.iter().product();
     let in_str = strides_of(&sp);
-    let mut koffs: Vec<Vec<usize>> = Vec::new();
-    let ks: Vec<usize> = o.kernel.iter().map(|&k| k as usize).collect();
-    for_each_index(&ks, |k| koffs.push(k.to_vec()));
+    let koffs = kernel_offsets(o);
     let g = grad.to_vec::<f64>()?;
     let mut out = vec![0.0; planes * in_plane];
     for pl in 0..planes {
         let base = pl * in_plane;
         let mut j = 0;
         for_each_index(&out_sp, |opos| {
-            let mut pool_size = 1i64;
-            let mut valid = 1i64;
-            for d in 0..nd {
-                let start = opos[d] as i64 * o.stride[d] - o.padding[d];
-                let end = (start + o.kernel[d]).min(sp[d] as i64 + o.padding[d]);
-                pool_size *= end - start;
-                let (s2, e2) = (start.max(0), end.min(sp[d] as i64));
-                valid *= (e2 - s2).max(0);
-            }
-            let div = match divisor {
-                Some(dv) => dv,
-                None if count_include_pad => pool_size,
-                None => valid,
-            };
+            let div = avg_divisor(opos, &sp, o, count_include_pad, divisor);
             let share = g[pl * out_plane + j] / div as f64;
             j += 1;
             for k in &koffs {
-                let mut off = 0usize;
-                let mut ok = true;
-                for d in 0..nd {
-                    let p = opos[d] as i64 * o.stride[d] - o.padding[d] + k[d] as i64;
-                    if p < 0 || p >= sp[d] as i64 {
-                        ok = false;
-                        break;
-                    }
-                    off += p as usize * in_str[d];
-                }
-                if ok {
+                if let Some(off) = window_offset(opos, k, &sp, &in_str, o, false) {
                     out[base + off] += share;
                 }
             }
