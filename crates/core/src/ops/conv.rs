@@ -606,6 +606,17 @@ pub fn pool_backward(
     Tensor::from_f64s(&out, x.shape(), grad.dtype())
 }
 
+/// Adaptive pooling's window for output `opos`: per dim, [floor(o*in/out), ceil((o+1)*in/out)).
+fn adaptive_window(opos: &[usize], sp: &[usize], out_sp: &[usize]) -> Vec<(usize, usize)> {
+    (0..sp.len())
+        .map(|d| {
+            let s = (opos[d] * sp[d]) / out_sp[d];
+            let e = ((opos[d] + 1) * sp[d]).div_ceil(out_sp[d]);
+            (s, e)
+        })
+        .collect()
+}
+
 /// The backward of [`adaptive_pool`] over the trailing `nd` dims: average pooling spreads each
 /// output's gradient evenly over its window; max pooling sends it to the position in `indices`.
 pub fn adaptive_pool_backward(
@@ -647,13 +658,7 @@ pub fn adaptive_pool_backward(
         let base = pl * in_plane;
         let mut j = 0;
         for_each_index(&out_sp, |opos| {
-            let ranges: Vec<(usize, usize)> = (0..nd)
-                .map(|d| {
-                    let s = (opos[d] * sp[d]) / out_sp[d];
-                    let e = ((opos[d] + 1) * sp[d]).div_ceil(out_sp[d]);
-                    (s, e)
-                })
-                .collect();
+            let ranges = adaptive_window(opos, &sp, &out_sp);
             let win: Vec<usize> = ranges.iter().map(|(s, e)| e - s).collect();
             let cnt: usize = win.iter().product();
             let share = g[pl * out_plane + j] / cnt as f64;
@@ -708,13 +713,7 @@ pub fn adaptive_pool(x: &Tensor, output: &[i64], max: bool) -> Result<(Tensor, T
     for pl in 0..planes {
         let base = pl * in_plane;
         for_each_index(&out_sp, |opos| {
-            let ranges: Vec<(usize, usize)> = (0..nd)
-                .map(|d| {
-                    let s = (opos[d] * sp[d]) / out_sp[d];
-                    let e = ((opos[d] + 1) * sp[d]).div_ceil(out_sp[d]);
-                    (s, e)
-                })
-                .collect();
+            let ranges = adaptive_window(opos, &sp, &out_sp);
             let win: Vec<usize> = ranges.iter().map(|(s, e)| e - s).collect();
             let mut sum = 0.0;
             let mut best = f64::NEG_INFINITY;
