@@ -1079,6 +1079,12 @@ def _ag_max_pool3d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
         self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
+def _ag_stride_1d(stride, kernel):
+    # an empty stride means the kernel size, as upstream's 1-d pooling bodies take it
+    given = _b.list(stride) if isinstance(stride, (_b.list, _b.tuple)) else [stride]
+    return _ag_one(given, "stride") if given else kernel
+
+
 def _ag_one(v, name):
     v = _b.list(v) if isinstance(v, (_b.list, _b.tuple)) else [v]
     if len(v) != 1:
@@ -1092,7 +1098,7 @@ def _ag_max_pool1d_with_indices(self, kernel_size, stride=(), padding=0, dilatio
     # upstream's body: the 2-d kernel over a unit height, squeezed back
     torch = _tn_ag_torch()
     k = _ag_one(kernel_size, "kernel_size")
-    s = _ag_one(stride, "stride") if _b.len(_b.list(stride) if isinstance(stride, (_b.list, _b.tuple)) else [stride]) else k
+    s = _ag_stride_1d(stride, k)
     out, idx = torch.ops.aten.max_pool2d_with_indices(
         self.unsqueeze(-2), [1, k], [1, s], [0, _ag_one(padding, "padding")],
         [1, _ag_one(dilation, "dilation")], ceil_mode)
@@ -1103,7 +1109,7 @@ def _ag_avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False,
                    count_include_pad=True):
     torch = _tn_ag_torch()
     k = _ag_one(kernel_size, "kernel_size")
-    s = _ag_one(stride, "stride") if _b.len(_b.list(stride) if isinstance(stride, (_b.list, _b.tuple)) else [stride]) else k
+    s = _ag_stride_1d(stride, k)
     return torch.ops.aten.avg_pool2d(self.unsqueeze(-2), [1, k], [1, s],
                                      [0, _ag_one(padding, "padding")], ceil_mode,
                                      count_include_pad).squeeze(-2)
