@@ -72,8 +72,18 @@ impl Architecture {
                 | Architecture::Qwen2
                 | Architecture::Qwen3
                 | Architecture::Phi3
+                | Architecture::Gemma2
                 | Architecture::Gemma3
         )
+    }
+
+    /// llama.cpp's `general.architecture` for it (its model type, but `gemma3` for Gemma 3's
+    /// text decoder).
+    pub fn gguf_architecture(self) -> &'static str {
+        match self {
+            Architecture::Gemma3 => "gemma3",
+            other => other.model_type(),
+        }
     }
 
     /// Gemma 2 and 3: `(1 + w)` RMSNorm weights, sandwich norms, scaled embeddings.
@@ -589,13 +599,10 @@ impl DecoderConfig {
     pub fn from_gguf(file: &GgufFile) -> Result<DecoderConfig> {
         let g = GgufFields { file };
         let arch_name = g.required_str("general.architecture")?;
-        // llama.cpp names Gemma 3's text decoder `gemma3`.
-        let architecture = match arch_name {
-            "gemma3" => Some(Architecture::Gemma3),
-            name => Architecture::from_model_type(name),
-        }
-        .filter(|a| a.runs_from_gguf())
-        .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
+        let architecture = Architecture::ALL
+            .into_iter()
+            .find(|a| a.runs_from_gguf() && a.gguf_architecture() == arch_name)
+            .ok_or_else(|| gguf_unsupported_architecture(arch_name))?;
         let key = |k: &str| format!("{arch_name}.{k}");
 
         let n_layers = g.required_usize(&key("block_count"))?;
@@ -662,18 +669,33 @@ impl DecoderConfig {
                 }
             }
         }
+        let gemma2 = architecture == Architecture::Gemma2;
         let gemma3 = architecture == Architecture::Gemma3;
+        let gemma = gemma2 || gemma3;
         // Window 0 (phi3's converter) means none; Gemma 3 without a window has no local layers.
-        let sliding_window = g
-            .usize(&key("attention.sliding_window"))?
-            .filter(|&w| w > 0 || !(phi3 || gemma3));
-        let sliding_layers = match (gemma3, sliding_window) {
+        // llama.cpp gives Gemma 2 a 4096 window when the file names none, as Gemma2Config does.
+        let sliding_window = match g.usize(&key("attention.sliding_window"))? {
+            None if gemma2 => Some(4096),
+            w => w.filter(|&w| w > 0 || !(phi3 || gemma3)),
+        };
+        // Gemma 2 alternates from a sliding first layer, Gemma 3 has every sixth layer global,
+        // unless the file lists the layers (llama.cpp's defaults).
+        let sliding_layers = match (gemma, sliding_window) {
             (true, Some(_)) => Some(gguf_sliding_pattern(
                 &g,
                 &key("attention.sliding_window_pattern"),
                 n_layers,
+                if gemma2 { 2 } else { 6 },
             )?),
             _ => None,
+        };
+        // llama.cpp's defaults for a file that leaves the caps out (Gemma2Config's too).
+        let softcap = |k: &str, default: f32| -> Result<Option<f32>> {
+            Ok(match (g.f32(&key(k))?, gemma2) {
+                (Some(v), _) => Some(v),
+                (None, true) => Some(default),
+                (None, false) => None,
+            })
         };
         let config = DecoderConfig {
             architecture,
@@ -712,11 +734,13 @@ impl DecoderConfig {
             },
             rope_dim,
             // llama.cpp's default for the local layers' base.
-            local_rope_theta: match gemma3 {
-                true => Some(g.f32(&key("rope.freq_base_swa"))?.unwrap_or(10_000.0)),
-                false => None,
+            local_rope_theta: match (gemma2, gemma3) {
+                (_, true) => Some(g.f32(&key("rope.freq_base_swa"))?.unwrap_or(10_000.0)),
+                // Gemma 2's local layers share the global base unless the file says otherwise.
+                (true, _) => g.f32(&key("rope.freq_base_swa"))?,
+                _ => None,
             },
-            activation: match gemma3 {
+            activation: match gemma {
                 true => Activation::GeluTanh,
                 false => Activation::Silu,
             },
@@ -728,16 +752,20 @@ impl DecoderConfig {
             qk_norm: has("blk.0.attn_q_norm.weight"),
             sliding_window,
             sliding_layers,
-            final_logit_softcap: g.f32(&key("final_logit_softcapping"))?,
-            attn_logit_softcap: None,
-            // Not in the file: llama.cpp scales by head_dim^-1/2, and for the 62-layer model
-            // (27B) by (hidden / heads)^-1/2, which is what those configs' scalar says.
-            query_pre_attn_scalar: match (gemma3, n_layers) {
-                (true, 62) => Some((hidden_size / n_heads) as f32),
-                (true, _) => Some(head_dim as f32),
-                (false, _) => None,
+            final_logit_softcap: softcap("final_logit_softcapping", 30.0)?,
+            attn_logit_softcap: match gemma2 {
+                true => softcap("attn_logit_softcapping", 50.0)?,
+                false => None,
             },
-            gemma_norms: gemma3,
+            // Not in the file: llama.cpp scales by head_dim^-1/2, and for the 27B models (Gemma
+            // 2's 46 layers, Gemma 3's 62) by (hidden / heads)^-1/2, which is what those
+            // configs' scalar says.
+            query_pre_attn_scalar: match (gemma2, gemma3, n_layers) {
+                (true, _, 46) | (_, true, 62) => Some((hidden_size / n_heads) as f32),
+                (true, _, _) | (_, true, _) => Some(head_dim as f32),
+                _ => None,
+            },
+            gemma_norms: gemma,
             bos_token_id: g.token_id("tokenizer.ggml.bos_token_id")?,
             eos_token_ids,
             pad_token_id: g.token_id("tokenizer.ggml.padding_token_id")?,
@@ -1357,29 +1385,17 @@ fn layer_types(f: &JsonFields, v: &Value, n_layers: usize) -> Result<Vec<bool>> 
         .collect()
 }
 
-/// The refusal for a GGUF `general.architecture` the runtime does not read, naming what is
-/// missing where the architecture itself runs from safetensors.
+/// The refusal for a GGUF `general.architecture` the runtime does not read, naming those it does.
 fn gguf_unsupported_architecture(name: &str) -> FormatError {
-    let part = match name {
-        "gemma2" => {
-            "llama.cpp's gemma2 layout (post_attention_norm / post_ffw_norm tensors with the \
-             norms' +1 folded in, attn_logit_softcapping and the alternating-window metadata) \
-             is not read from GGUF (gemma3's is); the safetensors checkpoint runs (model_type \
-             gemma2)"
-        }
-        _ => {
-            let names: Vec<_> = Architecture::ALL
-                .iter()
-                .filter(|a| a.runs_from_gguf())
-                .map(|a| a.model_type())
-                .collect();
-            return FormatError::Unsupported(format!(
-                "GGUF general.architecture '{name}'; supported: {}",
-                names.join(", ")
-            ));
-        }
-    };
-    FormatError::Unsupported(format!("GGUF general.architecture '{name}': {part}"))
+    let names: Vec<_> = Architecture::ALL
+        .iter()
+        .filter(|a| a.runs_from_gguf())
+        .map(|a| a.gguf_architecture())
+        .collect();
+    FormatError::Unsupported(format!(
+        "GGUF general.architecture '{name}'; supported: {}",
+        names.join(", ")
+    ))
 }
 
 /// Typed access to GGUF metadata with messages naming the key.
@@ -1452,8 +1468,13 @@ impl<'a> GgufFields<'a> {
 }
 
 /// Which layers are local: `key` as an array of bools, or as llama.cpp's pattern `n` (every
-/// `n`-th layer global, 0 = all local), default 6 (Gemma 3).
-fn gguf_sliding_pattern(g: &GgufFields, key: &str, n_layers: usize) -> Result<Vec<bool>> {
+/// `n`-th layer global, 0 = all local), by default `default_period` (Gemma 2: 2, Gemma 3: 6).
+fn gguf_sliding_pattern(
+    g: &GgufFields,
+    key: &str,
+    n_layers: usize,
+    default_period: usize,
+) -> Result<Vec<bool>> {
     match g.get(key) {
         Some(MetadataValue::Array(items)) => {
             if items.len() != n_layers {
@@ -1471,7 +1492,7 @@ fn gguf_sliding_pattern(g: &GgufFields, key: &str, n_layers: usize) -> Result<Ve
                 .collect()
         }
         _ => {
-            let n = g.usize(key)?.unwrap_or(6);
+            let n = g.usize(key)?.unwrap_or(default_period);
             Ok((0..n_layers).map(|i| n == 0 || i % n < n - 1).collect())
         }
     }

@@ -106,7 +106,7 @@ pub fn gguf_to_hf(name: &str) -> Option<String> {
 
 /// Per-layer tensors of the Phi-3 and Gemma layouts that the llama table does not hold:
 /// (HF suffix, llama.cpp's GGUF suffix for that architecture). Phi-3 GGUFs are read with these
-/// names; Gemma runs from safetensors only, its GGUF names document llama.cpp's layout.
+/// names, Gemma's norms through [`hf_to_gguf_in`].
 const PHI3_FUSED: [(&str, &str); 2] = [
     ("self_attn.qkv_proj.weight", "attn_qkv.weight"),
     // gate rows then up rows, one matrix of 2 x intermediate_size rows.

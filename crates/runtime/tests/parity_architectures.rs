@@ -307,15 +307,170 @@ fn tiny_llama3_gguf_with_rope_freqs_from_llama_cpp_matches_transformers() {
     llama_cpp_gguf_matches_transformers("llama3_gguf", &[(20, 8), (40, 4)]);
 }
 
-fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)]) {
-    use std::process::Command;
-    use torchnative_runtime::{load_model, LoadOptions, WeightFormat};
+/// Gemma 2 as users get it from llama.cpp: `general.architecture` gemma2 and a SentencePiece
+/// vocabulary (`tokenizer.ggml.model` llama, scores, byte fallback, no space prefix, the turn
+/// markers as control tokens), which its converter writes only from a `tokenizer.model`.
+#[test]
+fn tiny_gemma2_gguf_with_a_sentencepiece_vocabulary_matches_transformers() {
+    sentencepiece_gguf_matches_transformers("gemma2_gguf", "gemma2");
+}
+
+/// The same for Gemma 3's text decoder, whose converter takes the SentencePiece vocabulary
+/// when there is a `tokenizer.model`, as in Google's releases.
+#[test]
+fn tiny_gemma3_gguf_with_a_sentencepiece_vocabulary_matches_transformers() {
+    sentencepiece_gguf_matches_transformers("gemma3_text_gguf", "gemma3_text");
+}
+
+/// The vocabulary is a SentencePiece BPE model of 1,000 pieces trained on the Brown corpus in
+/// Gemma's settings, its tokenizer.json made by transformers' Gemma converter. Checked: every
+/// logit of the F32 file and the Q8_0 one; token ids of ~300 held-out Brown sentences and edge
+/// cases, from the GGUF's vocabulary and from tokenizer.json, equal transformers'; decoding and
+/// the chat template's ids equal; greedy generation from both, as a `Session` on
+/// transformers' ids and as `Llm::generate` on the text, equals transformers' `generate` on
+/// the safetensors model.
+fn sentencepiece_gguf_matches_transformers(tiny_arch: &str, model_type: &str) {
+    use torchnative_runtime::*;
     let Some(python) = oracle_python() else {
         return;
     };
-    let converter = "src/vendor/llama.cpp/convert_hf_to_gguf.py";
-    let quantize = "build/bin/llama-quantize";
-    let Some(root) = torchnative_testing::llama_cpp_root(&[converter, quantize]) else {
+    let Some(root) = torchnative_testing::llama_cpp_root(&[CONVERTER, QUANTIZE]) else {
+        return;
+    };
+    let work = torchnative_testing::temp_dir("gemma-spm");
+    let tokenizer_dir = work.join("tokenizer");
+    let texts_file = work.join("texts.json");
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "spm_tokenizer", "home": torchnative_testing::torchnative_home(),
+            "vocab_size": 1000, "out_dir": tokenizer_dir, "texts_out": texts_file}),
+        &work,
+    );
+    let model_dir = work.join("model");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "tiny", "arch": tiny_arch, "seed": 7,
+            "out_dir": model_dir, "tokenizer_dir": tokenizer_dir}),
+        &work,
+    );
+    let gguf = converted_ggufs_match_transformers(
+        &python,
+        &root,
+        &model_dir,
+        tiny_arch,
+        &[(20, 8)],
+        &work,
+    );
+    let options = LoadOptions {
+        weight_format: WeightFormat::F32,
+        threads: None,
+    };
+    let from_gguf = load_llm(gguf.to_str().unwrap(), &options).unwrap();
+    let from_dir = load_llm(model_dir.to_str().unwrap(), &options).unwrap();
+    assert_eq!(from_gguf.config().architecture.model_type(), model_type);
+
+    let texts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&texts_file).unwrap()).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let cases: Vec<(&str, Vec<u32>, &str)> = texts["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(texts["ids"].as_array().unwrap())
+        .zip(texts["decoded"].as_array().unwrap())
+        .map(|((t, i), d)| (t.as_str().unwrap(), ids(i), d.as_str().unwrap()))
+        .collect();
+    assert!(cases.len() > 250, "{} texts", cases.len());
+    for (label, llm) in [("GGUF", &from_gguf), ("tokenizer.json", &from_dir)] {
+        let mut wrong = Vec::new();
+        for (text, want, decoded) in &cases {
+            let got = llm.tokenize(text).unwrap();
+            if &got != want {
+                wrong.push(format!("{text:?}: ours {got:?}, transformers {want:?}"));
+            }
+            assert_eq!(
+                &llm.detokenize(&want[1..]).unwrap(),
+                decoded,
+                "{label}: {text:?}"
+            );
+        }
+        assert!(
+            wrong.is_empty(),
+            "{label}: {} of {} texts tokenized differently, e.g. {}",
+            wrong.len(),
+            cases.len(),
+            wrong[0]
+        );
+        let chat: Vec<ChatMessage> = texts["chat"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| ChatMessage {
+                role: m["role"].as_str().unwrap().into(),
+                content: m["content"].as_str().unwrap().into(),
+            })
+            .collect();
+        assert_eq!(
+            llm.tokenize_chat(&chat).unwrap(),
+            ids(&texts["chat_ids"]),
+            "{label}: chat template"
+        );
+    }
+
+    // Greedy continuations: prompts of 5..40 tokens from the held-out sentences.
+    let picked: Vec<&(&str, Vec<u32>, &str)> = cases
+        .iter()
+        .filter(|(_, i, _)| (5..=40).contains(&i.len()))
+        .step_by(40)
+        .take(5)
+        .collect();
+    assert_eq!(picked.len(), 5);
+    let prompts: Vec<Vec<u32>> = picked.iter().map(|(_, i, _)| i.clone()).collect();
+    let n = 16;
+    let theirs = transformers_greedy(&python, &model_dir, &prompts, n, &work);
+    // No EOS in transformers' continuations, so `n` tokens each way.
+    assert!(theirs.iter().all(|t| t.len() == n), "{theirs:?}");
+    let config = GenerationConfig {
+        max_new_tokens: n,
+        min_new_tokens: n,
+        ..Default::default()
+    };
+    for (((text, p, _), want), llm) in picked
+        .iter()
+        .zip(&theirs)
+        .flat_map(|(c, w)| [(c, w, &from_gguf), (c, w, &from_dir)])
+        .map(|(c, w, l)| ((c, w), l))
+    {
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        let ours = s.generate(p, &config, &mut |_| Flow::Continue).unwrap();
+        assert_eq!(
+            &ours.tokens,
+            want,
+            "{text:?} from {}",
+            llm.source().display()
+        );
+        let completion = llm.generate(text, &config).unwrap();
+        assert_eq!(&completion.tokens, want, "Llm::generate({text:?})");
+        assert_eq!(completion.text, llm.detokenize(want).unwrap());
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+const CONVERTER: &str = "src/vendor/llama.cpp/convert_hf_to_gguf.py";
+const QUANTIZE: &str = "build/bin/llama-quantize";
+
+fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)]) {
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let Some(root) = torchnative_testing::llama_cpp_root(&[CONVERTER, QUANTIZE]) else {
         return;
     };
     let Some(default) = default_model() else {
@@ -323,10 +478,29 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
     };
     let work = torchnative_testing::temp_dir("arch-gguf");
     let model_dir = tiny_model_dir_with_default_tokenizer(&python, &default, tiny_arch, 7, &work);
+    converted_ggufs_match_transformers(&python, &root, &model_dir, tiny_arch, runs, &work);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Converts the tiny model in `model_dir` with llama.cpp's `convert_hf_to_gguf.py` (F32) and
+/// quantizes that with `llama-quantize` (Q8_0); checks the F32 file's logits against
+/// transformers on `model_dir` for `runs` and the Q8_0 file's, run packed, within a bound of
+/// them. Returns the F32 file.
+fn converted_ggufs_match_transformers(
+    python: &std::path::Path,
+    root: &std::path::Path,
+    model_dir: &std::path::Path,
+    tiny_arch: &str,
+    runs: &[(usize, usize)],
+    work: &std::path::Path,
+) -> std::path::PathBuf {
+    use std::process::Command;
+    use torchnative_runtime::{load_model, LoadOptions, WeightFormat};
+    let (converter, quantize) = (CONVERTER, QUANTIZE);
     let f32_file = work.join("tiny-f32.gguf");
-    let run = Command::new(&python)
+    let run = Command::new(python)
         .arg(root.join(converter))
-        .arg(&model_dir)
+        .arg(model_dir)
         .args(["--outtype", "f32", "--outfile"])
         .arg(&f32_file)
         .output()
@@ -377,7 +551,7 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
         "{types:?}"
     );
     let vocab = model.config().vocab_size as u32;
-    let (prompts, refs) = prompts_with_references(&python, &model_dir, runs, 5, vocab, &work);
+    let (prompts, refs) = prompts_with_references(python, model_dir, runs, 5, vocab, work);
     for ((p, steps), r) in prompts.iter().zip(&refs) {
         let label = format!("{tiny_arch} (llama.cpp F32), prompt {} + {steps}", p.len());
         let (prefill, _) = reported_logits(&model, &label, p, r);
@@ -418,7 +592,7 @@ fn llama_cpp_gguf_matches_transformers(tiny_arch: &str, runs: &[(usize, usize)])
         );
         assert!(worst < 0.15, "Q8_0 prompt {}: {worst}", p.len());
     }
-    let _ = std::fs::remove_dir_all(&work);
+    f32_file
 }
 
 /// Dynamic NTK RoPE's tiny llama (`rope_type` dynamic, factor 4 over max_position_embeddings

@@ -613,6 +613,67 @@ mod gguf {
         );
     }
 
+    /// llama.cpp's gemma2: the keys its converter writes (softcaps, window), and its defaults
+    /// for a file without them (window 4096, caps 50 / 30, Gemma2Config's too); layers
+    /// alternate from a sliding first one; the scale is head_dim (hidden / heads for the
+    /// 46-layer 27B); the local layers share the global RoPE base.
+    #[test]
+    fn gemma2_from_gguf_reads_the_converter_keys_and_llama_cpp_defaults() {
+        let kv = |k: &str, v: V| (k.to_string(), v);
+        let base = |layers: u32| {
+            vec![
+                kv("general.architecture", V::String("gemma2".into())),
+                kv("gemma2.block_count", V::U32(layers)),
+                kv("gemma2.context_length", V::U32(256)),
+                kv("gemma2.embedding_length", V::U32(8)),
+                kv("gemma2.feed_forward_length", V::U32(24)),
+                kv("gemma2.attention.head_count", V::U32(4)),
+                kv("gemma2.attention.head_count_kv", V::U32(1)),
+                kv("gemma2.attention.key_length", V::U32(4)),
+                kv("gemma2.attention.value_length", V::U32(4)),
+                kv("gemma2.attention.layer_norm_rms_epsilon", V::F32(1e-6)),
+                kv(
+                    "tokenizer.ggml.tokens",
+                    V::Array((0..6).map(|i| V::String(format!("t{i}"))).collect()),
+                ),
+            ]
+        };
+        let tensors = ["token_embd.weight"];
+        let c = DecoderConfig::from_gguf(&file(&base(5), &tensors)).unwrap();
+        assert_eq!(c.architecture, Architecture::Gemma2);
+        assert_eq!(c.sliding_window, Some(4096));
+        assert_eq!(c.sliding_layers, Some(vec![true, false, true, false, true]));
+        assert_eq!(
+            (c.attn_logit_softcap, c.final_logit_softcap),
+            (Some(50.0), Some(30.0))
+        );
+        assert_eq!(
+            (c.local_rope_theta, c.query_pre_attn_scalar, c.activation),
+            (None, Some(4.0), Activation::GeluTanh)
+        );
+        assert!(c.gemma_norms && !c.qk_norm && c.tie_word_embeddings);
+        let mut m = base(5);
+        m.push(kv("gemma2.attention.sliding_window", V::U32(8)));
+        m.push(kv("gemma2.attn_logit_softcapping", V::F32(2.0)));
+        m.push(kv("gemma2.final_logit_softcapping", V::F32(3.0)));
+        m.push(kv("gemma2.rope.freq_base_swa", V::F32(500.0)));
+        let c = DecoderConfig::from_gguf(&file(&m, &tensors)).unwrap();
+        assert_eq!(c.sliding_window, Some(8));
+        assert_eq!(
+            (
+                c.attn_logit_softcap,
+                c.final_logit_softcap,
+                c.local_rope_theta
+            ),
+            (Some(2.0), Some(3.0), Some(500.0))
+        );
+        let c = DecoderConfig::from_gguf(&file(&base(46), &tensors)).unwrap();
+        assert_eq!(c.query_pre_attn_scalar, Some(2.0));
+        let names = crate::names::expected_tensors(&c, crate::names::Naming::Gguf);
+        assert!(names.contains(&"blk.45.post_ffw_norm.weight".to_string()));
+        assert!(!names.iter().any(|n| n.contains("attn_q_norm")));
+    }
+
     /// llama.cpp's `rope_freqs.weight` (Llama 3.1 scaling baked into a tensor) is read as
     /// per-frequency divisors; bad ones are refused by name.
     #[test]
@@ -680,15 +741,11 @@ mod gguf {
             msg.contains("'falcon'") && msg.contains("supported: llama, mistral, qwen2, qwen3"),
             "{msg}"
         );
-        // Gemma 2 runs from safetensors only; the refusal says which part of llama.cpp's
-        // layout is not read.
+        // The list names llama.cpp's architecture names (gemma3, not gemma3_text).
+        assert!(msg.contains("gemma2, gemma3"), "{msg}");
         let mut m = qwen3_metadata();
-        m[0].1 = V::String("gemma2".into());
-        let msg = err(&m, &QWEN3_TENSORS);
-        assert!(
-            msg.contains("'gemma2'") && msg.contains("post_attention_norm / post_ffw_norm"),
-            "{msg}"
-        );
+        m[0].1 = V::String("gemma3_text".into());
+        assert!(err(&m, &QWEN3_TENSORS).contains("'gemma3_text'"));
         let msg = err(
             &qwen3_metadata(),
             &["token_embd.weight", "rope_freqs.weight"],

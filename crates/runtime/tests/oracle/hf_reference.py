@@ -26,12 +26,25 @@ The request names a command:
       Loads the GGUF (dequantized to f32) and saves a safetensors copy with config and tokenizer.
   {"cmd": "tiny", "arch": "llama"|"mistral"|"qwen2"|"qwen3"|"phi3"|"phi3_longrope"|"gemma2"|"gemma3_text"
    |"llama_dynamic", "seed": S, "out_dir": DIR, "tokenizer_dir": DIR?}
-  {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf"|"llama3_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
-      The same, with that directory's tokenizer.json (its vocabulary size) for llama.cpp's converter.
+  {"cmd": "tiny", "arch": "phi3_longrope_gguf"|"gemma3_text_gguf"|"gemma2_gguf"|"llama3_gguf", "tokenizer_dir": DIR, "seed": S, "out_dir": DIR}
+      The same, with that directory's tokenizer files (tokenizer.json sets the vocabulary size) for
+      llama.cpp's converter: a byte-level BPE one gets a GPT-2 tokenizer_config.json, a
+      SentencePiece one (with tokenizer.model) its own files.
       Saves a tiny randomly initialised model of that architecture (safetensors + config);
       "llama_dynamic" takes the optional tokenizer_dir the same way (a model `load_llm` can run).
   Every "logits" case and every "greedy" prompt starts from the RoPE state of a freshly loaded
   model: dynamic NTK scaling keeps, in the rotary module, the longest sequence it has seen.
+  {"cmd": "spm_tokenizer", "home": H, "vocab_size": N, "out_dir": DIR, "texts_out": PATH}
+      A Gemma-style SentencePiece BPE vocabulary (byte fallback, no dummy prefix, digits split,
+      <pad> <eos> <bos> <unk> then <mask> <start_of_turn> <end_of_turn> as user-defined pieces) trained
+      on the first 60 files of the Brown corpus (bench/serve/run.py caches it under H), saved as
+      tokenizer.model and, through transformers' GemmaTokenizer conversion, tokenizer.json and
+      tokenizer_config.json (add_bos_token, a Gemma-style chat template, the turn markers
+      special and listed in added_tokens_decoder as in Gemma's published files). PATH gets
+      {"texts": [...], "ids": [[...]], "decoded": [...], "chat": [messages], "chat_ids": [...]}:
+      held-out Brown sentences (files 200..) and edge cases, transformers' ids for each (BOS
+      added) and its decoding of them without the BOS; a conversation and the ids of its
+      rendering with the generation prompt (`apply_chat_template`).
   {"cmd": "make_lora", "model": ..., "out_dir": DIR, "r": R, "alpha": A, "target_modules": [...],
    "use_rslora": bool, "seed": S, "std": X}
       A PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) for that model, with
@@ -215,6 +228,106 @@ def tokenizer_vocab_size(tokenizer_dir):
         return len(json.load(f)["model"]["vocab"])
 
 
+GEMMA_STYLE_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% set role = 'model' if m['role'] == 'assistant' else m['role'] %}"
+    "{{ '<start_of_turn>' + role + '\\n' + m['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+)
+
+
+def brown_sentences(home, files):
+    import pathlib
+
+    here = pathlib.Path(__file__).resolve()
+    sys.path.insert(0, str(here.parents[4] / "bench" / "serve"))
+    import run as serve_bench  # bench/serve/run.py: fetch_corpus, load_corpus, detag
+
+    pkg = serve_bench.fetch_corpus(pathlib.Path(home))
+    names = [name for name, _genre, _paras in serve_bench.load_corpus(pkg)]
+    out = []
+    for name in names[files]:
+        for line in (pkg / name).read_text(encoding="latin-1").splitlines():
+            if line.strip():
+                out.append(serve_bench.detag(line.strip()))
+    return out
+
+
+def cmd_spm_tokenizer(req):
+    import io
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import AutoTokenizer
+
+    out = req["out_dir"]
+    os.makedirs(out, exist_ok=True)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(brown_sentences(req["home"], slice(0, 60))), model_writer=model,
+        vocab_size=req["vocab_size"], model_type="bpe", byte_fallback=True,
+        add_dummy_prefix=False, normalization_rule_name="identity",
+        remove_extra_whitespaces=False, split_digits=True, allow_whitespace_only_pieces=True,
+        character_coverage=1.0, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
+        eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>",
+        user_defined_symbols=["<mask>", "<start_of_turn>", "<end_of_turn>"], minloglevel=2,
+        num_threads=1,
+    )
+    # transformers converts tokenizer.model to tokenizer.json (GemmaConverter) when that is all
+    # the directory has.
+    raw = os.path.join(out, "raw")
+    os.makedirs(raw, exist_ok=True)
+    with open(os.path.join(raw, "tokenizer.model"), "wb") as f:
+        f.write(model.getvalue())
+    with open(os.path.join(raw, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "GemmaTokenizer", "add_bos_token": True,
+                   "add_eos_token": False, "chat_template": GEMMA_STYLE_CHAT_TEMPLATE}, f)
+    AutoTokenizer.from_pretrained(raw).save_pretrained(out)
+    shutil.copy(os.path.join(raw, "tokenizer.model"), out)
+    shutil.rmtree(raw)
+    # As in Gemma's published files: the turn markers are special tokens, and
+    # tokenizer_config.json lists the added tokens (`added_tokens_decoder`, which llama.cpp's
+    # converter reads to mark them control tokens; transformers 5 no longer writes it).
+    with open(os.path.join(out, "tokenizer.json")) as f:
+        tj = json.load(f)
+    for t in tj["added_tokens"]:
+        if t["content"] in ("<start_of_turn>", "<end_of_turn>"):
+            t["special"] = True
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tj, f, ensure_ascii=False)
+    with open(os.path.join(out, "tokenizer_config.json")) as f:
+        tc = json.load(f)
+    tc.pop("vocab_file", None)
+    tc["added_tokens_decoder"] = {
+        str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
+                                         "single_word", "special")}
+        for t in tj["added_tokens"]
+    }
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(tc, f, ensure_ascii=False, indent=1)
+    tok = AutoTokenizer.from_pretrained(out)
+    held_out = brown_sentences(req["home"], slice(200, None))
+    texts = held_out[:: max(1, len(held_out) // 300)][:300] + [
+        "  two leading spaces", "trailing spaces   ", "tabs\tand\nnew\n\nlines",
+        "digits 3.14159 and 1,000,000", "caf\u00e9 na\u00efve \u00fcber \u20ac5 \u65e5\u672c\u8a9e \U0001f600",
+        "<start_of_turn>user\nhi<end_of_turn>\n", "<bos> and <eos> as text", " ", "x",
+    ]
+    ids = [tok(t)["input_ids"] for t in texts]
+    assert all(i[0] == tok.bos_token_id for i in ids), "the tokenizer does not add <bos>"
+    decoded = [tok.decode(i[1:]) for i in ids]
+    chat = [
+        {"role": "user", "content": "What did the jury say about the election?"},
+        {"role": "assistant", "content": " It praised the City Executive Committee. "},
+        {"role": "user", "content": "Why?"},
+    ]
+    chat_ids = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+    if not isinstance(chat_ids, list):
+        chat_ids = chat_ids["input_ids"]
+    with open(req["texts_out"], "w") as f:
+        json.dump({"texts": texts, "ids": ids, "decoded": decoded, "chat": chat,
+                   "chat_ids": chat_ids}, f)
+
+
 def cmd_tiny(req):
     from transformers import AutoModelForCausalLM
 
@@ -295,6 +408,17 @@ def cmd_tiny(req):
             },
             final_logit_softcapping=3.0,
         )
+    elif arch == "gemma2_gguf":
+        # gemma2 below with the vocabulary of req["tokenizer_dir"] (a SentencePiece one: llama.cpp
+        # converts Gemma 2's vocabulary only from tokenizer.model) and the scale llama.cpp uses
+        # (query_pre_attn_scalar = head_dim).
+        vocab = tokenizer_vocab_size(req["tokenizer_dir"])
+        cfg = transformers.Gemma2Config(
+            **{**common, "vocab_size": vocab, "num_hidden_layers": 3, "tie_word_embeddings": True},
+            pad_token_id=0, head_dim=16, query_pre_attn_scalar=16,
+            sliding_window=8, rope_theta=10000.0, attn_logit_softcapping=2.0,
+            final_logit_softcapping=3.0, hidden_activation="gelu_pytorch_tanh",
+        )
     elif arch == "gemma2":
         # Window 8 on even layers, attention and final logit softcaps small enough to bite,
         # query_pre_attn_scalar different from head_dim.
@@ -319,6 +443,9 @@ def cmd_tiny(req):
         )
     else:
         raise SystemExit(f"unknown arch {arch}")
+    if "tokenizer_dir" in req and os.path.exists(os.path.join(req["tokenizer_dir"], "tokenizer.model")):
+        # Gemma's ids in the SentencePiece vocabularies of "spm_tokenizer".
+        cfg.bos_token_id, cfg.eos_token_id = 2, 1
     torch.manual_seed(req.get("seed", 0))
     m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     if arch.startswith(("gemma", "phi3", "llama3", "llama_dynamic")):
@@ -340,11 +467,16 @@ def cmd_tiny(req):
     if "tokenizer_dir" in req:
         import shutil
 
-        shutil.copy(os.path.join(req["tokenizer_dir"], "tokenizer.json"), req["out_dir"])
-        # The converters read a byte-level BPE vocabulary when the class says GPT-2 (Phi-3) or
-        # when there is no SentencePiece model (Gemma 3).
-        with open(os.path.join(req["out_dir"], "tokenizer_config.json"), "w") as f:
-            json.dump({"tokenizer_class": "GPT2Tokenizer"}, f)
+        src = req["tokenizer_dir"]
+        if os.path.exists(os.path.join(src, "tokenizer.model")):
+            for name in os.listdir(src):
+                shutil.copy(os.path.join(src, name), req["out_dir"])
+        else:
+            shutil.copy(os.path.join(src, "tokenizer.json"), req["out_dir"])
+            # The converters read a byte-level BPE vocabulary when the class says GPT-2 (Phi-3)
+            # or when there is no SentencePiece model (Gemma 3).
+            with open(os.path.join(req["out_dir"], "tokenizer_config.json"), "w") as f:
+                json.dump({"tokenizer_class": "GPT2Tokenizer"}, f)
 
 
 def main():
@@ -357,6 +489,7 @@ def main():
         "save_safetensors": cmd_save_safetensors,
         "tiny": cmd_tiny,
         "make_lora": cmd_make_lora,
+        "spm_tokenizer": cmd_spm_tokenizer,
     }[req["cmd"]](req)
 
 
