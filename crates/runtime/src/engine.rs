@@ -33,6 +33,7 @@ use torchnative_core::kernels;
 use crate::error::{invalid, Result, RuntimeError};
 use crate::kv_cache::KvCache;
 use crate::llm::{Flow, GenerationConfig, Llm, Next, TokenLoop, Usage};
+use crate::lora::ActiveLora;
 use crate::model::{LogitsFor, SeqChunk, Workspace};
 use crate::paged_kv::PagedKvCache;
 use crate::rng::Rng;
@@ -331,11 +332,8 @@ impl Engine {
     /// Queue a request; its events go to `sink` (from the engine's thread). Refuses with
     /// [`RuntimeError::QueueFull`] when `max_queued` requests are already waiting.
     pub fn submit(&self, request: EngineRequest, sink: Sink) -> Result<RequestId> {
-        if request.config.lora.as_ref().is_some_and(|l| !l.is_empty()) {
-            return Err(invalid(
-                "lora",
-                "the batching engine does not run LoRA adapters yet (a Session does)",
-            ));
+        if let Some(list) = &request.config.lora {
+            crate::lora::check_active(list, self.llm.model())?;
         }
         // Reserve a queue place first so that concurrent submitters cannot overshoot.
         let queued = self.stats.queued.fetch_add(1, Ordering::SeqCst);
@@ -405,6 +403,9 @@ struct Running {
     rng: Rng,
     sink: Sink,
     top_logprobs: Option<usize>,
+    /// The request's LoRA adapters (empty: the base model) and their prefix-cache salt.
+    lora: Vec<ActiveLora>,
+    lora_salt: u64,
     logits: Vec<f32>,
     submitted: Instant,
     last_token: Option<Instant>,
@@ -526,7 +527,7 @@ impl Worker {
                 let mut r = self.preempted.pop_front().expect("front exists");
                 r.slot = self.free_slots.pop().expect("checked non-empty");
                 // The request's own prompt length: what it generated is rotated as before.
-                r.read = self.attach(r.slot, &r.prompt, r.n_prompt);
+                r.read = self.attach(r.slot, &r.prompt, r.n_prompt, r.lora_salt);
                 self.running.push(r);
                 continue;
             }
@@ -543,7 +544,9 @@ impl Worker {
                     let slot = self.free_slots.pop().expect("checked non-empty");
                     let vocab = self.llm.config().vocab_size;
                     let prompt = std::mem::take(&mut p.request.prompt);
-                    let read = self.attach(slot, &prompt, prompt.len());
+                    let lora = p.request.config.lora.take().unwrap_or_default();
+                    let lora_salt = crate::lora::prefix_salt(&lora);
+                    let read = self.attach(slot, &prompt, prompt.len(), lora_salt);
                     self.running.push(Running {
                         id: p.id,
                         slot,
@@ -555,6 +558,8 @@ impl Worker {
                         rng,
                         sink: p.sink,
                         top_logprobs: p.request.top_logprobs,
+                        lora,
+                        lora_salt,
                         logits: vec![0.0; vocab],
                         submitted: p.submitted,
                         last_token: None,
@@ -579,11 +584,13 @@ impl Worker {
     /// Attach the cached prefix of `tokens` to the empty `slot`: positions already computed.
     /// With dynamic NTK RoPE the slot's floor is set first from the request's prompt length
     /// `n_prompt` (so its prompt rotates as one call whatever the chunks, as a `Session`
-    /// rotates it), and only blocks keyed under the same floor attach.
-    fn attach(&mut self, slot: usize, tokens: &[u32], n_prompt: usize) -> usize {
+    /// rotates it), and only blocks keyed under the same floor attach; likewise only blocks
+    /// computed with the same LoRA adapters (`lora_salt`).
+    fn attach(&mut self, slot: usize, tokens: &[u32], n_prompt: usize, lora_salt: u64) -> usize {
         let floor = self.llm.model().rope_floor_for(n_prompt);
         // Cannot fail: the slot is free (emptied) and in range.
         let _ = self.cache.set_rope_floor(slot, floor);
+        let _ = self.cache.set_prefix_salt(slot, lora_salt);
         let got = self.cache.attach_prefix(slot, tokens).unwrap_or(0);
         self.stats
             .prefix_lookup_tokens
@@ -655,6 +662,7 @@ impl Worker {
                 && s.read < end
                 && s.prompt.len() > end
                 && self.cache.rope_floor(s.slot) == floor
+                && s.lora_salt == r.lora_salt
                 && s.prompt[..end] == r.prompt[..end]
         })
     }
@@ -785,6 +793,9 @@ impl Worker {
             })
             .collect();
         let batch_tokens: usize = plan.iter().map(|p| p.1).sum();
+        let running = &self.running;
+        self.ws
+            .set_chunk_lora(plan.iter().map(|&(k, _)| &running[k].lora[..]));
         let model = self.llm.model();
         let (cache, ws) = (&mut self.cache, &mut self.ws);
         let result =

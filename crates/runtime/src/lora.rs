@@ -137,6 +137,8 @@ impl ModelShape {
 }
 
 struct LoraInner {
+    /// Unique among the adapters this process loaded (prefix-cache keys name adapters by it).
+    id: u64,
     source: PathBuf,
     shape: ModelShape,
     /// `[layer][module]`.
@@ -204,8 +206,10 @@ impl LoraAdapter {
                 "holds no lora_A / lora_B pairs",
             ));
         }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Ok(LoraAdapter {
             inner: Arc::new(LoraInner {
+                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 source,
                 shape,
                 layers,
@@ -260,6 +264,68 @@ pub(crate) fn check_active(active: &[ActiveLora], model: &DecoderModel) -> Resul
         }
     }
     Ok(())
+}
+
+/// Which adapters a forward pass adds to which of its rows: one list for every row (a session
+/// or a call), or each chunk's own list for that chunk's rows (the batching engine: each
+/// sequence runs with its request's adapters).
+pub(crate) enum LoraRows<'a> {
+    None,
+    All(&'a [ActiveLora]),
+    /// One list per chunk, rows in chunk order (`lens`: each chunk's token count).
+    PerChunk {
+        lists: &'a [Vec<ActiveLora>],
+        lens: &'a [usize],
+    },
+}
+
+impl LoraRows<'_> {
+    /// [`apply`] for `module` of `layer` on `m` rows (`x`: `[m][in]`, `y`: `[m][out]`), each row
+    /// with its own list. Every row is computed alone, so the split cannot change its bits.
+    pub(crate) fn apply(
+        &self,
+        layer: usize,
+        module: LoraModule,
+        x: &[f32],
+        m: usize,
+        y: &mut [f32],
+        tmp: &mut [f32],
+    ) {
+        match *self {
+            LoraRows::None => {}
+            LoraRows::All(list) => apply(list, layer, module, x, m, y, tmp),
+            LoraRows::PerChunk { lists, lens } => {
+                let (n_in, n_out) = (x.len() / m.max(1), y.len() / m.max(1));
+                let mut row = 0;
+                for (list, &n) in lists.iter().zip(lens) {
+                    let (xs, ys) = (
+                        &x[row * n_in..(row + n) * n_in],
+                        &mut y[row * n_out..(row + n) * n_out],
+                    );
+                    apply(list, layer, module, xs, n, ys, tmp);
+                    row += n;
+                }
+            }
+        }
+    }
+}
+
+/// What a list of active adapters does to the keys and values a sequence caches, as a number
+/// for prefix-cache keys: 0 when they change nothing (no adapter, or every scale 0), else a
+/// hash of each adapter's identity and scale in order. Equal lists give equal salts; the
+/// paged cache verifies tokens and parents, and a salt collision would need equal 64-bit hashes
+/// of different lists.
+pub(crate) fn prefix_salt(active: &[ActiveLora]) -> u64 {
+    let mut h: u64 = 0;
+    for a in active.iter().filter(|a| a.scale != 0.0) {
+        for word in [a.adapter.inner.id, a.scale.to_bits() as u64] {
+            h = (h ^ word).wrapping_mul(0x0000_0100_0000_01b3);
+            h ^= h >> 29;
+        }
+        // Never 0 once an adapter counts.
+        h |= 1;
+    }
+    h
 }
 
 /// Scratch floats [`apply`] needs with these adapters (one row's `A x` at a time).

@@ -30,7 +30,7 @@ fn fault_on(_: Fault) -> bool {
     false
 }
 use crate::kv_cache::{KvCache, KvLayerView, KvShape};
-use crate::lora::{self, ActiveLora, LoraModule};
+use crate::lora::{self, ActiveLora, LoraModule, LoraRows};
 use crate::rope::{dynamic_ntk, dynamic_ntk_inv_freq, inv_freq, local_inv_freq, long_inv_freq};
 use crate::weights::{Checkpoint, LoadStats, Matrix, WeightFormat};
 
@@ -128,6 +128,10 @@ pub struct Workspace {
     act: ActivationScratch,
     /// LoRA adapters added next to the base weights in this workspace's passes.
     lora: Vec<ActiveLora>,
+    /// Per chunk of the next passes, its own adapters (the engine); when set, instead of
+    /// `lora`. `chunk_lens` is scratch for the pass.
+    chunk_lora: Vec<Vec<ActiveLora>>,
+    chunk_lens: Vec<usize>,
     /// One row's `A x` (the largest rank of `lora`).
     lora_tmp: Vec<f32>,
     /// Dynamic NTK RoPE (empty for other models): per row of the pass, the sequence length its
@@ -162,6 +166,24 @@ impl Workspace {
         let need = lora::scratch_len(adapters);
         if self.lora_tmp.len() < need {
             self.lora_tmp.resize(need, 0.0);
+        }
+    }
+
+    /// Give each chunk of the following passes its own adapters (`lists[i]` for chunk `i`;
+    /// empty lists: the base model for that chunk), in place of [`Self::set_lora`]'s list.
+    /// An empty `lists` goes back to that list.
+    pub fn set_chunk_lora<'a>(&mut self, lists: impl IntoIterator<Item = &'a [ActiveLora]>) {
+        self.chunk_lora.clear();
+        for list in lists {
+            let need = lora::scratch_len(list);
+            if self.lora_tmp.len() < need {
+                self.lora_tmp.resize(need, 0.0);
+            }
+            self.chunk_lora.push(list.to_vec());
+        }
+        // Nothing per chunk unless some chunk runs an adapter: the base path stays as it was.
+        if self.chunk_lora.iter().all(Vec::is_empty) {
+            self.chunk_lora.clear();
         }
     }
 }
@@ -497,6 +519,8 @@ impl DecoderModel {
             vocab: c.vocab_size,
             act,
             lora: Vec::new(),
+            chunk_lora: Vec::new(),
+            chunk_lens: Vec::new(),
             lora_tmp: Vec::new(),
             rope_len: vec![0; rows],
             rope_cos: vec![0.0; rows * half],
@@ -610,6 +634,21 @@ impl DecoderModel {
     ) -> Result<()> {
         self.check_batch(chunks, cache, ws, want)?;
         lora::check_active(&ws.lora, self)?;
+        if !ws.chunk_lora.is_empty() {
+            if ws.chunk_lora.len() != chunks.len() {
+                return Err(invalid(
+                    "forward",
+                    format!(
+                        "{} per-chunk LoRA lists for {} chunks",
+                        ws.chunk_lora.len(),
+                        chunks.len()
+                    ),
+                ));
+            }
+            for list in &ws.chunk_lora {
+                lora::check_active(list, self)?;
+            }
+        }
         let c = &self.config;
         let map = self.checkpoint.map();
         let (d, hd) = (c.hidden_size, c.head_dim);
@@ -632,6 +671,18 @@ impl DecoderModel {
             }
         }
 
+        ws.chunk_lens.clear();
+        ws.chunk_lens
+            .extend(chunks.iter().map(|ch| ch.tokens.len()));
+        let lora_rows = match (&ws.chunk_lora[..], &ws.lora[..]) {
+            ([], []) => LoraRows::None,
+            ([], list) => LoraRows::All(list),
+            (lists, _) => LoraRows::PerChunk {
+                lists,
+                lens: &ws.chunk_lens,
+            },
+        };
+        let has_lora = !matches!(lora_rows, LoraRows::None);
         for (li, layer) in self.layers.iter().enumerate() {
             kernels::rms_norm_rows_f32(
                 &ws.x[..m * d],
@@ -651,11 +702,11 @@ impl DecoderModel {
                 ],
                 &mut ws.act,
             )?;
-            if !ws.lora.is_empty() {
+            if has_lora {
                 let (x, tmp) = (&ws.h[..m * d], &mut ws.lora_tmp);
-                lora::apply(&ws.lora, li, LoraModule::Q, x, m, &mut ws.q[..m * nq], tmp);
-                lora::apply(&ws.lora, li, LoraModule::K, x, m, &mut ws.k[..m * nkv], tmp);
-                lora::apply(&ws.lora, li, LoraModule::V, x, m, &mut ws.v[..m * nkv], tmp);
+                lora_rows.apply(li, LoraModule::Q, x, m, &mut ws.q[..m * nq], tmp);
+                lora_rows.apply(li, LoraModule::K, x, m, &mut ws.k[..m * nkv], tmp);
+                lora_rows.apply(li, LoraModule::V, x, m, &mut ws.v[..m * nkv], tmp);
             }
             add_bias(&mut ws.q[..m * nq], layer.q_bias.as_deref());
             add_bias(&mut ws.k[..m * nkv], layer.k_bias.as_deref());
@@ -788,9 +839,9 @@ impl DecoderModel {
                 &mut ws.proj[..m * d],
                 &mut ws.act,
             )?;
-            if !ws.lora.is_empty() {
+            if has_lora {
                 let (x, y) = (&ws.attn[..m * nq], &mut ws.proj[..m * d]);
-                lora::apply(&ws.lora, li, LoraModule::O, x, m, y, &mut ws.lora_tmp);
+                lora_rows.apply(li, LoraModule::O, x, m, y, &mut ws.lora_tmp);
             }
             add_bias(&mut ws.proj[..m * d], layer.o_bias.as_deref());
             add_residual(
@@ -815,11 +866,11 @@ impl DecoderModel {
                 [&mut ws.gate[..m * ff], &mut ws.up[..m * ff]],
                 &mut ws.act,
             )?;
-            if !ws.lora.is_empty() {
+            if has_lora {
                 let (x, tmp) = (&ws.h[..m * d], &mut ws.lora_tmp);
                 let (g, u) = (&mut ws.gate[..m * ff], &mut ws.up[..m * ff]);
-                lora::apply(&ws.lora, li, LoraModule::Gate, x, m, g, tmp);
-                lora::apply(&ws.lora, li, LoraModule::Up, x, m, u, tmp);
+                lora_rows.apply(li, LoraModule::Gate, x, m, g, tmp);
+                lora_rows.apply(li, LoraModule::Up, x, m, u, tmp);
             }
             add_bias(&mut ws.gate[..m * ff], layer.gate_bias.as_deref());
             add_bias(&mut ws.up[..m * ff], layer.up_bias.as_deref());
@@ -834,9 +885,9 @@ impl DecoderModel {
             layer
                 .down
                 .forward(map, &ws.up[..m * ff], m, &mut ws.proj[..m * d], &mut ws.act)?;
-            if !ws.lora.is_empty() {
+            if has_lora {
                 let (x, y) = (&ws.up[..m * ff], &mut ws.proj[..m * d]);
-                lora::apply(&ws.lora, li, LoraModule::Down, x, m, y, &mut ws.lora_tmp);
+                lora_rows.apply(li, LoraModule::Down, x, m, y, &mut ws.lora_tmp);
             }
             add_bias(&mut ws.proj[..m * d], layer.down_bias.as_deref());
             add_residual(

@@ -60,6 +60,10 @@ pub struct PagedKvCache {
     /// NTK RoPE a block's keys depend on the floor they were rotated with, not only on the
     /// tokens, so only sequences with the same floor share blocks.
     rope_floors: Vec<Option<usize>>,
+    /// Per sequence: a number standing for whatever else its keys and values depend on besides
+    /// the tokens (the LoRA adapters it runs with; 0: the base model). Seeds the hash chain
+    /// like the floor.
+    salts: Vec<u64>,
     /// Blocks with a reference (kept equal to the count of `refs[b] > 0`).
     used: usize,
     /// Keyed blocks without a reference (kept equal to that count).
@@ -139,6 +143,7 @@ impl PagedKvCache {
             by_hash: HashMap::new(),
             chains: vec![Vec::new(); n_seqs],
             rope_floors: vec![None; n_seqs],
+            salts: vec![0; n_seqs],
             used: 0,
             cached_unused: 0,
             stats: PrefixStats::default(),
@@ -279,10 +284,37 @@ impl PagedKvCache {
     /// The parent hash of `seq`'s first block: the plain root, or one derived from its RoPE
     /// floor (blocks keyed under one floor are never found under another).
     fn root(&self, seq: usize) -> u64 {
-        match self.rope_floors[seq] {
-            None => ROOT_HASH,
-            Some(f) => chain_hash(!ROOT_HASH, &[f as u32, (f as u64 >> 32) as u32]),
+        let salt = self.salts[seq];
+        match (self.rope_floors[seq], salt) {
+            (None, 0) => ROOT_HASH,
+            (floor, _) => {
+                let f = floor.map_or(u64::MAX, |f| f as u64);
+                chain_hash(
+                    !ROOT_HASH,
+                    &[f as u32, (f >> 32) as u32, salt as u32, (salt >> 32) as u32],
+                )
+            }
         }
+    }
+
+    /// `seq`'s salt (see [`Self::set_prefix_salt`]).
+    pub fn prefix_salt(&self, seq: usize) -> u64 {
+        self.salts.get(seq).copied().unwrap_or(0)
+    }
+
+    /// What else than its tokens `seq`'s keys and values depend on (the LoRA adapters it runs
+    /// with), as a number: blocks are shared only between sequences of the same salt. Only
+    /// while `seq` holds nothing; emptying a sequence puts it back to 0.
+    pub fn set_prefix_salt(&mut self, seq: usize, salt: u64) -> Result<()> {
+        self.check_seq(seq)?;
+        if !self.tables[seq].is_empty() {
+            return Err(invalid(
+                "prefix salt",
+                format!("sequence {seq} already holds blocks; set it before the first token"),
+            ));
+        }
+        self.salts[seq] = salt;
+        Ok(())
     }
 
     /// Whether [`Self::attach_prefix`] can extend `seq` now: it holds only whole blocks, all
@@ -406,6 +438,7 @@ impl KvCache for PagedKvCache {
         }
         if len == 0 {
             self.rope_floors[seq] = None;
+            self.salts[seq] = 0;
         }
         Ok(())
     }
@@ -653,6 +686,34 @@ mod tests {
         c.set_rope_floor(2, Some(40)).unwrap();
         assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 32);
         assert_eq!(read(&c, 0, 2, 31, 1), read(&c, 0, 0, 31, 1));
+        check_counters(&c);
+    }
+
+    #[test]
+    fn only_sequences_with_the_same_salt_share_blocks() {
+        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64).unwrap();
+        let tokens: Vec<u32> = (0..40).collect();
+        c.set_prefix_salt(0, 77).unwrap();
+        fill(&mut c, 0, 0, 40);
+        c.register_full_blocks(0, &tokens).unwrap();
+        assert!(
+            c.set_prefix_salt(0, 78).is_err(),
+            "not once it holds blocks"
+        );
+        // Unsalted, or salted otherwise, the same tokens are other keys.
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 0);
+        c.set_prefix_salt(2, 78).unwrap();
+        assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 0);
+        c.truncate(2, 0).unwrap();
+        assert_eq!(c.prefix_salt(2), 0, "emptied, the salt goes");
+        c.set_prefix_salt(2, 77).unwrap();
+        assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 32);
+        assert_eq!(read(&c, 0, 2, 31, 1), read(&c, 0, 0, 31, 1));
+        // Salt and floor together: both must match.
+        c.truncate(2, 0).unwrap();
+        c.set_prefix_salt(2, 77).unwrap();
+        c.set_rope_floor(2, Some(40)).unwrap();
+        assert_eq!(c.attach_prefix(2, &tokens).unwrap(), 0);
         check_counters(&c);
     }
 

@@ -16,8 +16,8 @@ use torchnative_formats::gguf::{write_gguf, MetadataValue, TensorToWrite};
 use torchnative_quant::GgmlType;
 use torchnative_runtime::{
     load_llm, load_model, ActiveLora, DecoderModel, DenseKvCache, Engine, EngineConfig,
-    EngineRequest, GenerationConfig, LoadOptions, LogitsFor, LoraAdapter, SeqChunk, SessionOptions,
-    WeightFormat,
+    EngineEvent, GenerationConfig, LoadOptions, LogitsFor, LoraAdapter, SamplingParams, SeqChunk,
+    SessionOptions, WeightFormat,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -722,7 +722,7 @@ fn default_model_adapter(llm: &torchnative_runtime::Llm, dir: &Path, seed: u64) 
 }
 
 #[test]
-fn sessions_choose_adapters_per_session_and_per_call_and_the_engine_refuses_them() {
+fn sessions_choose_adapters_per_session_and_per_call() {
     let Some(gguf) = default_model() else { return };
     let llm = load_llm(gguf.to_str().unwrap(), &LoadOptions::default()).unwrap();
     let work = torchnative_testing::temp_dir("lora-session");
@@ -786,18 +786,126 @@ fn sessions_choose_adapters_per_session_and_per_call_and_the_engine_refuses_them
         })
         .unwrap();
     assert_eq!(back.tokens, plain.tokens);
+    let _ = std::fs::remove_dir_all(&work);
+}
 
-    let engine = Engine::start(llm.clone(), EngineConfig::default()).unwrap();
-    let req = EngineRequest {
-        prompt: prompt.clone(),
-        config: greedy(on),
-        top_logprobs: None,
+/// The batching engine runs each request with its own adapters, in the same forward passes:
+/// requests with no adapter, one of two adapters, both, a half scale and a zero scale (which
+/// must give the base model's answer) are batched together, in two rounds over the same
+/// prompts with the adapters rotated, and each answer (greedy, and seeded sampling) equals the
+/// same request alone in a `Session`. The prompts share a long prefix: its cached blocks are
+/// shared only between requests with the same adapters (the second round finds the first
+/// round's blocks under each adapter list, so a cache keyed by tokens alone would hand the
+/// base model's keys to an adapted request and change its answer).
+#[test]
+fn the_engine_runs_each_request_with_its_own_adapters() {
+    use std::sync::atomic::Ordering;
+    let Some(gguf) = default_model() else { return };
+    let llm = load_llm(gguf.to_str().unwrap(), &LoadOptions::default()).unwrap();
+    let work = torchnative_testing::temp_dir("lora-engine");
+    default_model_adapter(&llm, &work.join("a"), 1);
+    default_model_adapter(&llm, &work.join("b"), 2);
+    let a = llm.load_lora(&work.join("a")).unwrap();
+    let b = llm.load_lora(&work.join("b")).unwrap();
+    let lists: Vec<Vec<ActiveLora>> = vec![
+        vec![],
+        vec![ActiveLora::new(a.clone(), 1.0)],
+        vec![ActiveLora::new(b.clone(), 1.0)],
+        vec![
+            ActiveLora::new(a.clone(), 0.5),
+            ActiveLora::new(b.clone(), 1.0),
+        ],
+        vec![ActiveLora::new(a.clone(), 0.0)],
+        vec![ActiveLora::new(a.clone(), 0.5)],
+    ];
+    // 40 shared tokens (two whole blocks of 16) before each question.
+    let shared = "You are a careful assistant who answers questions about the world. Answer \
+                  in one short sentence, plainly and politely, without lists or headings, and \
+                  never repeat the question back to the person asking it. If you do not know, \
+                  say so in a few words.";
+    let questions = [
+        "What is the capital of France?",
+        "Name a large animal.",
+        "What do bees make?",
+        "Which planet is red?",
+        "What is ice made of?",
+        "Say hello in Spanish.",
+    ];
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| llm.tokenize(&format!("{shared} {q}")).unwrap())
+        .collect();
+    assert!(
+        prompts.iter().all(|p| p.len() > 40),
+        "a shared prefix of whole blocks"
+    );
+    let config = |lora: &[ActiveLora], seed: Option<u64>| GenerationConfig {
+        max_new_tokens: 12,
+        lora: Some(lora.to_vec()),
+        sampling: SamplingParams {
+            do_sample: seed.is_some(),
+            temperature: 0.9,
+            ..SamplingParams::default()
+        },
+        seed,
+        ..Default::default()
     };
-    let msg = engine
-        .submit(req, Box::new(|_| torchnative_runtime::Flow::Continue))
-        .unwrap_err()
-        .to_string();
-    assert!(msg.contains("lora") && msg.contains("engine"), "{msg}");
+    let alone = |p: &[u32], c: &GenerationConfig| {
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        s.generate(p, c, &mut |_| torchnative_runtime::Flow::Continue)
+            .unwrap()
+            .tokens
+    };
+    let engine = Engine::start(
+        llm.clone(),
+        EngineConfig {
+            max_running: 4,
+            max_batch_tokens: 64,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    let mut distinct = std::collections::HashSet::new();
+    for round in 0..2 {
+        let jobs: Vec<(usize, GenerationConfig)> = (0..prompts.len())
+            .map(|i| {
+                let list = &lists[(i + round) % lists.len()];
+                let seed = (i % 3 == 2).then_some(100 + i as u64);
+                (i, config(list, seed))
+            })
+            .collect();
+        let rxs: Vec<_> = jobs
+            .iter()
+            .map(|(i, c)| {
+                submit_with_channel(&engine, prompts[*i].clone(), c.clone(), None)
+                    .unwrap()
+                    .1
+            })
+            .collect();
+        for ((i, c), rx) in jobs.iter().zip(rxs) {
+            let done = loop {
+                match rx
+                    .recv_timeout(std::time::Duration::from_secs(300))
+                    .unwrap()
+                {
+                    EngineEvent::Done(d) => break d,
+                    EngineEvent::Error(e) => panic!("{e}"),
+                    _ => {}
+                }
+            };
+            let want = alone(&prompts[*i], c);
+            let label = (round, i, c.lora.as_ref().map(|l| l.len()), c.seed);
+            assert_eq!(done.tokens, want, "engine vs alone: {label:?}");
+            distinct.insert(want);
+        }
+    }
+    // The adapters do change answers (else the test would show nothing), and a zero scale
+    // gives the base model's.
+    assert!(distinct.len() >= 6, "{} distinct answers", distinct.len());
+    let base = alone(&prompts[0], &config(&[], None));
+    assert_eq!(alone(&prompts[0], &config(&lists[4], None)), base);
+    let hits = engine.stats().prefix_hit_tokens.load(Ordering::Relaxed);
+    assert!(hits > 0, "no prefix blocks shared at all");
     let _ = std::fs::remove_dir_all(&work);
 }
 
