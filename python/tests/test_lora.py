@@ -1,4 +1,5 @@
-"""LoRA adapters from Python: load_lora, lora= per request and per session, refusals."""
+"""LoRA adapters from Python: load_lora, lora= per request, per session and in the engine,
+refusals."""
 
 from __future__ import annotations
 
@@ -72,6 +73,13 @@ def test_bad_lora_arguments_are_refused(llm, adapter, tmp_path):
         llm.generate(PROMPT, lora=(adapter, "x"))
     with pytest.raises(torchnative.InvalidArgumentError, match="adapter_config.json"):
         llm.load_lora(tmp_path / "missing")
+
+
+def test_the_engine_runs_each_request_with_its_adapter(llm, adapter):
     engine = torchnative.Engine(llm, max_running=2)
-    with pytest.raises(torchnative.InvalidArgumentError, match="engine"):
-        engine.submit(PROMPT, max_new_tokens=4, lora=adapter)
+    choices = [None, (adapter, 8.0), (adapter, 0.0), [(adapter, 4.0), (adapter, 4.0)]]
+    kw = [{} if c is None else {"lora": c} for c in choices]
+    streams = [engine.submit(PROMPT, max_new_tokens=12, **k) for k in kw]
+    texts = [s.text() for s in streams]
+    assert texts == [llm.generate(PROMPT, max_new_tokens=12, **k).text for k in kw]
+    assert texts[1] != texts[0] and texts[2] == texts[0] and texts[3] == texts[1]

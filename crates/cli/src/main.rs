@@ -98,6 +98,10 @@ struct ServeArgs {
     /// with its sentence-transformers files); its id is the directory's name.
     #[arg(long, value_name = "DIR")]
     embedding_model: Option<std::path::PathBuf>,
+    /// Serve a LoRA adapter (PEFT directory or GGUF LoRA file, optional scale) as the model
+    /// NAME: requests naming it run the base model with the adapter; repeatable.
+    #[arg(long, value_name = "NAME=PATH[:SCALE]")]
+    lora: Vec<String>,
     #[arg(long, default_value = "native")]
     dtype: String,
     /// Kernel threads (default: all cores).
@@ -1137,6 +1141,29 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         };
         name.map_or("model".into(), |n| n.to_string_lossy().into_owned())
     });
+    let adapters = a
+        .lora
+        .iter()
+        .map(|spec| {
+            let (name, rest) = spec
+                .split_once('=')
+                .filter(|(n, p)| !n.is_empty() && !p.is_empty())
+                .ok_or_else(|| format!("--lora '{spec}': expected NAME=PATH[:SCALE]"))?;
+            if name == model_name
+                || a.lora
+                    .iter()
+                    .filter(|s| s.starts_with(&format!("{name}=")))
+                    .count()
+                    > 1
+            {
+                return Err(format!("--lora '{spec}': the name '{name}' is already taken").into());
+            }
+            Ok(torchnative_server::ServedAdapter {
+                name: name.to_string(),
+                lora: lora(&llm, rest).map_err(|e| format!("--lora '{spec}': {e}"))?,
+            })
+        })
+        .collect::<CliResult<Vec<_>>>()?;
     let ip: std::net::IpAddr = a
         .host
         .parse()
@@ -1180,6 +1207,7 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         max_body_bytes: a.max_body_bytes,
         max_tokens_limit: a.max_tokens_limit,
         embeddings,
+        adapters,
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(ip, a.port);

@@ -113,17 +113,26 @@ pub(crate) async fn models(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     check_auth(&state, &headers)?;
-    let names = std::iter::once(&state.config.model_name)
-        .chain(state.config.embeddings.as_ref().map(|e| &e.name));
-    let data: Vec<Value> = names
-        .map(|id| {
-            json!({
-                "id": id,
-                "object": "model",
-                "created": state.created,
-                "owned_by": "torchnative",
-            })
-        })
+    let cfg = &state.config;
+    let entry = |id: &str, parent: Option<&str>| {
+        let mut e = json!({
+            "id": id,
+            "object": "model",
+            "created": state.created,
+            "owned_by": "torchnative",
+        });
+        if let Some(parent) = parent {
+            e["parent"] = json!(parent);
+        }
+        e
+    };
+    let data: Vec<Value> = std::iter::once(entry(&cfg.model_name, None))
+        .chain(
+            cfg.adapters
+                .iter()
+                .map(|a| entry(&a.name, Some(&cfg.model_name))),
+        )
+        .chain(cfg.embeddings.iter().map(|e| entry(&e.name, None)))
         .collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
@@ -363,6 +372,8 @@ enum Kind {
 /// A parsed, validated request, ready to submit.
 struct Plan {
     kind: Kind,
+    /// The model id the request named (the base model's or an adapter's).
+    model: String,
     prompt: Vec<u32>,
     configs: Vec<GenerationConfig>,
     top_logprobs: Option<usize>,
@@ -506,20 +517,29 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn plan(state: &AppState, kind: Kind, prompt: Vec<u32>, p: &Params) -> Result<Plan, ApiError> {
     let cfg = &state.config;
-    if let Some(model) = &p.model {
-        if model != &cfg.model_name {
-            return Err(ApiError {
-                status: StatusCode::NOT_FOUND,
-                kind: "invalid_request_error",
-                message: format!(
-                    "the model '{model}' does not exist here (this server serves '{}')",
-                    cfg.model_name
-                ),
-                param: Some("model"),
-                code: Some("model_not_found"),
-            });
-        }
-    }
+    // The base model, or one of the adapters served under their own names.
+    let (model, lora) = match p.model.as_deref() {
+        None => (cfg.model_name.clone(), None),
+        Some(name) if name == cfg.model_name => (cfg.model_name.clone(), None),
+        Some(name) => match cfg.adapters.iter().find(|a| a.name == name) {
+            Some(a) => (a.name.clone(), Some(vec![a.lora.clone()])),
+            None => {
+                let served: Vec<&str> = std::iter::once(cfg.model_name.as_str())
+                    .chain(cfg.adapters.iter().map(|a| a.name.as_str()))
+                    .collect();
+                return Err(ApiError {
+                    status: StatusCode::NOT_FOUND,
+                    kind: "invalid_request_error",
+                    message: format!(
+                        "the model '{name}' does not exist here (this server serves '{}')",
+                        served.join("', '")
+                    ),
+                    param: Some("model"),
+                    code: Some("model_not_found"),
+                });
+            }
+        },
+    };
     let n = p.n.unwrap_or(1);
     if n == 0 || n > cfg.max_n {
         return Err(ApiError::bad_request(
@@ -553,6 +573,7 @@ fn plan(state: &AppState, kind: Kind, prompt: Vec<u32>, p: &Params) -> Result<Pl
     };
     let mut config = GenerationConfig {
         max_new_tokens: max_new,
+        lora,
         ..Default::default()
     };
     let temperature = p.temperature.unwrap_or(1.0);
@@ -653,6 +674,7 @@ fn plan(state: &AppState, kind: Kind, prompt: Vec<u32>, p: &Params) -> Result<Pl
         .collect();
     Ok(Plan {
         kind,
+        model,
         prompt,
         configs,
         top_logprobs,
@@ -728,7 +750,7 @@ async fn run(state: Arc<AppState>, plan: Plan) -> Result<Response, ApiError> {
     let head = Head {
         id,
         created,
-        model: state.config.model_name.clone(),
+        model: plan.model.clone(),
         kind: plan.kind,
     };
     // The first event decides between an HTTP error and a response.

@@ -2,7 +2,7 @@
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (both with SSE streaming and
 //! `stream_options.include_usage`), `POST /v1/embeddings` (when an encoder is served), `GET /v1/models`, `GET /health`, `GET /metrics`
-//! (Prometheus text). Errors have OpenAI's shape (`{"error": {"message", "type", "param",
+//! (Prometheus text). LoRA adapters are served as models of their own name (`ServedAdapter`). Errors have OpenAI's shape (`{"error": {"message", "type", "param",
 //! "code"}}`) and status codes: 400 bad request, 401 missing or wrong API key, 404 unknown model
 //! or route, 413 body too large, 429 admission queue full (with `Retry-After`), 503 engine
 //! stopped. A client that disconnects cancels its request: the engine frees its slot at the
@@ -36,6 +36,17 @@ pub struct ServerConfig {
     pub max_n: usize,
     /// The encoder `/v1/embeddings` serves, if any.
     pub embeddings: Option<EmbeddingModel>,
+    /// LoRA adapters served as models of their own: a request naming one runs the base model
+    /// with that adapter (the engine batches requests of every adapter together).
+    pub adapters: Vec<ServedAdapter>,
+}
+
+/// A LoRA adapter clients choose by naming it as the request's `model`.
+#[derive(Clone, Debug)]
+pub struct ServedAdapter {
+    /// The model id clients name (and `/v1/models` lists, its parent the base model).
+    pub name: String,
+    pub lora: torchnative_runtime::ActiveLora,
 }
 
 /// A sentence-embedding model served beside the language model.
@@ -55,6 +66,7 @@ impl Default for ServerConfig {
             max_tokens_limit: 4096,
             max_n: 8,
             embeddings: None,
+            adapters: Vec::new(),
         }
     }
 }

@@ -357,3 +357,90 @@ def test_embeddings_equal_torchnative_embed(server):
     assert e.value.body["param"] == "input"
     with pytest.raises(openai.BadRequestError):
         client.embeddings.create(model=name, input=[])
+
+
+def write_peft_adapter(path: Path, seed: int, r: int = 4) -> None:
+    """A PEFT LoRA adapter (q_proj and v_proj of every layer, A and B random: PEFT would start B
+    at zero) for the served model, written as safetensors by hand (the client venv has no
+    numpy)."""
+    import random
+
+    info = json.loads(
+        subprocess.run([CLI, "info", MODEL, "--json"], capture_output=True, text=True,
+                       check=True, timeout=60).stdout
+    )
+    d, q, kv = info["hidden_size"], info["heads"] * info["head_dim"], info["kv_heads"] * info["head_dim"]
+    rng = random.Random(seed)
+    tensors = []
+    for layer in range(info["layers"]):
+        for module, out in [("q_proj", q), ("v_proj", kv)]:
+            base = f"base_model.model.model.layers.{layer}.self_attn.{module}"
+            tensors.append((f"{base}.lora_A.weight", [r, d]))
+            tensors.append((f"{base}.lora_B.weight", [out, r]))
+    header, blobs, offset = {}, [], 0
+    for name, shape in tensors:
+        n = shape[0] * shape[1]
+        blob = struct.pack(f"<{n}f", *(rng.uniform(-0.1, 0.1) for _ in range(n)))
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "adapter_model.safetensors").write_bytes(
+        struct.pack("<Q", len(head)) + head + b"".join(blobs)
+    )
+    (path / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "r": r, "lora_alpha": 2 * r, "target_modules": ["q_proj", "v_proj"],
+        "bias": "none",
+    }))
+
+
+def test_lora_adapters_are_served_as_models_of_their_own(tmp_path):
+    """`--lora NAME=PATH[:SCALE]`: the adapter is a model in /v1/models (its parent the base);
+    a request naming it runs the base with the adapter, as `torchnative run --lora` does, and
+    the answer names it; requests for the base and for each adapter batched together answer as
+    each does alone; an unknown name is a 404 listing the served ones; a bad --lora is refused
+    at start."""
+    write_peft_adapter(tmp_path / "ada", seed=1)
+    write_peft_adapter(tmp_path / "bob", seed=2)
+    s = Server("--parallel", "4", "--lora", f"ada={tmp_path / 'ada'}",
+               "--lora", f"bob={tmp_path / 'bob'}:0.5")
+    try:
+        client = s.client()
+        models = {m.id: m for m in client.models.list().data}
+        assert list(models) == [NAME, "ada", "bob"]
+        assert models["ada"].model_extra.get("parent") == NAME
+        prompts = [f"Tell me one fact about the number {i}." for i in range(4)]
+
+        def ask(model: str, prompt: str) -> str:
+            r = client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": prompt}], max_tokens=12,
+                temperature=0,
+            )
+            assert r.model == model
+            return r.choices[0].message.content
+
+        alone = {(m, p): ask(m, p) for m in [NAME, "ada", "bob"] for p in prompts}
+        for m, lora in [("ada", [f"{tmp_path / 'ada'}"]), ("bob", [f"{tmp_path / 'bob'}:0.5"])]:
+            want = subprocess.run(
+                [CLI, "run", MODEL, prompts[0], "--max-tokens", "12", "--temperature", "0",
+                 "--json", *[a for spec in lora for a in ("--lora", spec)]],
+                capture_output=True, text=True, check=True, timeout=120,
+            )
+            assert alone[(m, prompts[0])] == json.loads(want.stdout)["text"], m
+        # The adapters change the answers (else none of this would show anything).
+        assert len({alone[(m, p)] for m in [NAME, "ada", "bob"] for p in prompts}) > len(prompts)
+        with cf.ThreadPoolExecutor(12) as pool:
+            together = dict(zip(alone, pool.map(lambda k: ask(*k), alone)))
+        assert together == alone
+        with pytest.raises(openai.NotFoundError) as e:
+            client.chat.completions.create(model="carol", messages=QUESTION, max_tokens=4)
+        assert "carol" in str(e.value) and "ada" in str(e.value)
+    finally:
+        s.close()
+    for bad in ["ada", f"={tmp_path / 'ada'}", f"{NAME}={tmp_path / 'ada'}",
+                f"x={tmp_path / 'missing'}"]:
+        proc = subprocess.run([CLI, "serve", MODEL, "--port", "0", "--lora", bad],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and "--lora" in proc.stderr, (bad, proc.stderr)
