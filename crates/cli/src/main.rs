@@ -94,8 +94,8 @@ struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body_bytes: usize,
-    /// Also serve /v1/embeddings with this sentence-embedding model directory (BERT/RoBERTa
-    /// with its sentence-transformers files); its id is the directory's name.
+    /// Also serve /v1/embeddings with this sentence-embedding model directory (BERT, RoBERTa or
+    /// ModernBERT with its sentence-transformers files); its id is the directory's name.
     #[arg(long, value_name = "DIR")]
     embedding_model: Option<std::path::PathBuf>,
     /// Serve a LoRA adapter (PEFT directory or GGUF LoRA file, optional scale) as the model

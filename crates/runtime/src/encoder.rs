@@ -1,5 +1,5 @@
-//! BERT-family encoders (BERT, RoBERTa / XLM-RoBERTa): token ids in, one hidden state per token
-//! out (transformers' `last_hidden_state`). The sentence-embedding layer on top (tokenizer,
+//! BERT-family encoders (BERT, RoBERTa / XLM-RoBERTa, ModernBERT): token ids in, one hidden
+//! state per token out (transformers' `last_hidden_state`). The sentence-embedding layer on top (tokenizer,
 //! pooling, normalisation) is [`crate::embed`].
 //!
 //! The forward pass is ragged: the texts of a batch are laid end to end as rows of one matrix
@@ -25,6 +25,25 @@ pub enum EncoderArch {
     /// `model_type: "roberta"` / `"xlm-roberta"`: positions start after `pad_token_id`
     /// (`pad + 1 + index`; a token equal to the pad id gets position `pad`), token type 0.
     Roberta,
+    /// `model_type: "modernbert"`: pre-norm layers, rotary positions (a global and a local base),
+    /// local layers attending within a window, GeGLU feed-forward ([`ModernBertOptions`]).
+    ModernBert,
+}
+
+/// What ModernBERT adds to the common fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModernBertOptions {
+    /// RoPE base of the global (`full_attention`) and local (`sliding_attention`) layers.
+    pub global_rope_theta: f32,
+    pub local_rope_theta: f32,
+    /// Per layer: whether it is local.
+    pub sliding_layers: Vec<bool>,
+    /// Local layers: a token attends to the tokens at most this far (`local_attention / 2`).
+    pub half_window: usize,
+    /// Whether LayerNorms, the attention projections and the MLP have biases.
+    pub norm_bias: bool,
+    pub attention_bias: bool,
+    pub mlp_bias: bool,
 }
 
 /// The feed-forward activation (`hidden_act`).
@@ -63,6 +82,8 @@ pub struct EncoderConfig {
     pub activation: Activation,
     /// `pad_token_id` (RoBERTa positions are offset by it).
     pub pad_token_id: u32,
+    /// ModernBERT's options (`None` for BERT and RoBERTa).
+    pub modern: Option<ModernBertOptions>,
 }
 
 /// Upper bounds on config values, so sizes cannot overflow and a corrupt config is refused
@@ -85,13 +106,15 @@ impl EncoderConfig {
         let arch = match model_type {
             "bert" => EncoderArch::Bert,
             "roberta" | "xlm-roberta" => EncoderArch::Roberta,
+            "modernbert" => EncoderArch::ModernBert,
             other => {
                 return Err(RuntimeError::Unsupported {
                     what: format!("encoder model_type {other:?}"),
-                    supported: "bert, roberta, xlm-roberta".into(),
+                    supported: "bert, roberta, xlm-roberta, modernbert".into(),
                 })
             }
         };
+        let modern = arch == EncoderArch::ModernBert;
         let usize_field = |key: &str, default: Option<usize>, max: usize| -> Result<usize> {
             match obj.get(key) {
                 None | Some(serde_json::Value::Null) => default
@@ -118,34 +141,48 @@ impl EncoderConfig {
         let num_layers = usize_field("num_hidden_layers", None, MAX_LAYERS)?;
         let num_heads = usize_field("num_attention_heads", None, MAX_DIM)?;
         let intermediate_size = usize_field("intermediate_size", None, 4 * MAX_DIM)?;
-        let max_position_embeddings =
-            usize_field("max_position_embeddings", Some(512), MAX_POSITIONS)?;
-        let type_vocab_size = usize_field("type_vocab_size", Some(2), MAX_DIM)?;
+        let max_position_embeddings = usize_field(
+            "max_position_embeddings",
+            Some(if modern { 8192 } else { 512 }),
+            MAX_POSITIONS,
+        )?;
+        // ModernBERT has no token types (and no table of them).
+        let type_vocab_size = match modern {
+            true => 0,
+            false => usize_field("type_vocab_size", Some(2), MAX_DIM)?,
+        };
         if hidden_size % num_heads != 0 {
             return Err(invalid(
                 "config.json num_attention_heads",
                 format!("{num_heads} does not divide hidden_size {hidden_size}"),
             ));
         }
-        let layer_norm_eps = match obj.get("layer_norm_eps") {
-            None => 1e-12,
+        let (eps_key, act_key) = match modern {
+            true => ("norm_eps", "hidden_activation"),
+            false => ("layer_norm_eps", "hidden_act"),
+        };
+        let layer_norm_eps = match obj.get(eps_key) {
+            None => match modern {
+                true => 1e-5,
+                false => 1e-12,
+            },
             Some(v) => match v.as_f64() {
                 Some(e) if e.is_finite() && e > 0.0 && e < 1.0 => e as f32,
                 _ => {
                     return Err(invalid(
-                        "config.json layer_norm_eps",
+                        format!("config.json {eps_key}"),
                         format!("{v} is not a number in (0, 1)"),
                     ))
                 }
             },
         };
-        let activation = match obj.get("hidden_act").and_then(|v| v.as_str()) {
+        let activation = match obj.get(act_key).and_then(|v| v.as_str()) {
             None | Some("gelu") => Activation::GeluErf,
             Some("gelu_new") | Some("gelu_pytorch_tanh") => Activation::GeluTanh,
             Some("relu") => Activation::Relu,
             Some(other) => {
                 return Err(RuntimeError::Unsupported {
-                    what: format!("hidden_act {other:?}"),
+                    what: format!("{act_key} {other:?}"),
                     supported: "gelu, gelu_new, gelu_pytorch_tanh, relu".into(),
                 })
             }
@@ -171,6 +208,8 @@ impl EncoderConfig {
             None | Some(serde_json::Value::Null) => match arch {
                 EncoderArch::Bert => 0,
                 EncoderArch::Roberta => 1,
+                // ModernBertConfig's default, clamped: only RoBERTa's positions use it.
+                EncoderArch::ModernBert => 50283.min(vocab_size as u32 - 1),
             },
             Some(v) => match v.as_u64() {
                 Some(p) if (p as usize) < vocab_size => p as u32,
@@ -182,7 +221,12 @@ impl EncoderConfig {
                 }
             },
         };
+        let modern = match modern {
+            true => Some(modern_options(obj, num_layers)?),
+            false => None,
+        };
         let config = EncoderConfig {
+            modern,
             arch,
             vocab_size,
             hidden_size,
@@ -210,7 +254,7 @@ impl EncoderConfig {
     /// The first position id a text uses (`pad_token_id + 1` for RoBERTa, else 0).
     pub fn position_offset(&self) -> usize {
         match self.arch {
-            EncoderArch::Bert => 0,
+            EncoderArch::Bert | EncoderArch::ModernBert => 0,
             EncoderArch::Roberta => self.pad_token_id as usize + 1,
         }
     }
@@ -225,6 +269,129 @@ impl EncoderConfig {
     pub fn head_dim(&self) -> usize {
         self.hidden_size / self.num_heads
     }
+}
+
+/// ModernBERT's options from config.json: the layer pattern from `layer_types` or
+/// `global_attn_every_n_layers` (layer `i` global when `i % n == 0`, default 3), the window
+/// from `local_attention` (default 128), the bases from `rope_parameters` (default RoPE only)
+/// or `global_rope_theta` / `local_rope_theta` (defaults 160000 / 10000), the bias flags
+/// (default false), as `ModernBertConfig` reads them.
+fn modern_options(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    num_layers: usize,
+) -> Result<ModernBertOptions> {
+    let bool_field = |key: &str| -> Result<bool> {
+        match obj.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(false),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| invalid(format!("config.json {key}"), format!("{v} is not a bool"))),
+        }
+    };
+    let positive = |key: &str, v: &serde_json::Value| -> Result<f64> {
+        match v.as_f64() {
+            Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+            _ => Err(invalid(
+                format!("config.json {key}"),
+                format!("{v} is not a positive number"),
+            )),
+        }
+    };
+    let sliding_layers = match obj.get("layer_types") {
+        Some(serde_json::Value::Array(types)) => {
+            if types.len() != num_layers {
+                return Err(invalid(
+                    "config.json layer_types",
+                    format!("{} entries for {num_layers} layers", types.len()),
+                ));
+            }
+            types
+                .iter()
+                .map(|t| match t.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(RuntimeError::Unsupported {
+                        what: format!("config.json layer_types entry {t}"),
+                        supported: "full_attention, sliding_attention".into(),
+                    }),
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        None | Some(serde_json::Value::Null) => {
+            let every = match obj.get("global_attn_every_n_layers") {
+                None | Some(serde_json::Value::Null) => 3,
+                Some(v) => match v.as_u64() {
+                    Some(n) if n > 0 => n as usize,
+                    _ => {
+                        return Err(invalid(
+                            "config.json global_attn_every_n_layers",
+                            format!("{v} is not a positive integer"),
+                        ))
+                    }
+                },
+            };
+            (0..num_layers).map(|i| i % every != 0).collect()
+        }
+        Some(v) => {
+            return Err(invalid(
+                "config.json layer_types",
+                format!("{v} is not a list"),
+            ))
+        }
+    };
+    let local_attention = match obj.get("local_attention") {
+        None | Some(serde_json::Value::Null) => 128,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 2 && n <= MAX_POSITIONS as u64 => n as usize,
+            _ => {
+                return Err(invalid(
+                    "config.json local_attention",
+                    format!("{v} is not a window of 2..={MAX_POSITIONS} tokens"),
+                ))
+            }
+        },
+    };
+    let mut theta = [160_000.0f64, 10_000.0];
+    for (i, (layer_type, legacy)) in [
+        ("full_attention", "global_rope_theta"),
+        ("sliding_attention", "local_rope_theta"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if let Some(v) = obj.get(legacy).filter(|v| !v.is_null()) {
+            theta[i] = positive(legacy, v)?;
+        }
+        let params = obj
+            .get("rope_parameters")
+            .or_else(|| obj.get("rope_scaling"))
+            .and_then(|p| p.get(layer_type));
+        if let Some(p) = params.filter(|p| !p.is_null()) {
+            match p.get("rope_type").and_then(|t| t.as_str()) {
+                None | Some("default") => {}
+                Some(other) => {
+                    return Err(RuntimeError::Unsupported {
+                        what: format!(
+                            "config.json rope_parameters.{layer_type} rope_type {other:?}"
+                        ),
+                        supported: "default".into(),
+                    })
+                }
+            }
+            if let Some(v) = p.get("rope_theta").filter(|v| !v.is_null()) {
+                theta[i] = positive(&format!("rope_parameters.{layer_type}.rope_theta"), v)?;
+            }
+        }
+    }
+    Ok(ModernBertOptions {
+        global_rope_theta: theta[0] as f32,
+        local_rope_theta: theta[1] as f32,
+        sliding_layers,
+        half_window: local_attention / 2,
+        norm_bias: bool_field("norm_bias")?,
+        attention_bias: bool_field("attention_bias")?,
+        mlp_bias: bool_field("mlp_bias")?,
+    })
 }
 
 struct Layer {
@@ -243,15 +410,60 @@ struct Layer {
     out_ln_b: Vec<f32>,
 }
 
-/// A loaded encoder (f32 weights, owned). `Send + Sync`; `forward` takes `&self`.
-pub struct EncoderModel {
-    config: EncoderConfig,
+/// BERT and RoBERTa: absolute position and token-type embeddings, post-norm layers.
+struct BertWeights {
     word: Vec<f32>,
     position: Vec<f32>,
     token_type: Vec<f32>,
     emb_ln_w: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
+}
+
+/// A LayerNorm's weight and optional bias.
+struct Norm {
+    w: Vec<f32>,
+    b: Option<Vec<f32>>,
+}
+
+/// A linear layer `[out][in]` with an optional bias.
+struct Linear {
+    w: Vec<f32>,
+    b: Option<Vec<f32>>,
+}
+
+struct ModernLayer {
+    /// `None` on layer 0 (ModernBERT's first layer reads the normed embeddings as they are).
+    attn_norm: Option<Norm>,
+    /// `[3 * hidden][hidden]`: query, key, value rows.
+    wqkv: Linear,
+    wo: Linear,
+    mlp_norm: Norm,
+    /// `[2 * intermediate][hidden]`: the GeGLU input rows, then the gate rows.
+    wi: Linear,
+    mlp_wo: Linear,
+}
+
+/// ModernBERT: token embeddings and a norm, pre-norm layers with rotary positions, a final
+/// norm; the inverse frequencies of the global and local bases.
+struct ModernWeights {
+    word: Vec<f32>,
+    emb_norm: Norm,
+    layers: Vec<ModernLayer>,
+    final_norm: Norm,
+    global_inv_freq: Vec<f32>,
+    local_inv_freq: Vec<f32>,
+}
+
+enum Weights {
+    Bert(BertWeights),
+    Modern(ModernWeights),
+}
+
+/// A loaded encoder (f32 weights, owned). `Send + Sync`; `forward` takes `&self`.
+pub struct EncoderModel {
+    config: EncoderConfig,
+    weights: Weights,
 }
 
 impl std::fmt::Debug for EncoderModel {
@@ -291,23 +503,141 @@ impl EncoderModel {
     /// Builds the model from an opened checkpoint (names with or without a `bert.` /
     /// `roberta.` prefix).
     pub fn from_checkpoint(config: EncoderConfig, ckpt: &SafetensorsModel) -> Result<Self> {
-        let load_err = |reason: String| RuntimeError::Load {
-            path: String::new(),
-            reason,
+        let weights = match config.modern {
+            Some(_) => Weights::Modern(load_modern(&config, ckpt)?),
+            None => Weights::Bert(load_bert(&config, ckpt)?),
         };
-        let prefix = PREFIXES
-            .iter()
-            .find(|p| {
-                ckpt.tensor(&format!("{p}embeddings.word_embeddings.weight"))
-                    .is_some()
-            })
-            .ok_or_else(|| {
-                load_err(
-                    "no embeddings.word_embeddings.weight (with prefix '', bert., roberta. or \
-                     model.) in the checkpoint"
-                        .into(),
-                )
-            })?;
+        Ok(EncoderModel { config, weights })
+    }
+}
+
+/// Every tensor of `wanted` (names after `prefix`) present with its shape and a float dtype,
+/// or one error listing each problem; checked before any weight is converted.
+fn check_tensors(
+    ckpt: &SafetensorsModel,
+    prefix: &str,
+    wanted: &[(String, Vec<usize>)],
+) -> Result<()> {
+    let mut problems = Vec::new();
+    for (name, shape) in wanted {
+        let full = format!("{prefix}{name}");
+        match ckpt.tensor(&full) {
+            None => problems.push(format!("'{full}' is missing")),
+            Some(t) if !matches!(t.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) => {
+                problems.push(format!(
+                    "'{full}' has dtype {} (supported: F32, F16, BF16)",
+                    t.dtype.name()
+                ))
+            }
+            Some(t) if t.shape != shape.as_slice() => problems.push(format!(
+                "'{full}' has shape {:?}, config.json implies {shape:?}",
+                t.shape
+            )),
+            Some(_) => {}
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(RuntimeError::Load {
+            path: String::new(),
+            reason: problems.join("; "),
+        }),
+    }
+}
+
+/// The prefix under which `ckpt` holds `probe` (one of [`PREFIXES`]).
+fn find_prefix(ckpt: &SafetensorsModel, probe: &str) -> Result<&'static str> {
+    PREFIXES
+        .iter()
+        .copied()
+        .find(|p| ckpt.tensor(&format!("{p}{probe}")).is_some())
+        .ok_or_else(|| RuntimeError::Load {
+            path: String::new(),
+            reason: format!(
+                "no {probe} (with prefix '', bert., roberta. or model.) in the checkpoint"
+            ),
+        })
+}
+
+fn load_modern(config: &EncoderConfig, ckpt: &SafetensorsModel) -> Result<ModernWeights> {
+    let m = config.modern.as_ref().expect("ModernBERT options");
+    let prefix = find_prefix(ckpt, "embeddings.tok_embeddings.weight")?;
+    let (h, i) = (config.hidden_size, config.intermediate_size);
+    let mut wanted: Vec<(String, Vec<usize>)> = vec![(
+        "embeddings.tok_embeddings.weight".into(),
+        vec![config.vocab_size, h],
+    )];
+    let norm = |wanted: &mut Vec<(String, Vec<usize>)>, name: &str| {
+        wanted.push((format!("{name}.weight"), vec![h]));
+        if m.norm_bias {
+            wanted.push((format!("{name}.bias"), vec![h]));
+        }
+    };
+    let linear =
+        |wanted: &mut Vec<(String, Vec<usize>)>, name: &str, out: usize, inp: usize, bias: bool| {
+            wanted.push((format!("{name}.weight"), vec![out, inp]));
+            if bias {
+                wanted.push((format!("{name}.bias"), vec![out]));
+            }
+        };
+    norm(&mut wanted, "embeddings.norm");
+    for l in 0..config.num_layers {
+        let p = format!("layers.{l}.");
+        if l > 0 {
+            norm(&mut wanted, &format!("{p}attn_norm"));
+        }
+        linear(
+            &mut wanted,
+            &format!("{p}attn.Wqkv"),
+            3 * h,
+            h,
+            m.attention_bias,
+        );
+        linear(&mut wanted, &format!("{p}attn.Wo"), h, h, m.attention_bias);
+        norm(&mut wanted, &format!("{p}mlp_norm"));
+        linear(&mut wanted, &format!("{p}mlp.Wi"), 2 * i, h, m.mlp_bias);
+        linear(&mut wanted, &format!("{p}mlp.Wo"), h, i, m.mlp_bias);
+    }
+    norm(&mut wanted, "final_norm");
+    check_tensors(ckpt, prefix, &wanted)?;
+    let get = |name: &str| -> Vec<f32> {
+        to_f32(ckpt.tensor(&format!("{prefix}{name}")).expect("checked"))
+    };
+    let get_norm = |name: &str| Norm {
+        w: get(&format!("{name}.weight")),
+        b: m.norm_bias.then(|| get(&format!("{name}.bias"))),
+    };
+    let get_linear = |name: &str, bias: bool| Linear {
+        w: get(&format!("{name}.weight")),
+        b: bias.then(|| get(&format!("{name}.bias"))),
+    };
+    let layers = (0..config.num_layers)
+        .map(|l| {
+            let p = format!("layers.{l}.");
+            ModernLayer {
+                attn_norm: (l > 0).then(|| get_norm(&format!("{p}attn_norm"))),
+                wqkv: get_linear(&format!("{p}attn.Wqkv"), m.attention_bias),
+                wo: get_linear(&format!("{p}attn.Wo"), m.attention_bias),
+                mlp_norm: get_norm(&format!("{p}mlp_norm")),
+                wi: get_linear(&format!("{p}mlp.Wi"), m.mlp_bias),
+                mlp_wo: get_linear(&format!("{p}mlp.Wo"), m.mlp_bias),
+            }
+        })
+        .collect();
+    let hd = config.head_dim();
+    Ok(ModernWeights {
+        word: get("embeddings.tok_embeddings.weight"),
+        emb_norm: get_norm("embeddings.norm"),
+        layers,
+        final_norm: get_norm("final_norm"),
+        global_inv_freq: crate::rope::plain_inv_freq(hd, m.global_rope_theta),
+        local_inv_freq: crate::rope::plain_inv_freq(hd, m.local_rope_theta),
+    })
+}
+
+fn load_bert(config: &EncoderConfig, ckpt: &SafetensorsModel) -> Result<BertWeights> {
+    {
+        let prefix = find_prefix(ckpt, "embeddings.word_embeddings.weight")?;
         let (h, i) = (config.hidden_size, config.intermediate_size);
         let mut wanted: Vec<(String, Vec<usize>)> = vec![
             (
@@ -349,26 +679,7 @@ impl EncoderModel {
             }
         }
         // Check every tensor (presence, dtype, shape) before converting any.
-        let mut problems = Vec::new();
-        for (name, shape) in &wanted {
-            let full = format!("{prefix}{name}");
-            match ckpt.tensor(&full) {
-                None => problems.push(format!("'{full}' is missing")),
-                Some(t) if !matches!(t.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) => problems
-                    .push(format!(
-                        "'{full}' has dtype {} (supported: F32, F16, BF16)",
-                        t.dtype.name()
-                    )),
-                Some(t) if t.shape != shape.as_slice() => problems.push(format!(
-                    "'{full}' has shape {:?}, config.json implies {shape:?}",
-                    t.shape
-                )),
-                Some(_) => {}
-            }
-        }
-        if !problems.is_empty() {
-            return Err(load_err(problems.join("; ")));
-        }
+        check_tensors(ckpt, prefix, &wanted)?;
         let get = |name: &str| -> Vec<f32> {
             // Checked above: present, float, right shape.
             to_f32(ckpt.tensor(&format!("{prefix}{name}")).expect("checked"))
@@ -399,17 +710,18 @@ impl EncoderModel {
                 }
             })
             .collect();
-        Ok(EncoderModel {
+        Ok(BertWeights {
             word: get("embeddings.word_embeddings.weight"),
             position: get("embeddings.position_embeddings.weight"),
             token_type: get("embeddings.token_type_embeddings.weight"),
             emb_ln_w: get("embeddings.LayerNorm.weight"),
             emb_ln_b: get("embeddings.LayerNorm.bias"),
             layers,
-            config,
         })
     }
+}
 
+impl EncoderModel {
     /// The model's configuration.
     pub fn config(&self) -> &EncoderConfig {
         &self.config
@@ -455,9 +767,6 @@ impl EncoderModel {
     }
 
     fn forward_checked(&self, texts: &[&[u32]]) -> Vec<f32> {
-        let c = &self.config;
-        let (h, inter) = (c.hidden_size, c.intermediate_size);
-        let rows: usize = texts.iter().map(|t| t.len()).sum();
         let starts: Vec<usize> = texts
             .iter()
             .scan(0, |acc, t| {
@@ -466,6 +775,16 @@ impl EncoderModel {
                 Some(s)
             })
             .collect();
+        match &self.weights {
+            Weights::Bert(w) => self.forward_bert(w, texts, &starts),
+            Weights::Modern(w) => self.forward_modern(w, texts, &starts),
+        }
+    }
+
+    fn forward_bert(&self, w: &BertWeights, texts: &[&[u32]], starts: &[usize]) -> Vec<f32> {
+        let c = &self.config;
+        let (h, inter) = (c.hidden_size, c.intermediate_size);
+        let rows: usize = texts.iter().map(|t| t.len()).sum();
 
         // Embeddings: (word + token type 0) + position, then LayerNorm.
         let mut x = vec![0f32; rows * h];
@@ -480,19 +799,19 @@ impl EncoderModel {
         tmp.par_chunks_mut(h)
             .zip(&row_of)
             .for_each(|(row, &(id, pos))| {
-                let word = &self.word[id * h..(id + 1) * h];
-                let typ = &self.token_type[..h];
-                let p = &self.position[pos * h..(pos + 1) * h];
+                let word = &w.word[id * h..(id + 1) * h];
+                let typ = &w.token_type[..h];
+                let p = &w.position[pos * h..(pos + 1) * h];
                 for (((o, &w), &t), &q) in row.iter_mut().zip(word).zip(typ).zip(p) {
                     *o = (w + t) + q;
                 }
             });
-        self.layer_norm_rows(&tmp, &self.emb_ln_w, &self.emb_ln_b, &mut x);
+        self.layer_norm_rows(&tmp, &w.emb_ln_w, Some(&w.emb_ln_b), &mut x);
 
         let mut qkv = vec![0f32; rows * 3 * h];
         let mut ctx = vec![0f32; rows * h];
         let mut ff = vec![0f32; rows * inter];
-        for layer in &self.layers {
+        for layer in &w.layers {
             kernels::linear_f32(
                 &x,
                 &layer.qkv_w,
@@ -502,7 +821,7 @@ impl EncoderModel {
                 h,
                 3 * h,
             );
-            self.attention(texts, &starts, &qkv, &mut ctx);
+            self.attention(texts, starts, &qkv, &mut ctx, None);
             kernels::linear_f32(
                 &ctx,
                 &layer.attn_out_w,
@@ -513,7 +832,7 @@ impl EncoderModel {
                 h,
             );
             kernels::add_inplace_f32(&mut tmp, &x);
-            self.layer_norm_rows(&tmp, &layer.attn_ln_w, &layer.attn_ln_b, &mut x);
+            self.layer_norm_rows(&tmp, &layer.attn_ln_w, Some(&layer.attn_ln_b), &mut x);
             kernels::linear_f32(
                 &x,
                 &layer.inter_w,
@@ -523,7 +842,9 @@ impl EncoderModel {
                 h,
                 inter,
             );
-            self.activate(&mut ff);
+            ff.par_chunks_mut(inter)
+                .with_min_len(8)
+                .for_each(|row| self.activate(row));
             kernels::linear_f32(
                 &ff,
                 &layer.out_w,
@@ -534,15 +855,117 @@ impl EncoderModel {
                 h,
             );
             kernels::add_inplace_f32(&mut tmp, &x);
-            self.layer_norm_rows(&tmp, &layer.out_ln_w, &layer.out_ln_b, &mut x);
+            self.layer_norm_rows(&tmp, &layer.out_ln_w, Some(&layer.out_ln_b), &mut x);
         }
         x
+    }
+
+    /// ModernBERT, as `ModernBertModel.forward` on one unpadded text: normed token embeddings;
+    /// per layer `x += Wo attn(rope(Wqkv norm(x)))` (layer 0 without the norm; local layers
+    /// attend within the window) and `x += Wo (act(a) * g)` with `[a | g] = Wi norm(x)`; a
+    /// final norm. Positions count from 0 in each text.
+    fn forward_modern(&self, w: &ModernWeights, texts: &[&[u32]], starts: &[usize]) -> Vec<f32> {
+        let c = &self.config;
+        let m = c.modern.as_ref().expect("ModernBERT options");
+        let (h, inter) = (c.hidden_size, c.intermediate_size);
+        let rows: usize = texts.iter().map(|t| t.len()).sum();
+        let ids: Vec<usize> = texts
+            .iter()
+            .flat_map(|t| t.iter().map(|&i| i as usize))
+            .collect();
+        let positions: Vec<usize> = texts.iter().flat_map(|t| 0..t.len()).collect();
+        let norm = |x: &[f32], n: &Norm, out: &mut [f32]| {
+            self.layer_norm_rows(x, &n.w, n.b.as_deref(), out)
+        };
+        let linear = |x: &[f32], l: &Linear, out: &mut [f32], n_in: usize, n_out: usize| {
+            kernels::linear_f32(x, &l.w, l.b.as_deref(), out, rows, n_in, n_out)
+        };
+
+        let mut tmp = vec![0f32; rows * h];
+        tmp.par_chunks_mut(h)
+            .zip(&ids)
+            .for_each(|(row, &id)| row.copy_from_slice(&w.word[id * h..(id + 1) * h]));
+        let mut x = vec![0f32; rows * h];
+        norm(&tmp, &w.emb_norm, &mut x);
+
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let mut wi = vec![0f32; rows * 2 * inter];
+        let mut ff = vec![0f32; rows * inter];
+        for (l, layer) in w.layers.iter().enumerate() {
+            let sliding = m.sliding_layers[l];
+            let input = match &layer.attn_norm {
+                Some(n) => {
+                    norm(&x, n, &mut tmp);
+                    &tmp
+                }
+                None => &x,
+            };
+            linear(input, &layer.wqkv, &mut qkv, h, 3 * h);
+            let inv_freq = match sliding {
+                true => &w.local_inv_freq,
+                false => &w.global_inv_freq,
+            };
+            self.rotate_queries_and_keys(&mut qkv, &positions, inv_freq);
+            self.attention(
+                texts,
+                starts,
+                &qkv,
+                &mut ctx,
+                sliding.then_some(m.half_window),
+            );
+            linear(&ctx, &layer.wo, &mut tmp, h, h);
+            kernels::add_inplace_f32(&mut x, &tmp);
+            norm(&x, &layer.mlp_norm, &mut tmp);
+            linear(&tmp, &layer.wi, &mut wi, h, 2 * inter);
+            ff.par_chunks_mut(inter)
+                .zip(wi.par_chunks_mut(2 * inter))
+                .with_min_len(8)
+                .for_each(|(out, row)| {
+                    let (a, g) = row.split_at_mut(inter);
+                    self.activate(a);
+                    for ((o, &a), &g) in out.iter_mut().zip(a.iter()).zip(g.iter()) {
+                        *o = a * g;
+                    }
+                });
+            linear(&ff, &layer.mlp_wo, &mut tmp, inter, h);
+            kernels::add_inplace_f32(&mut x, &tmp);
+        }
+        norm(&x, &w.final_norm, &mut tmp);
+        tmp
+    }
+
+    /// Rotary positions on the query and key parts of `qkv` rows (`[q | k | v]`, heads
+    /// contiguous), transformers' `rotate_half` form: dims `j` and `j + hd/2` of a head turn by
+    /// `position * inv_freq[j]`, in f32.
+    fn rotate_queries_and_keys(&self, qkv: &mut [f32], positions: &[usize], inv_freq: &[f32]) {
+        let c = &self.config;
+        let (h, hd) = (c.hidden_size, c.head_dim());
+        let half = hd / 2;
+        qkv.par_chunks_mut(3 * h)
+            .zip(positions)
+            .with_min_len(8)
+            .for_each(|(row, &pos)| {
+                let p = pos as f32;
+                let (cos, sin): (Vec<f32>, Vec<f32>) = inv_freq
+                    .iter()
+                    .map(|&f| ((p * f).cos(), (p * f).sin()))
+                    .unzip();
+                for head in row[..2 * h].chunks_exact_mut(hd) {
+                    let (x1, x2) = head.split_at_mut(half);
+                    for j in 0..half {
+                        let (a, b) = (x1[j], x2[j]);
+                        x1[j] = a * cos[j] - b * sin[j];
+                        x2[j] = b * cos[j] + a * sin[j];
+                    }
+                }
+            });
     }
 
     /// Position ids of one unpadded text, as transformers makes them.
     fn positions(&self, ids: &[u32]) -> Vec<usize> {
         match self.config.arch {
-            EncoderArch::Bert => (0..ids.len()).collect(),
+            EncoderArch::Bert | EncoderArch::ModernBert => (0..ids.len()).collect(),
             EncoderArch::Roberta => {
                 // `create_position_ids_from_input_ids`: cumulative count of non-pad tokens,
                 // zero at pad tokens, plus padding_idx.
@@ -562,33 +985,27 @@ impl EncoderModel {
         }
     }
 
-    fn layer_norm_rows(&self, x: &[f32], w: &[f32], b: &[f32], out: &mut [f32]) {
+    fn layer_norm_rows(&self, x: &[f32], w: &[f32], b: Option<&[f32]>, out: &mut [f32]) {
         let h = self.config.hidden_size;
         let eps = self.config.layer_norm_eps;
         out.par_chunks_mut(h)
             .zip(x.par_chunks(h))
             .with_min_len(16)
-            .for_each(|(o, row)| kernels::layer_norm_f32(row, Some(w), Some(b), eps, o));
+            .for_each(|(o, row)| kernels::layer_norm_f32(row, Some(w), b, eps, o));
     }
 
-    fn activate(&self, x: &mut [f32]) {
-        let chunk = self.config.intermediate_size;
+    /// The feed-forward activation on one row, in place.
+    fn activate(&self, row: &mut [f32]) {
         match self.config.activation {
-            Activation::GeluErf => x
-                .par_chunks_mut(chunk)
-                .with_min_len(8)
-                .for_each(kernels::gelu_erf_inplace_f32),
-            Activation::GeluTanh => x.par_chunks_mut(chunk).with_min_len(8).for_each(|row| {
+            Activation::GeluErf => kernels::gelu_erf_inplace_f32(row),
+            Activation::GeluTanh => {
                 let k = (2.0f32 / std::f32::consts::PI).sqrt();
                 for v in row {
                     let u = *v;
                     *v = 0.5 * u * (1.0 + (k * (u + 0.044_715 * u * u * u)).tanh());
                 }
-            }),
-            Activation::Relu => x
-                .par_iter_mut()
-                .with_min_len(4096)
-                .for_each(|v| *v = v.max(0.0)),
+            }
+            Activation::Relu => row.iter_mut().for_each(|v| *v = v.max(0.0)),
         }
     }
 
@@ -597,7 +1014,16 @@ impl EncoderModel {
     /// per text; per head, with the head's `q`, `k` and `vᵀ` gathered contiguous:
     /// `S = q kᵀ` and `ctx = softmax(S * scale) v`, both through `linear_f32` (so each output
     /// has the kernel's one reduction order), the softmax by `softmax_f32` per row.
-    fn attention(&self, texts: &[&[u32]], starts: &[usize], qkv: &[f32], ctx: &mut [f32]) {
+    /// With `window`, query `i` attends only to keys `j` with `|i - j| <= window` (ModernBERT's
+    /// local layers): the softmax runs over that run of the row, the rest of the row is 0.
+    fn attention(
+        &self,
+        texts: &[&[u32]],
+        starts: &[usize],
+        qkv: &[f32],
+        ctx: &mut [f32],
+        window: Option<usize>,
+    ) {
         let c = &self.config;
         let (h, nh, hd) = (c.hidden_size, c.num_heads, c.head_dim());
         let scale = 1.0 / (hd as f32).sqrt();
@@ -627,9 +1053,16 @@ impl EncoderModel {
                     }
                 }
                 kernels::linear_f32(&q, &k, None, &mut s, len, hd, len);
-                for row in s.chunks_exact_mut(len) {
-                    row.iter_mut().for_each(|x| *x *= scale);
-                    kernels::softmax_f32(row);
+                for (i, row) in s.chunks_exact_mut(len).enumerate() {
+                    let (lo, hi) = match window {
+                        Some(w) => (i.saturating_sub(w), (i + w + 1).min(len)),
+                        None => (0, len),
+                    };
+                    row[..lo].fill(0.0);
+                    row[hi..].fill(0.0);
+                    let live = &mut row[lo..hi];
+                    live.iter_mut().for_each(|x| *x *= scale);
+                    kernels::softmax_f32(live);
                 }
                 kernels::linear_f32(&s, &vt, None, &mut o, len, len, hd);
                 for i in 0..len {
@@ -728,6 +1161,79 @@ mod tests {
         ] {
             let text = MINI.replace(from, to);
             assert_ne!(text, MINI, "{from}");
+            let err = EncoderConfig::from_json_str(&text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+
+    /// ModernBERT's keys as transformers 5 writes them and as the published files do, with
+    /// ModernBertConfig's defaults, and refusals by name.
+    #[test]
+    fn config_reads_modernbert_in_both_spellings() {
+        const NEW: &str = r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "intermediate_size": 12,
+            "pad_token_id": 1, "norm_eps": 1e-6, "norm_bias": true,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention",
+                            "sliding_attention"],
+            "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 8e4},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 900}},
+            "local_attention": 10}"#;
+        let c = EncoderConfig::from_json_str(NEW).unwrap();
+        let m = c.modern.clone().unwrap();
+        assert_eq!(c.arch, EncoderArch::ModernBert);
+        assert_eq!((c.max_tokens(), c.layer_norm_eps), (8192, 1e-6));
+        assert_eq!(m.sliding_layers, vec![false, true, false, true]);
+        assert_eq!(
+            (m.global_rope_theta, m.local_rope_theta, m.half_window),
+            (8e4, 900.0, 5)
+        );
+        assert!(m.norm_bias && !m.attention_bias && !m.mlp_bias);
+        // The published files' keys, and the defaults for what they leave out.
+        const OLD: &str = r#"{"model_type": "modernbert", "vocab_size": 100, "hidden_size": 8,
+            "num_hidden_layers": 4, "num_attention_heads": 2, "intermediate_size": 12,
+            "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+            "global_attn_every_n_layers": 3, "hidden_activation": "gelu"}"#;
+        let c = EncoderConfig::from_json_str(OLD).unwrap();
+        let m = c.modern.unwrap();
+        assert_eq!(m.sliding_layers, vec![false, true, true, false]);
+        assert_eq!(
+            (m.global_rope_theta, m.local_rope_theta, m.half_window),
+            (160000.0, 10000.0, 64)
+        );
+        assert_eq!(
+            (c.layer_norm_eps, c.activation),
+            (1e-5, Activation::GeluErf)
+        );
+        for (from, to, needle) in [
+            ("\"gelu\"", "\"swish\"", "hidden_activation \"swish\""),
+            (
+                "\"global_attn_every_n_layers\": 3",
+                "\"global_attn_every_n_layers\": 0",
+                "global_attn_every_n_layers",
+            ),
+            (
+                "\"global_rope_theta\": 160000.0",
+                "\"global_rope_theta\": -1",
+                "global_rope_theta",
+            ),
+            (
+                "\"global_attn_every_n_layers\": 3",
+                "\"layer_types\": [\"full_attention\"]",
+                "1 entries for 4 layers",
+            ),
+            (
+                "\"global_attn_every_n_layers\": 3",
+                "\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"yarn\"}}",
+                "rope_type \"yarn\"",
+            ),
+            (
+                "\"global_attn_every_n_layers\": 3",
+                "\"local_attention\": 1",
+                "local_attention",
+            ),
+        ] {
+            let text = OLD.replace(from, to);
+            assert_ne!(text, OLD, "{from}");
             let err = EncoderConfig::from_json_str(&text).unwrap_err().to_string();
             assert!(err.contains(needle), "{needle}: {err}");
         }

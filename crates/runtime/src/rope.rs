@@ -6,7 +6,7 @@ use torchnative_formats::{DecoderConfig, RopeScaling};
 use crate::error::Result;
 
 /// `1 / base^(2i / dim)` for `i < dim / 2`, in f32 as transformers computes it.
-fn plain_inv_freq(dim: usize, base: f32) -> Vec<f32> {
+pub(crate) fn plain_inv_freq(dim: usize, base: f32) -> Vec<f32> {
     (0..dim / 2)
         .map(|i| 1.0 / base.powf((2 * i) as f32 / dim as f32))
         .collect()

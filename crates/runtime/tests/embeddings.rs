@@ -1,7 +1,7 @@
 //! Sentence embeddings against transformers + sentence-transformers' pooling (written out in
 //! `tests/oracle/embed_reference.py`, since sentence-transformers is not in the oracle venv):
 //! the real all-MiniLM-L6-v2 (`scripts/fetch-encoder.sh`) on Brown corpus sentences, tiny
-//! random BERT and RoBERTa models, batch invariance, and refusals.
+//! random BERT, RoBERTa and ModernBERT models, batch invariance, and refusals.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -217,12 +217,14 @@ fn minilm_matches_sentence_transformers_on_brown_sentences() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// Tiny random BERT (CLS pooling + normalize) and RoBERTa (max, mean, mean/sqrt(len) and
+/// Tiny random BERT (CLS pooling + normalize), RoBERTa (max, mean, mean/sqrt(len) and
 /// last-token pooling concatenated; positions after the pad id; byte-level BPE with <s> </s>)
-/// built by transformers from configs, with tokenizers trained on the corpus: ids equal,
+/// and ModernBERT (global, local, local layers with a window of 8 either side and their own
+/// RoPE bases; mean + normalize without biases, CLS + max with every bias and the older config
+/// keys) built by transformers from configs, with tokenizers trained on the corpus: ids equal,
 /// cosine >= 0.99999 per text (texts truncated to 64 tokens on both sides).
 #[test]
-fn tiny_random_bert_and_roberta_match_transformers() {
+fn tiny_random_bert_roberta_and_modernbert_match_transformers() {
     let Some(python) = oracle_python() else {
         return;
     };
@@ -244,6 +246,18 @@ fn tiny_random_bert_and_roberta_match_transformers() {
             "roberta",
             json!({"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": true,
                    "pooling_mode_mean_sqrt_len_tokens": true, "pooling_mode_lasttoken": true}),
+            false,
+        ),
+        (
+            2,
+            "modernbert",
+            json!({"pooling_mode_mean_tokens": true}),
+            true,
+        ),
+        (
+            3,
+            "modernbert_bias",
+            json!({"pooling_mode_cls_token": true, "pooling_mode_max_tokens": true}),
             false,
         ),
     ] {
@@ -276,6 +290,16 @@ fn tiny_random_bert_and_roberta_match_transformers() {
             a.worst,
             a.min_cos
         );
+        // Alone, a text's embedding is the same bits as in the batch.
+        for i in [0, refs.len() / 2, refs.len() - 1] {
+            let alone = embedder.embed(&refs[i..=i], &truncate).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(alone.row(0)),
+                bits(ours.row(i)),
+                "{arch}: text {i} alone"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&work);
 }

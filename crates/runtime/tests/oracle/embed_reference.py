@@ -10,11 +10,12 @@ Usage: embed_reference.py REQUEST.json. The request's "cmd" decides:
       to between max_seq_length - 6 and max_seq_length tokens of MODEL_DIR's tokenizer.
       OUT: {"texts": [...], "over_long": the whole long paragraph (far over max_seq_length)}.
 
-  {"cmd": "tiny", "arch": "bert"|"roberta", "seed": S, "texts": [...], "pooling": {...},
-   "normalize": bool, "max_seq_length": M, "out_dir": D}
-      A tiny random BertModel / RobertaModel built from a config (seeded, no download) and saved
-      with save_pretrained, a tokenizer trained on `texts` (WordPiece with [CLS]/[SEP] for bert,
-      byte-level BPE with <s>/</s> for roberta) saved as tokenizer.json, and the
+  {"cmd": "tiny", "arch": "bert"|"roberta"|"modernbert"|"modernbert_bias", "seed": S,
+   "texts": [...], "pooling": {...}, "normalize": bool, "max_seq_length": M, "out_dir": D}
+      A tiny random BertModel / RobertaModel / ModernBertModel built from a config (seeded, no
+      download) and saved with save_pretrained, a tokenizer trained on `texts` (WordPiece with
+      [CLS]/[SEP] for bert, byte-level BPE with <s>/</s> for the others) saved as
+      tokenizer.json, and the
       sentence-transformers files (modules.json, 1_Pooling/config.json from "pooling",
       sentence_bert_config.json).
 
@@ -82,7 +83,7 @@ def brown(req):
 
 def tiny(req):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel  # noqa: F401
 
     out = req["out_dir"]
     os.makedirs(out, exist_ok=True)
@@ -114,17 +115,43 @@ def tiny(req):
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
         tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True,
                                                          add_prefix_space=False)
-        config = RobertaConfig(vocab_size=tk.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                               num_attention_heads=4, intermediate_size=64,
-                               max_position_embeddings=64 + 2, type_vocab_size=1, pad_token_id=1,
-                               bos_token_id=0, eos_token_id=2, hidden_act="gelu",
-                               layer_norm_eps=1e-5)
-        model = RobertaModel(config, add_pooling_layer=False)
+        if req["arch"] == "roberta":
+            config = RobertaConfig(vocab_size=tk.get_vocab_size(), hidden_size=32,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   intermediate_size=64, max_position_embeddings=64 + 2,
+                                   type_vocab_size=1, pad_token_id=1, bos_token_id=0,
+                                   eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5)
+            model = RobertaModel(config, add_pooling_layer=False)
+        else:
+            # ModernBERT: layers global, local, local (a window of 8 either side, so texts of
+            # up to 64 tokens see it), the two RoPE bases; "modernbert_bias" with every bias
+            # on and the config written in the published files' older keys.
+            from transformers import ModernBertConfig, ModernBertModel
+
+            bias = req["arch"] == "modernbert_bias"
+            config = ModernBertConfig(
+                vocab_size=tk.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
+                num_attention_heads=4, intermediate_size=48, max_position_embeddings=128,
+                local_attention=16, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                cls_token_id=0, sep_token_id=2, norm_bias=bias, attention_bias=bias,
+                mlp_bias=bias, hidden_activation="gelu",
+                rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 160000.0},
+                                 "sliding_attention": {"rope_type": "default", "rope_theta": 500.0}},
+            )
+            model = ModernBertModel(config)
     # Larger than the default 0.02 init, so the layers do more than pass the embedding on.
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.2)
     model.save_pretrained(out)
+    if req["arch"] == "modernbert_bias":
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        for key in ("layer_types", "rope_parameters"):
+            cfg.pop(key)
+        cfg.update(global_attn_every_n_layers=3, global_rope_theta=160000.0,
+                   local_rope_theta=500.0)
+        json.dump(cfg, open(path, "w"), indent=1)
     tk.save(os.path.join(out, "tokenizer.json"))
     if req["arch"] == "bert":
         names = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
