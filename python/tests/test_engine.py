@@ -90,3 +90,18 @@ def test_serve_answers_the_openai_api_and_stops(llm):
         url = server.url
     with pytest.raises(OSError):
         urllib.request.urlopen(url + "/health", timeout=5)
+
+
+def test_prompt_lookup_speculation_keeps_the_answers(llm):
+    engine = torchnative.Engine(llm, max_running=2, prompt_lookup=4)
+    text = "one two three four five six seven eight nine ten"
+    messages = [[{"role": "user", "content": f"Repeat exactly: {text}. {text}."}],
+                [{"role": "user", "content": "Say hello in German."}]]
+    streams = [engine.submit(m, max_new_tokens=32) for m in messages]
+    assert [s.text() for s in streams] == [llm.chat(m, max_new_tokens=32).text for m in messages]
+    stats = engine.stats()
+    assert 0 < stats["accepted_tokens"] <= stats["drafted_tokens"]
+    with pytest.raises(torchnative.InvalidArgumentError, match="prompt_lookup"):
+        torchnative.Engine(llm, prompt_lookup=-1)
+    with pytest.raises(torchnative.TorchnativeError, match="prompt_lookup_tokens"):
+        torchnative.Engine(llm, prompt_lookup=1000)

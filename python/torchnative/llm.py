@@ -550,6 +550,8 @@ class Engine:
     prefix caching (a prompt prefix another request already computed is reused, not computed).
 
     Results do not depend on the load: a request's tokens are the same as if it ran alone.
+    ``prompt_lookup=K`` drafts up to K tokens per request from its own history and verifies
+    them in the same passes (faster on text that repeats its prompt; same tokens).
 
     ::
 
@@ -568,6 +570,7 @@ class Engine:
         batch_tokens: int = 256,
         max_queue: int = 64,
         kv_cache_tokens: int = 8192,
+        prompt_lookup: int = 0,
     ) -> None:
         for name, value in [
             ("max_running", max_running),
@@ -577,6 +580,7 @@ class Engine:
             ("kv_cache_tokens", kv_cache_tokens),
         ]:
             _optional_count(name, value, minimum=1)
+        _optional_count("prompt_lookup", prompt_lookup, minimum=0)
         ctx = min(ctx_per_request, llm.context_length)
         self._llm = llm
         self._native = _native.NativeEngine(
@@ -586,6 +590,7 @@ class Engine:
             max(batch_tokens, max_running),
             max_queue,
             max(kv_cache_tokens, ctx),
+            prompt_lookup,
         )
 
     @property
@@ -602,7 +607,8 @@ class Engine:
 
     def stats(self) -> dict[str, int]:
         """Counters: running and queued requests, prompt and generated tokens, prefix-cache hit
-        tokens, preemptions, KV blocks total and used."""
+        tokens, preemptions, drafted and accepted tokens (``prompt_lookup``), KV blocks total
+        and used."""
         return self._native.stats()
 
 

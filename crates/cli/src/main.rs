@@ -102,6 +102,10 @@ struct ServeArgs {
     /// NAME: requests naming it run the base model with the adapter; repeatable.
     #[arg(long, value_name = "NAME=PATH[:SCALE]")]
     lora: Vec<String>,
+    /// Prompt-lookup speculation: draft up to K tokens per request from its own history and
+    /// verify them in the same passes (answers do not change; 0: off).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    prompt_lookup: usize,
     #[arg(long, default_value = "native")]
     dtype: String,
     /// Kernel threads (default: all cores).
@@ -1187,6 +1191,7 @@ fn serve(a: ServeArgs) -> CliResult<()> {
             // At least one whole request.
             kv_cache_tokens: kv_tokens.max(ctx),
             kv_block_size: block,
+            prompt_lookup_tokens: a.prompt_lookup,
         },
     )?;
     let embeddings = match &a.embedding_model {

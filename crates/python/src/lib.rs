@@ -764,7 +764,8 @@ struct NativeEngine {
 #[pymethods]
 impl NativeEngine {
     #[new]
-    #[pyo3(signature = (llm, max_running, ctx_per_seq, max_batch_tokens, max_queued, kv_cache_tokens))]
+    #[pyo3(signature = (llm, max_running, ctx_per_seq, max_batch_tokens, max_queued, kv_cache_tokens, prompt_lookup_tokens=0))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         llm: &NativeLlm,
@@ -773,6 +774,7 @@ impl NativeEngine {
         max_batch_tokens: usize,
         max_queued: usize,
         kv_cache_tokens: usize,
+        prompt_lookup_tokens: usize,
     ) -> PyResult<NativeEngine> {
         let config = EngineConfig {
             max_running,
@@ -780,6 +782,7 @@ impl NativeEngine {
             max_batch_tokens,
             max_queued,
             kv_cache_tokens,
+            prompt_lookup_tokens,
             ..Default::default()
         };
         let llm = llm.llm.clone();
@@ -871,6 +874,8 @@ impl NativeEngine {
         d.set_item("generated_tokens", s.generated_tokens.load(Relaxed))?;
         d.set_item("prefix_hit_tokens", s.prefix_hit_tokens.load(Relaxed))?;
         d.set_item("preemptions", s.preemptions.load(Relaxed))?;
+        d.set_item("drafted_tokens", s.drafted_tokens.load(Relaxed))?;
+        d.set_item("accepted_tokens", s.accepted_tokens.load(Relaxed))?;
         d.set_item("kv_blocks_total", s.kv_blocks_total.load(Relaxed))?;
         d.set_item("kv_blocks_used", s.kv_blocks_used.load(Relaxed))?;
         Ok(d)

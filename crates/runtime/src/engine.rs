@@ -57,6 +57,9 @@ pub struct EngineConfig {
     pub kv_cache_tokens: usize,
     /// Positions per KV block: 16, 32 or 64.
     pub kv_block_size: usize,
+    /// Prompt-lookup speculation: up to this many tokens drafted per running sequence and
+    /// verified in the same pass as everything else (0: off). Answers do not change.
+    pub prompt_lookup_tokens: usize,
 }
 
 impl Default for EngineConfig {
@@ -68,6 +71,7 @@ impl Default for EngineConfig {
             max_queued: 64,
             kv_cache_tokens: 16384,
             kv_block_size: 16,
+            prompt_lookup_tokens: 0,
         }
     }
 }
@@ -137,6 +141,9 @@ pub struct EngineStats {
     pub prefix_lookup_tokens: AtomicU64,
     pub prefix_hit_tokens: AtomicU64,
     pub preemptions: AtomicU64,
+    /// Prompt-lookup speculation: tokens drafted and verified, and of those kept.
+    pub drafted_tokens: AtomicU64,
+    pub accepted_tokens: AtomicU64,
     pub latency: Mutex<Latencies>,
 }
 
@@ -283,7 +290,18 @@ impl Engine {
             config.max_running,
             config.ctx_per_seq,
         )?;
-        let ws = model.workspace(config.max_batch_tokens, config.max_running);
+        let k = config.prompt_lookup_tokens;
+        if k > crate::speculative::MAX_DRAFT_TOKENS {
+            return Err(invalid(
+                "engine config",
+                format!(
+                    "prompt_lookup_tokens {k} (at most {})",
+                    crate::speculative::MAX_DRAFT_TOKENS
+                ),
+            ));
+        }
+        // A logits row per verified position: each decode token and its drafts.
+        let ws = model.workspace(config.max_batch_tokens, config.max_running * (1 + k));
         let stats = Arc::new(EngineStats::default());
         stats
             .slots_total
@@ -399,6 +417,8 @@ struct Running {
     read: usize,
     /// The token to evaluate next once the prompt is read.
     feed: Option<u32>,
+    /// While decoding: the feed token and the tokens drafted after it, evaluated together.
+    verify: Vec<u32>,
     lp: TokenLoop,
     rng: Rng,
     sink: Sink,
@@ -424,6 +444,51 @@ struct Worker {
     preempted: VecDeque<Running>,
     running: Vec<Running>,
     free_slots: Vec<usize>,
+}
+
+/// Sample `r`'s next token from one row of logits with its `TokenLoop` (its chain, its random
+/// stream), sending the token event and updating the latency statistics.
+fn sample_row(r: &mut Running, row: &[f32], stats: &EngineStats) -> Result<Next> {
+    r.logits.copy_from_slice(row);
+    let before = r.lp.generated().len();
+    let log_probs = r.top_logprobs.map(|top| log_softmax_top(&r.logits, top));
+    let Running {
+        lp,
+        logits,
+        rng,
+        sink,
+        ..
+    } = r;
+    let mut on_text = |t: &str| sink(EngineEvent::Text(t.to_owned()));
+    let next = lp.step(logits, rng, &mut on_text)?;
+    let now = Instant::now();
+    if lp.generated().len() > before {
+        let token = *lp.generated().last().expect("grew");
+        stats.generated_tokens.fetch_add(1, Ordering::Relaxed);
+        match r.last_token {
+            None => r.time_to_first_token = now - r.submitted,
+            Some(t) => stats
+                .latency
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .inter_token
+                .observe((now - t).as_secs_f64()),
+        }
+        if let Some((all, top)) = log_probs {
+            let event = EngineEvent::Token {
+                id: token,
+                logprob: all[token as usize],
+                top,
+            };
+            if (r.sink)(event) == Flow::Cancel {
+                r.cancelled = true;
+            }
+        }
+    } else if r.last_token.is_none() {
+        r.time_to_first_token = now - r.submitted;
+    }
+    r.last_token = Some(now);
+    Ok(next)
 }
 
 impl Worker {
@@ -554,6 +619,7 @@ impl Worker {
                         prompt,
                         read,
                         feed: None,
+                        verify: Vec::new(),
                         lp,
                         rng,
                         sink: p.sink,
@@ -621,10 +687,33 @@ impl Worker {
         self.running.sort_by_key(|r| r.id);
         let mut budget = self.config.max_batch_tokens;
         let mut plan: Vec<(usize, usize)> = Vec::with_capacity(self.running.len());
-        for (k, r) in self.running.iter().enumerate() {
-            if r.feed.is_some() {
+        for (k, r) in self.running.iter_mut().enumerate() {
+            if let Some(feed) = r.feed {
+                r.verify.clear();
+                r.verify.push(feed);
                 plan.push((k, 1));
                 budget -= 1;
+            }
+        }
+        // Drafts ride after the decode tokens, before prompts: no more than the tokens each
+        // sequence may still generate after its feed, its room, and what the budget leaves.
+        let k_max = self.config.prompt_lookup_tokens;
+        if k_max > 0 {
+            let mut drafts = Vec::with_capacity(k_max);
+            for entry in plan.iter_mut() {
+                let r = &mut self.running[entry.0];
+                let room = self
+                    .config
+                    .ctx_per_seq
+                    .saturating_sub(self.cache.len(r.slot) + 1);
+                let max = k_max
+                    .min(r.lp.remaining().saturating_sub(1))
+                    .min(room)
+                    .min(budget);
+                crate::speculative::prompt_lookup(r.lp.history(), 1, 3, max, &mut drafts);
+                r.verify.extend_from_slice(&drafts);
+                entry.1 += drafts.len();
+                budget -= drafts.len();
             }
         }
         for (k, r) in self.running.iter().enumerate() {
@@ -776,13 +865,12 @@ impl Worker {
         if plan.is_empty() {
             return;
         }
-        let feeds: Vec<[u32; 1]> = self.running.iter().map(|r| [r.feed.unwrap_or(0)]).collect();
         let chunks: Vec<SeqChunk> = plan
             .iter()
             .map(|&(k, n)| {
                 let r = &self.running[k];
                 let tokens: &[u32] = match r.feed {
-                    Some(_) => &feeds[k],
+                    Some(_) => &r.verify[..n],
                     None => &r.prompt[r.read..r.read + n],
                 };
                 SeqChunk {
@@ -796,10 +884,18 @@ impl Worker {
         let running = &self.running;
         self.ws
             .set_chunk_lora(plan.iter().map(|&(k, _)| &running[k].lora[..]));
+        // A logits row for the last prompt token of a chunk, for a decode token and each draft.
+        self.ws.set_chunk_logit_rows(plan.iter().map(|&(k, n)| {
+            if running[k].feed.is_some() {
+                n
+            } else {
+                1
+            }
+        }));
         let model = self.llm.model();
         let (cache, ws) = (&mut self.cache, &mut self.ws);
         let result =
-            kernels::install(|| model.forward(&chunks, cache, ws, LogitsFor::LastOfEachChunk));
+            kernels::install(|| model.forward(&chunks, cache, ws, LogitsFor::LastRowsOfEachChunk));
         drop(chunks);
         self.stats.steps.fetch_add(1, Ordering::Relaxed);
         self.stats
@@ -814,9 +910,12 @@ impl Worker {
         let vocab = self.llm.config().vocab_size;
         let mut finished: Vec<(usize, FinishReason)> = Vec::new();
         let mut failed: Vec<(usize, RuntimeError)> = Vec::new();
-        for (row, &(k, n)) in plan.iter().enumerate() {
+        let mut row = 0;
+        for &(k, n) in &plan {
             let r = &mut self.running[k];
+            let first = row;
             if r.feed.is_none() {
+                row += 1;
                 r.read += n;
                 self.stats
                     .prompt_tokens
@@ -824,57 +923,38 @@ impl Worker {
                 if r.read < r.prompt.len() {
                     continue;
                 }
+            } else {
+                row += n;
             }
-            r.logits
-                .copy_from_slice(&self.ws.logits()[row * vocab..(row + 1) * vocab]);
-            let before = r.lp.generated().len();
-            let log_probs = r.top_logprobs.map(|top| log_softmax_top(&r.logits, top));
-            let Running {
-                lp,
-                logits,
-                rng,
-                sink,
-                ..
-            } = r;
-            let mut on_text = |t: &str| sink(EngineEvent::Text(t.to_owned()));
-            let next = match lp.step(logits, rng, &mut on_text) {
-                Ok(next) => next,
-                Err(e) => {
+            // Sample the rows in order as plain decoding would, keeping drafts while they
+            // equal the sampled token (see `speculative`): the same tokens as without them.
+            let drafted = r.feed.map_or(0, |_| n - 1);
+            let mut kept = 0;
+            let outcome = loop {
+                let logits = &self.ws.logits()[(first + kept) * vocab..(first + kept + 1) * vocab];
+                match sample_row(r, logits, &self.stats) {
+                    Ok(Next::Feed(t)) if kept < drafted && t == r.verify[1 + kept] => kept += 1,
+                    other => break other,
+                }
+            };
+            if drafted > 0 {
+                // The cache keeps the feed and the kept drafts.
+                let len = self.cache.len(r.slot) - (drafted - kept);
+                if let Err(e) = self.cache.truncate(r.slot, len) {
                     failed.push((k, e));
                     continue;
                 }
-            };
-            let now = Instant::now();
-            if lp.generated().len() > before {
-                let token = *lp.generated().last().expect("grew");
-                self.stats.generated_tokens.fetch_add(1, Ordering::Relaxed);
-                match r.last_token {
-                    None => r.time_to_first_token = now - r.submitted,
-                    Some(t) => self
-                        .stats
-                        .latency
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .inter_token
-                        .observe((now - t).as_secs_f64()),
-                }
-                if let Some((all, top)) = log_probs {
-                    let event = EngineEvent::Token {
-                        id: token,
-                        logprob: all[token as usize],
-                        top,
-                    };
-                    if (r.sink)(event) == Flow::Cancel {
-                        r.cancelled = true;
-                    }
-                }
-            } else if r.last_token.is_none() {
-                r.time_to_first_token = now - r.submitted;
+                self.stats
+                    .drafted_tokens
+                    .fetch_add(drafted as u64, Ordering::Relaxed);
+                self.stats
+                    .accepted_tokens
+                    .fetch_add(kept as u64, Ordering::Relaxed);
             }
-            r.last_token = Some(now);
-            match next {
-                Next::Feed(t) => r.feed = Some(t),
-                Next::Done(reason) => finished.push((k, reason)),
+            match outcome {
+                Ok(Next::Feed(t)) => r.feed = Some(t),
+                Ok(Next::Done(reason)) => finished.push((k, reason)),
+                Err(e) => failed.push((k, e)),
             }
         }
         // Key the blocks that became full, for later prompts sharing them.

@@ -105,6 +105,9 @@ pub enum LogitsFor {
     LastOfEachChunk,
     /// Every token (evaluation, tests).
     AllTokens,
+    /// The last `n[i]` tokens of chunk `i`, `n` set by [`Workspace::set_chunk_logit_rows`]
+    /// (a batch where some sequences verify drafted tokens and others read prompts).
+    LastRowsOfEachChunk,
 }
 
 /// Buffers of one forward pass, sized once for `max_tokens` rows: the token loop allocates
@@ -132,6 +135,8 @@ pub struct Workspace {
     /// `lora`. `chunk_lens` is scratch for the pass.
     chunk_lora: Vec<Vec<ActiveLora>>,
     chunk_lens: Vec<usize>,
+    /// Per chunk: logits rows wanted with [`LogitsFor::LastRowsOfEachChunk`].
+    chunk_logit_rows: Vec<usize>,
     /// One row's `A x` (the largest rank of `lora`).
     lora_tmp: Vec<f32>,
     /// Dynamic NTK RoPE (empty for other models): per row of the pass, the sequence length its
@@ -167,6 +172,18 @@ impl Workspace {
         if self.lora_tmp.len() < need {
             self.lora_tmp.resize(need, 0.0);
         }
+    }
+
+    /// How many rows of logits [`LogitsFor::LastRowsOfEachChunk`] gives each chunk (its last
+    /// `rows[i]` tokens; each at least 1 and at most the chunk's length, checked by the pass).
+    pub fn set_chunk_logit_rows(&mut self, rows: impl IntoIterator<Item = usize>) {
+        self.chunk_logit_rows.clear();
+        self.chunk_logit_rows.extend(rows);
+    }
+
+    /// Logits rows the workspace holds.
+    pub fn max_logit_rows(&self) -> usize {
+        self.logits.len() / self.vocab.max(1)
     }
 
     /// Give each chunk of the following passes its own adapters (`lists[i]` for chunk `i`;
@@ -521,6 +538,7 @@ impl DecoderModel {
             lora: Vec::new(),
             chunk_lora: Vec::new(),
             chunk_lens: Vec::new(),
+            chunk_logit_rows: Vec::new(),
             lora_tmp: Vec::new(),
             rope_len: vec![0; rows],
             rope_cos: vec![0.0; rows * half],
@@ -551,10 +569,26 @@ impl DecoderModel {
                 ),
             ));
         }
-        let rows = if want == LogitsFor::AllTokens {
-            total
-        } else {
-            chunks.len()
+        let rows = match want {
+            LogitsFor::AllTokens => total,
+            LogitsFor::LastOfEachChunk => chunks.len(),
+            LogitsFor::LastRowsOfEachChunk => {
+                let n = &ws.chunk_logit_rows;
+                if n.len() != chunks.len()
+                    || n.iter()
+                        .zip(chunks)
+                        .any(|(&r, c)| r == 0 || r > c.tokens.len())
+                {
+                    return Err(invalid(
+                        "batch",
+                        format!(
+                            "logits rows per chunk {n:?} do not fit chunks of {:?} tokens",
+                            chunks.iter().map(|c| c.tokens.len()).collect::<Vec<_>>()
+                        ),
+                    ));
+                }
+                n.iter().sum()
+            }
         };
         if rows * self.config.vocab_size > ws.logits.len() {
             return Err(invalid(
@@ -916,6 +950,15 @@ impl DecoderModel {
                     ws.rows[i * d..(i + 1) * d].copy_from_slice(&ws.x[(end - 1) * d..end * d]);
                 }
                 chunks.len()
+            }
+            LogitsFor::LastRowsOfEachChunk => {
+                let (mut end, mut out) = (0, 0);
+                for (ch, &n) in chunks.iter().zip(&ws.chunk_logit_rows) {
+                    end += ch.tokens.len();
+                    ws.rows[out * d..(out + n) * d].copy_from_slice(&ws.x[(end - n) * d..end * d]);
+                    out += n;
+                }
+                out
             }
         };
         kernels::rms_norm_rows_f32(

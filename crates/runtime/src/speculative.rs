@@ -208,7 +208,13 @@ fn argmax(row: &[f32]) -> u32 {
 
 /// The tokens after the last earlier occurrence of `history`'s final n-gram (longest n
 /// first), at most `max` of them, in `out` (cleared first).
-fn prompt_lookup(history: &[u32], min_n: usize, max_n: usize, max: usize, out: &mut Vec<u32>) {
+pub(crate) fn prompt_lookup(
+    history: &[u32],
+    min_n: usize,
+    max_n: usize,
+    max: usize,
+    out: &mut Vec<u32>,
+) {
     out.clear();
     let len = history.len();
     for n in (min_n..=max_n.min(len.saturating_sub(1))).rev() {

@@ -213,3 +213,120 @@ fn bad_speculative_configs_are_refused_by_name() {
 }
 
 const MAX_DRAFT_TOKENS_PLUS_ONE: usize = torchnative_runtime::speculative::MAX_DRAFT_TOKENS + 1;
+
+/// The batching engine with prompt-lookup speculation: the summarisation prompt and others,
+/// greedy and seeded sampling (with a stop string and logprobs), batched 4 at a time under a
+/// small token budget (drafts compete with prompt chunks), then in a pool small enough to
+/// preempt: every answer (tokens, text, finish reason, usage, each token's logprob) equals the
+/// same request alone in a plain `Session`, and drafts were kept.
+#[test]
+fn the_engine_speculates_and_the_answers_do_not_change() {
+    use std::sync::atomic::Ordering;
+    let Some(llm) = llm() else {
+        return;
+    };
+    let mut prompts = vec![summary_prompt(&llm)];
+    for q in [
+        "Repeat after me: the quick brown fox jumps over the lazy dog, the quick brown fox.",
+        "List the days of the week, then list them again in the same order.",
+        "Say hello in Spanish.",
+    ] {
+        prompts.push(llm.tokenize_chat(&[ChatMessage::new("user", q)]).unwrap());
+    }
+    let configs: Vec<GenerationConfig> = (0..prompts.len() * 2)
+        .map(|i| {
+            let mut c = GenerationConfig {
+                max_new_tokens: 48,
+                ..Default::default()
+            };
+            if i % 2 == 1 {
+                c.sampling = SamplingParams {
+                    do_sample: true,
+                    temperature: 0.7,
+                    top_k: 40,
+                    ..SamplingParams::default()
+                };
+                c.seed = Some(7 + i as u64);
+                c.stop = vec!["Monday".into()];
+            }
+            c
+        })
+        .collect();
+    let jobs: Vec<(Vec<u32>, GenerationConfig)> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (prompts[i / 2].clone(), c.clone()))
+        .collect();
+    let alone: Vec<Completion> = jobs.iter().map(|(p, c)| plain(&llm, p, c)).collect();
+    for (config, label) in [
+        (
+            EngineConfig {
+                max_running: 4,
+                max_batch_tokens: 48,
+                prompt_lookup_tokens: 4,
+                ..EngineConfig::default()
+            },
+            "4 running, budget 48",
+        ),
+        (
+            EngineConfig {
+                max_running: 4,
+                max_batch_tokens: 64,
+                ctx_per_seq: 256,
+                kv_cache_tokens: 320,
+                prompt_lookup_tokens: 6,
+                ..EngineConfig::default()
+            },
+            "a pool that preempts",
+        ),
+    ] {
+        let engine = Engine::start(llm.clone(), config).unwrap();
+        let rxs: Vec<_> = jobs
+            .iter()
+            .map(|(p, c)| {
+                common::submit_with_channel(&engine, p.clone(), c.clone(), Some(2))
+                    .unwrap()
+                    .1
+            })
+            .collect();
+        for ((rx, want), i) in rxs.into_iter().zip(&alone).zip(0..) {
+            let mut logprobs = 0;
+            let done = loop {
+                match rx
+                    .recv_timeout(std::time::Duration::from_secs(300))
+                    .unwrap()
+                {
+                    EngineEvent::Done(d) => break d,
+                    EngineEvent::Error(e) => panic!("{label}: {e}"),
+                    EngineEvent::Token { .. } => logprobs += 1,
+                    EngineEvent::Text(_) => {}
+                }
+            };
+            assert_eq!(done.tokens, want.tokens, "{label}: request {i} tokens");
+            assert_eq!(done.text, want.text, "{label}: request {i} text");
+            assert_eq!(
+                done.finish_reason, want.finish_reason,
+                "{label}: request {i}"
+            );
+            assert_eq!(done.usage, want.usage, "{label}: request {i} usage");
+            assert_eq!(
+                logprobs,
+                done.tokens.len(),
+                "{label}: a token event per token"
+            );
+        }
+        let stats = engine.stats();
+        let (drafted, accepted) = (
+            stats.drafted_tokens.load(Ordering::Relaxed),
+            stats.accepted_tokens.load(Ordering::Relaxed),
+        );
+        println!(
+            "{label}: drafted {drafted}, accepted {accepted}, preemptions {}",
+            stats.preemptions.load(Ordering::Relaxed)
+        );
+        assert!(
+            accepted > 0 && accepted <= drafted,
+            "{label}: {drafted} / {accepted}"
+        );
+    }
+}

@@ -132,6 +132,16 @@ fn render(state: &AppState) -> String {
         "Running sequences put back because the KV pool was full.",
         s.preemptions.load(Ordering::Relaxed),
     );
+    counter(
+        "torchnative_speculative_drafted_tokens_total",
+        "Tokens drafted by prompt lookup and verified.",
+        s.drafted_tokens.load(Ordering::Relaxed),
+    );
+    counter(
+        "torchnative_speculative_accepted_tokens_total",
+        "Drafted tokens kept (equal to the token sampled at their position).",
+        s.accepted_tokens.load(Ordering::Relaxed),
+    );
     let lat = s.latency.lock().unwrap_or_else(|p| p.into_inner()).clone();
     histogram(
         &mut out,

@@ -444,3 +444,19 @@ def test_lora_adapters_are_served_as_models_of_their_own(tmp_path):
         proc = subprocess.run([CLI, "serve", MODEL, "--port", "0", "--lora", bad],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0 and "--lora" in proc.stderr, (bad, proc.stderr)
+
+
+def test_prompt_lookup_speculation_keeps_answers_and_counts_drafts():
+    """`--prompt-lookup K`: the answer equals `torchnative run`'s, and /metrics counts the
+    drafted and accepted tokens."""
+    s = Server("--parallel", "2", "--prompt-lookup", "4")
+    try:
+        text = "one two three four five six seven eight nine ten"
+        prompt = f"Repeat exactly: {text}. {text}."
+        r = chat(s.client(), prompt, max_tokens=24)
+        assert r.choices[0].message.content == cli_run(prompt, 24)["text"]
+        drafted = s.metric("torchnative_speculative_drafted_tokens_total")
+        accepted = s.metric("torchnative_speculative_accepted_tokens_total")
+        assert 0 < accepted <= drafted
+    finally:
+        s.close()
