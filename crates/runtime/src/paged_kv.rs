@@ -297,6 +297,18 @@ impl PagedKvCache {
         }
     }
 
+    /// `seq` in range and holding no blocks: what seeds its blocks' keys (`what`) may change.
+    fn check_empty(&self, seq: usize, what: &str) -> Result<()> {
+        self.check_seq(seq)?;
+        if !self.tables[seq].is_empty() {
+            return Err(invalid(
+                what,
+                format!("sequence {seq} already holds blocks; set it before the first token"),
+            ));
+        }
+        Ok(())
+    }
+
     /// `seq`'s salt (see [`Self::set_prefix_salt`]).
     pub fn prefix_salt(&self, seq: usize) -> u64 {
         self.salts.get(seq).copied().unwrap_or(0)
@@ -306,13 +318,7 @@ impl PagedKvCache {
     /// with), as a number: blocks are shared only between sequences of the same salt. Only
     /// while `seq` holds nothing; emptying a sequence puts it back to 0.
     pub fn set_prefix_salt(&mut self, seq: usize, salt: u64) -> Result<()> {
-        self.check_seq(seq)?;
-        if !self.tables[seq].is_empty() {
-            return Err(invalid(
-                "prefix salt",
-                format!("sequence {seq} already holds blocks; set it before the first token"),
-            ));
-        }
+        self.check_empty(seq, "prefix salt")?;
         self.salts[seq] = salt;
         Ok(())
     }
@@ -529,13 +535,7 @@ impl KvCache for PagedKvCache {
 
     /// Only while `seq` holds nothing: the floor is part of its blocks' keys.
     fn set_rope_floor(&mut self, seq: usize, floor: Option<usize>) -> Result<()> {
-        self.check_seq(seq)?;
-        if !self.tables[seq].is_empty() {
-            return Err(invalid(
-                "rope floor",
-                format!("sequence {seq} already holds blocks; set it before the first token"),
-            ));
-        }
+        self.check_empty(seq, "rope floor")?;
         self.rope_floors[seq] = floor;
         Ok(())
     }

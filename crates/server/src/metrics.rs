@@ -102,46 +102,51 @@ fn render(state: &AppState) -> String {
             "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
         );
     };
-    counter(
-        "torchnative_prompt_tokens_total",
-        "Prompt tokens evaluated.",
-        s.prompt_tokens.load(Ordering::Relaxed),
-    );
-    counter(
-        "torchnative_generated_tokens_total",
-        "Tokens generated.",
-        s.generated_tokens.load(Ordering::Relaxed),
-    );
-    counter(
-        "torchnative_engine_steps_total",
-        "Forward passes run by the engine.",
-        s.steps.load(Ordering::Relaxed),
-    );
-    counter(
-        "torchnative_prefix_cache_hit_tokens_total",
-        "Prompt tokens attached from cached KV blocks instead of computed.",
-        hits,
-    );
-    counter(
-        "torchnative_prefix_cache_lookup_tokens_total",
-        "Prompt tokens looked up in the prefix cache.",
-        looked,
-    );
-    counter(
-        "torchnative_preemptions_total",
-        "Running sequences put back because the KV pool was full.",
-        s.preemptions.load(Ordering::Relaxed),
-    );
-    counter(
-        "torchnative_speculative_drafted_tokens_total",
-        "Tokens drafted by prompt lookup and verified.",
-        s.drafted_tokens.load(Ordering::Relaxed),
-    );
-    counter(
-        "torchnative_speculative_accepted_tokens_total",
-        "Drafted tokens kept (equal to the token sampled at their position).",
-        s.accepted_tokens.load(Ordering::Relaxed),
-    );
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    for (name, help, value) in [
+        (
+            "torchnative_prompt_tokens_total",
+            "Prompt tokens evaluated.",
+            load(&s.prompt_tokens),
+        ),
+        (
+            "torchnative_generated_tokens_total",
+            "Tokens generated.",
+            load(&s.generated_tokens),
+        ),
+        (
+            "torchnative_engine_steps_total",
+            "Forward passes run by the engine.",
+            load(&s.steps),
+        ),
+        (
+            "torchnative_prefix_cache_hit_tokens_total",
+            "Prompt tokens attached from cached KV blocks instead of computed.",
+            hits,
+        ),
+        (
+            "torchnative_prefix_cache_lookup_tokens_total",
+            "Prompt tokens looked up in the prefix cache.",
+            looked,
+        ),
+        (
+            "torchnative_preemptions_total",
+            "Running sequences put back because the KV pool was full.",
+            load(&s.preemptions),
+        ),
+        (
+            "torchnative_speculative_drafted_tokens_total",
+            "Tokens drafted by prompt lookup and verified.",
+            load(&s.drafted_tokens),
+        ),
+        (
+            "torchnative_speculative_accepted_tokens_total",
+            "Drafted tokens kept (equal to the token sampled at their position).",
+            load(&s.accepted_tokens),
+        ),
+    ] {
+        counter(name, help, value);
+    }
     let lat = s.latency.lock().unwrap_or_else(|p| p.into_inner()).clone();
     histogram(
         &mut out,
