@@ -796,7 +796,8 @@ fn sessions_choose_adapters_per_session_and_per_call() {
 /// same request alone in a `Session`. The prompts share a long prefix: its cached blocks are
 /// shared only between requests with the same adapters (the second round finds the first
 /// round's blocks under each adapter list, so a cache keyed by tokens alone would hand the
-/// base model's keys to an adapted request and change its answer).
+/// base model's keys to an adapted request and change its answer). Then both rounds again with
+/// prompt-lookup speculation (drafts verified in the adapted passes): the same answers.
 #[test]
 fn the_engine_runs_each_request_with_its_own_adapters() {
     use std::sync::atomic::Ordering;
@@ -856,20 +857,28 @@ fn the_engine_runs_each_request_with_its_own_adapters() {
             .unwrap()
             .tokens
     };
-    let engine = Engine::start(
+    // Rounds 0 and 1 as described; rounds 2 and 3 the same with prompt-lookup drafts verified
+    // in the adapted passes.
+    let plain_engine = EngineConfig {
+        max_running: 4,
+        max_batch_tokens: 64,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start(llm.clone(), plain_engine.clone()).unwrap();
+    let speculating = Engine::start(
         llm.clone(),
         EngineConfig {
-            max_running: 4,
-            max_batch_tokens: 64,
-            ..EngineConfig::default()
+            prompt_lookup_tokens: 4,
+            ..plain_engine
         },
     )
     .unwrap();
     let mut distinct = std::collections::HashSet::new();
-    for round in 0..2 {
+    for round in 0..4 {
+        let engine = if round < 2 { &engine } else { &speculating };
         let jobs: Vec<(usize, GenerationConfig)> = (0..prompts.len())
             .map(|i| {
-                let list = &lists[(i + round) % lists.len()];
+                let list = &lists[(i + round % 2) % lists.len()];
                 let seed = (i % 3 == 2).then_some(100 + i as u64);
                 (i, config(list, seed))
             })
@@ -877,7 +886,7 @@ fn the_engine_runs_each_request_with_its_own_adapters() {
         let rxs: Vec<_> = jobs
             .iter()
             .map(|(i, c)| {
-                submit_with_channel(&engine, prompts[*i].clone(), c.clone(), None)
+                submit_with_channel(engine, prompts[*i].clone(), c.clone(), None)
                     .unwrap()
                     .1
             })
@@ -906,6 +915,8 @@ fn the_engine_runs_each_request_with_its_own_adapters() {
     assert_eq!(alone(&prompts[0], &config(&lists[4], None)), base);
     let hits = engine.stats().prefix_hit_tokens.load(Ordering::Relaxed);
     assert!(hits > 0, "no prefix blocks shared at all");
+    let drafted = speculating.stats().drafted_tokens.load(Ordering::Relaxed);
+    assert!(drafted > 0, "nothing drafted with prompt lookup");
     let _ = std::fs::remove_dir_all(&work);
 }
 
