@@ -942,15 +942,20 @@ impl EncoderModel {
         let c = &self.config;
         let (h, hd) = (c.hidden_size, c.head_dim());
         let half = hd / 2;
+        // cos and sin per position (`[position][half]`), once for the batch.
+        let n_pos = positions.iter().max().map_or(0, |&p| p + 1);
+        let angles = |f: fn(f32) -> f32| -> Vec<f32> {
+            (0..n_pos)
+                .flat_map(|p| inv_freq.iter().map(move |&inv| f(p as f32 * inv)))
+                .collect()
+        };
+        let (cos_table, sin_table) = (angles(f32::cos), angles(f32::sin));
         qkv.par_chunks_mut(3 * h)
             .zip(positions)
             .with_min_len(8)
             .for_each(|(row, &pos)| {
-                let p = pos as f32;
-                let (cos, sin): (Vec<f32>, Vec<f32>) = inv_freq
-                    .iter()
-                    .map(|&f| ((p * f).cos(), (p * f).sin()))
-                    .unzip();
+                let cos = &cos_table[pos * half..(pos + 1) * half];
+                let sin = &sin_table[pos * half..(pos + 1) * half];
                 for head in row[..2 * h].chunks_exact_mut(hd) {
                     let (x1, x2) = head.split_at_mut(half);
                     for j in 0..half {
