@@ -16,7 +16,7 @@ use torchnative_formats::gguf::{write_gguf, MetadataValue, TensorToWrite};
 use torchnative_quant::GgmlType;
 use torchnative_runtime::{
     load_llm, load_model, ActiveLora, DecoderModel, DenseKvCache, Engine, EngineConfig,
-    EngineEvent, GenerationConfig, LoadOptions, LogitsFor, LoraAdapter, SamplingParams, SeqChunk,
+    GenerationConfig, LoadOptions, LogitsFor, LoraAdapter, SamplingParams, SeqChunk,
     SessionOptions, WeightFormat,
 };
 
@@ -892,16 +892,7 @@ fn the_engine_runs_each_request_with_its_own_adapters() {
             })
             .collect();
         for ((i, c), rx) in jobs.iter().zip(rxs) {
-            let done = loop {
-                match rx
-                    .recv_timeout(std::time::Duration::from_secs(300))
-                    .unwrap()
-                {
-                    EngineEvent::Done(d) => break d,
-                    EngineEvent::Error(e) => panic!("{e}"),
-                    _ => {}
-                }
-            };
+            let (done, _) = wait_done(&rx, &format!("round {round}, request {i}"));
             let want = alone(&prompts[*i], c);
             let label = (round, i, c.lora.as_ref().map(|l| l.len()), c.seed);
             assert_eq!(done.tokens, want, "engine vs alone: {label:?}");

@@ -887,16 +887,7 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
             })
             .collect();
         for ((p, rx), want) in prompts.iter().zip(rxs).zip(&alone) {
-            let done = loop {
-                match rx
-                    .recv_timeout(std::time::Duration::from_secs(300))
-                    .unwrap()
-                {
-                    EngineEvent::Done(d) => break d,
-                    EngineEvent::Error(e) => panic!("engine: prompt {}: {e}", p.len()),
-                    _ => {}
-                }
-            };
+            let (done, _) = wait_done(&rx, &format!("engine: prompt {}", p.len()));
             assert_eq!(&done.tokens, want, "engine: prompt {}", p.len());
         }
         engine

@@ -290,18 +290,7 @@ fn the_engine_speculates_and_the_answers_do_not_change() {
             })
             .collect();
         for ((rx, want), i) in rxs.into_iter().zip(&alone).zip(0..) {
-            let mut logprobs = 0;
-            let done = loop {
-                match rx
-                    .recv_timeout(std::time::Duration::from_secs(300))
-                    .unwrap()
-                {
-                    EngineEvent::Done(d) => break d,
-                    EngineEvent::Error(e) => panic!("{label}: {e}"),
-                    EngineEvent::Token { .. } => logprobs += 1,
-                    EngineEvent::Text(_) => {}
-                }
-            };
+            let (done, logprobs) = common::wait_done(&rx, label);
             assert_eq!(done.tokens, want.tokens, "{label}: request {i} tokens");
             assert_eq!(done.text, want.text, "{label}: request {i} text");
             assert_eq!(

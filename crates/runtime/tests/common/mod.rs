@@ -264,3 +264,24 @@ pub fn submit_with_channel(
     )?;
     Ok((id, rx))
 }
+
+/// Wait (at most 300 s) for a request's end event; panics on an error event, naming `label`.
+/// Returns the end and how many token events came before it.
+pub fn wait_done(
+    rx: &std::sync::mpsc::Receiver<torchnative_runtime::EngineEvent>,
+    label: &str,
+) -> (torchnative_runtime::EngineDone, usize) {
+    use torchnative_runtime::EngineEvent;
+    let mut token_events = 0;
+    loop {
+        match rx
+            .recv_timeout(std::time::Duration::from_secs(300))
+            .unwrap_or_else(|e| panic!("{label}: no end event: {e}"))
+        {
+            EngineEvent::Done(d) => return (d, token_events),
+            EngineEvent::Error(e) => panic!("{label}: {e}"),
+            EngineEvent::Token { .. } => token_events += 1,
+            EngineEvent::Text(_) => {}
+        }
+    }
+}
