@@ -141,6 +141,8 @@ pub struct EngineStats {
     pub prefix_lookup_tokens: AtomicU64,
     pub prefix_hit_tokens: AtomicU64,
     pub preemptions: AtomicU64,
+    /// LongRoPE: sequences evaluated again on crossing the pretrained length.
+    pub rope_recomputes: AtomicU64,
     /// Prompt-lookup speculation: tokens drafted and verified, and of those kept.
     pub drafted_tokens: AtomicU64,
     pub accepted_tokens: AtomicU64,
@@ -413,6 +415,10 @@ struct Running {
     prompt: Vec<u32>,
     /// The request's own prompt length (usage).
     n_prompt: usize,
+    /// The prompt length the sequence's RoPE floor comes from
+    /// ([`crate::DecoderModel::rope_floor_for`]): the request's, or after LongRoPE's crossing
+    /// the history it was evaluated again with.
+    rope_len: usize,
     /// Prompt tokens in the cache.
     read: usize,
     /// The token to evaluate next once the prompt is read.
@@ -591,8 +597,8 @@ impl Worker {
                 }
                 let mut r = self.preempted.pop_front().expect("front exists");
                 r.slot = self.free_slots.pop().expect("checked non-empty");
-                // The request's own prompt length: what it generated is rotated as before.
-                r.read = self.attach(r.slot, &r.prompt, r.n_prompt, r.lora_salt);
+                // Its own floor: what it generated is rotated as before.
+                r.read = self.attach(r.slot, &r.prompt, r.rope_len, r.lora_salt);
                 self.running.push(r);
                 continue;
             }
@@ -616,6 +622,7 @@ impl Worker {
                         id: p.id,
                         slot,
                         n_prompt: prompt.len(),
+                        rope_len: prompt.len(),
                         prompt,
                         read,
                         feed: None,
@@ -702,10 +709,15 @@ impl Worker {
             let mut drafts = Vec::with_capacity(k_max);
             for entry in plan.iter_mut() {
                 let r = &mut self.running[entry.0];
-                let room = self
+                let mut room = self
                     .config
                     .ctx_per_seq
                     .saturating_sub(self.cache.len(r.slot) + 1);
+                let floor = self.cache.rope_floor(r.slot);
+                if let Some(limit) = self.llm.model().rope_recompute_past(floor) {
+                    // No draft crosses LongRoPE's recompute (see `recompute_rope_crossings`).
+                    room = room.min(limit.saturating_sub(self.cache.len(r.slot) + 1));
+                }
                 let max = k_max
                     .min(r.lp.remaining().saturating_sub(1))
                     .min(room)
@@ -775,6 +787,34 @@ impl Worker {
         }
     }
 
+    /// LongRoPE: a decoding sequence whose next token takes it past the length its cached keys
+    /// may reach reads its whole history again under the long floor, in prompt chunks like a
+    /// preempted one, as a `Session` does ([`crate::DecoderModel::rope_recompute_past`]).
+    fn recompute_rope_crossings(&mut self) {
+        for k in 0..self.running.len() {
+            let r = &self.running[k];
+            let floor = self.cache.rope_floor(r.slot);
+            let Some(limit) = self.llm.model().rope_recompute_past(floor) else {
+                continue;
+            };
+            if r.feed.is_none() || self.cache.len(r.slot) < limit {
+                continue;
+            }
+            let (slot, salt) = (r.slot, r.lora_salt);
+            let history = r.lp.history().to_vec();
+            let _ = self.cache.register_full_blocks(slot, &history);
+            // Truncating a valid slot to 0 cannot fail; the slot stays this sequence's.
+            let _ = self.cache.truncate(slot, 0);
+            let read = self.attach(slot, &history, history.len(), salt);
+            let r = &mut self.running[k];
+            r.rope_len = history.len();
+            r.prompt = history;
+            r.read = read;
+            r.feed = None;
+            self.stats.rope_recomputes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Put the newest running sequence back (its blocks released; recomputed when admitted
     /// again, from its cached prefix blocks where they survive).
     fn preempt_newest(&mut self) {
@@ -837,6 +877,7 @@ impl Worker {
             self.publish();
             return;
         }
+        self.recompute_rope_crossings();
         self.attach_computed_prefixes();
         // The pool must hold the step: preempt the newest sequences until it does.
         let plan = loop {

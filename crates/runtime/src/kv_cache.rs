@@ -57,12 +57,12 @@ pub trait KvCache: Send {
     fn layer(&self, layer: usize, seq: usize, len: usize) -> Result<KvLayerView<'_>>;
     /// Bytes held by the cache buffers.
     fn bytes(&self) -> usize;
-    /// Dynamic NTK RoPE only: the sequence length `seq`'s tokens are rotated for at least: a
-    /// token at position `p` takes the frequencies of length `max(p + 1, floor)`, so a prompt
-    /// read in any chunks rotates as one forward call of the floor's length and each later
-    /// token as its own call (transformers' cached `generate`). `None` (the default, and after
-    /// the sequence is emptied by truncating it to 0): each chunk is rotated for its own end, as
-    /// transformers rotates one forward call.
+    /// Dynamic NTK RoPE and LongRoPE only: the sequence length `seq`'s tokens are rotated for
+    /// at least: a token at position `p` takes the frequencies of a forward call of length
+    /// `max(p + 1, floor)`, so a prompt read in any chunks rotates as one call of the floor's
+    /// length and each later token as its own call (transformers' cached `generate`). `None`
+    /// (the default, and after the sequence is emptied by truncating it to 0): each chunk is
+    /// rotated for its own end, as transformers rotates one forward call.
     fn rope_floor(&self, seq: usize) -> Option<usize>;
     /// Set [`KvCache::rope_floor`] of `seq` (what its cached keys were or will be rotated with
     /// is the caller's to keep consistent).

@@ -703,6 +703,10 @@ impl Session {
     /// Evaluate `tokens` after what the cache holds (benchmarks; generation uses `generate`).
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<()> {
         self.check_capacity(self.tokens.len(), tokens.len())?;
+        if self.crosses_rope_limit(tokens.len()) {
+            let all = self.drop_cache_for_recompute(tokens)?;
+            return self.prefill(&all);
+        }
         self.raise_rope_floor(tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
@@ -730,6 +734,13 @@ impl Session {
     /// of the session's `n_batch`). The session then holds its tokens and `tokens`.
     pub fn append_all_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         self.check_capacity(self.tokens.len(), tokens.len())?;
+        if self.crosses_rope_limit(tokens.len()) {
+            let all = self.drop_cache_for_recompute(tokens)?;
+            let mut logits = self.append_all_logits(&all)?;
+            let vocab = self.llm.config().vocab_size;
+            logits.drain(..(all.len() - tokens.len()) * vocab);
+            return Ok(logits);
+        }
         self.raise_rope_floor(tokens.len())?;
         let model = &self.llm.inner.model;
         let n_batch = self.ws.max_tokens();
@@ -764,6 +775,26 @@ impl Session {
         Ok(())
     }
 
+    /// LongRoPE: whether appending `n` tokens takes the sequence past the length its cached
+    /// keys may reach ([`crate::DecoderModel::rope_recompute_past`]): then everything is evaluated
+    /// again, as transformers' Phi-3 `generate` does.
+    fn crosses_rope_limit(&self, n: usize) -> bool {
+        !self.tokens.is_empty()
+            && self
+                .llm
+                .model()
+                .rope_recompute_past(self.cache.rope_floor(0))
+                .is_some_and(|limit| self.tokens.len() + n > limit)
+    }
+
+    /// Empty the cache; returns the tokens it held followed by `more`, to evaluate again.
+    fn drop_cache_for_recompute(&mut self, more: &[u32]) -> Result<Vec<u32>> {
+        let mut all = std::mem::take(&mut self.tokens);
+        all.extend_from_slice(more);
+        self.cache.truncate(0, 0)?;
+        Ok(all)
+    }
+
     /// The logits row of the last token evaluated.
     pub(crate) fn last_logits(&self) -> &[f32] {
         self.ws.logits()
@@ -772,6 +803,11 @@ impl Session {
     /// Append one token and return the logits after it (one cached decode step).
     pub fn decode_logits(&mut self, token: u32) -> Result<&[f32]> {
         self.check_capacity(self.tokens.len(), 1)?;
+        if self.crosses_rope_limit(1) {
+            // LongRoPE's crossing: the whole sequence again, on the long factors.
+            self.prefill(std::slice::from_ref(&token))?;
+            return Ok(self.ws.logits());
+        }
         let model = &self.llm.inner.model;
         let c = SeqChunk {
             seq: 0,
@@ -872,7 +908,13 @@ impl Session {
             // Drafts after `token`: no more than the tokens still allowed after it, and room
             // in the cache for `token` and all of them.
             let allowed = lp.remaining().saturating_sub(1);
-            let room = self.capacity().saturating_sub(self.tokens.len() + 1);
+            let mut room = self.capacity().saturating_sub(self.tokens.len() + 1);
+            let floor = self.cache.rope_floor(0);
+            if let Some(limit) = self.llm.model().rope_recompute_past(floor) {
+                // No draft crosses LongRoPE's recompute: plain decoding reads the token that
+                // crosses it with the whole sequence again (`decode_logits`).
+                room = room.min(limit.saturating_sub(self.tokens.len() + 1));
+            }
             match speculator.as_deref_mut() {
                 Some(s) => s.propose(lp.history(), allowed.min(room), &mut drafts)?,
                 None => drafts.clear(),

@@ -755,10 +755,12 @@ impl DecoderModel {
             let mut row0 = 0;
             for ch in chunks {
                 let n = ch.tokens.len();
-                let table = self.rope_table(layer, ch.pos0 + n);
+                let floor = cache.rope_floor(ch.seq);
                 for t in 0..n {
                     let r = row0 + t;
                     let pos = ch.pos0 + t;
+                    let call_len = floor.map_or(ch.pos0 + n, |f| (pos + 1).max(f));
+                    let table = self.rope_table(layer, call_len);
                     if dynamic_layer && ws.rope_len[r] > 0 {
                         let (cos, sin) = (
                             &ws.rope_cos[r * half..(r + 1) * half],
@@ -988,11 +990,13 @@ impl DecoderModel {
 }
 
 impl DecoderModel {
-    /// The RoPE table of `layer` for a chunk ending at position `end` (exclusive): the local one
-    /// on Gemma 3's sliding layers; LongRoPE's long one when the chunk reaches beyond the
-    /// pretrained context, as transformers picks per forward call by its last position (so a
-    /// prompt prefilled in chunks across that length caches its first keys with the short
-    /// table, as transformers' own cached decode does).
+    /// The RoPE table of `layer` for a row rotated as part of a forward call of length `end`:
+    /// the local one on Gemma 3's sliding layers; LongRoPE's long one when the call reaches
+    /// beyond the pretrained context, as transformers picks per forward call by its last
+    /// position. Without a [`KvCache::rope_floor`] the call is the chunk (so a prompt prefilled
+    /// in chunks across that length caches its first keys with the short table, as
+    /// transformers' own cached forward calls do); with one, the row at position `p` is in a
+    /// call of length `max(p + 1, floor)`.
     fn rope_table(&self, layer: &Layer, end: usize) -> &RopeTable {
         if layer.local_rope {
             if let Some(t) = &self.rope_local {
@@ -1058,12 +1062,41 @@ impl DecoderModel {
         }
     }
 
-    /// Whether sequences of this model rotate by [`KvCache::rope_floor`] (dynamic NTK RoPE),
-    /// and the floor a sequence whose prompt has `prompt_len` tokens takes: the prompt's
-    /// length, at least the original one (below it every floor rotates alike).
+    /// Whether sequences of this model rotate by [`KvCache::rope_floor`] (dynamic NTK RoPE,
+    /// LongRoPE), and the floor a sequence whose prompt has `prompt_len` tokens takes. Dynamic
+    /// NTK: the prompt's length, at least the original one (below it every floor rotates
+    /// alike). LongRoPE: the original length for a prompt within it (short factors, up to the
+    /// crossing: see [`Self::rope_recompute_past`]), one more for a longer prompt (all long);
+    /// only two floors, so prompts of any lengths on the same side share cached prefixes.
     pub fn rope_floor_for(&self, prompt_len: usize) -> Option<usize> {
-        self.rope_dynamic
-            .map(|(_, original)| prompt_len.max(original))
+        if let Some((_, original)) = self.rope_dynamic {
+            return Some(prompt_len.max(original));
+        }
+        self.rope_long.as_ref().map(|&(_, original)| {
+            if prompt_len > original {
+                original + 1
+            } else {
+                original
+            }
+        })
+    }
+
+    /// LongRoPE: the length a sequence whose keys were rotated under `floor` may reach before
+    /// the whole of it must be evaluated again under the floor of a longer prompt. transformers'
+    /// Phi-3 `generate` (`prepare_inputs_for_generation`) drops its cache the first time the
+    /// sequence grows past `original_max_position_embeddings` while the cache holds no more than
+    /// that, and reads everything again with the long factors; sessions and the engine do the
+    /// same, so every token's logits are those of one uncached call over its prefix. `None`:
+    /// never (other RoPE, a sequence already on the long factors, or another architecture with
+    /// LongRoPE: only Phi-3's `generate` drops its cache, others keep the short keys).
+    pub fn rope_recompute_past(&self, floor: Option<usize>) -> Option<usize> {
+        if self.config.architecture != Architecture::Phi3 {
+            return None;
+        }
+        match (self.rope_long.as_ref(), floor) {
+            (Some(&(_, original)), Some(f)) if f <= original => Some(original),
+            _ => None,
+        }
     }
 
     fn rope_style_for_this_pass(&self) -> RopeStyle {

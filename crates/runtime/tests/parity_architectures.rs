@@ -158,8 +158,8 @@ fn tiny_phi3_and_gemma_greedy_continuations_equal_transformers_generate() {
         let vocab = model.config().vocab_size as u32;
         // For phi3_longrope (pretrained length 16) the first stays on the long factors and the
         // second on the short ones: transformers' Phi-3 `generate` recomputes the whole prefix
-        // when a sequence first grows past 16 (its cached forward pass does not; see the
-        // crossing case above), which the runtime does not do.
+        // when a sequence first grows past 16 and the raw forward pass here does not (sessions
+        // and the engine do: `tiny_phi3_longrope_generate_across_the_pretrained_length_...`).
         let prompts: Vec<Vec<u32>> = vec![prompt(20, i as u32, vocab), prompt(4, 7, vocab)];
         let n = 12;
         run_oracle(
@@ -908,6 +908,208 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
         max_batch_tokens: 32,
         kv_block_size: 16,
         kv_cache_tokens: DYNAMIC_CONTEXT,
+        ..Default::default()
+    });
+    assert!(
+        engine.stats().preemptions.load(Ordering::Relaxed) > 0,
+        "the small pool preempts"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Phi-3 with LongRoPE (pretrained length 16) and the default model's tokenizer, run as an
+/// `Llm`: generation across the pretrained length follows transformers' Phi-3 `generate`, which
+/// drops its cache the first time the sequence grows past 16 and reads it again on the long
+/// factors. Every step's logits are within the rule of the f64 truth and the greedy tokens equal
+/// transformers', through fresh sessions (the prompt whole and in chunks of 7), one session
+/// reused across prompts, prompt-lookup speculation (no draft crosses) and the engine (crossing
+/// sequences read again beside others, with speculation, and in a pool that preempts). The raw
+/// forward pass, which keeps the short keys as transformers' cached forward calls do, breaks the
+/// rule after the crossing: the check can see a missing recompute.
+#[test]
+fn tiny_phi3_longrope_generate_across_the_pretrained_length_matches_transformers() {
+    use std::sync::atomic::Ordering;
+    use torchnative_runtime::*;
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let Some(default) = default_model() else {
+        return;
+    };
+    let work = torchnative_testing::temp_dir("longrope-llm");
+    let model_dir =
+        tiny_model_dir_with_default_tokenizer(&python, &default, "phi3_longrope_gguf", 12, &work);
+    let llm = load_llm(
+        model_dir.to_str().unwrap(),
+        &LoadOptions {
+            weight_format: WeightFormat::F32,
+            threads: None,
+        },
+    )
+    .unwrap();
+    const ORIGINAL: usize = 16;
+    let context = llm.config().context_length;
+    let vocab = llm.config().vocab_size;
+    // Crossing during decode (10, 15, and 16: at the first generated token), long from the
+    // prefill (20), and one more crossing prompt of its own.
+    let base = prompt(24, 31, vocab as u32);
+    let prompts: Vec<Vec<u32>> = vec![
+        base[..10].to_vec(),
+        base[..15].to_vec(),
+        base[..ORIGINAL].to_vec(),
+        base[..20].to_vec(),
+        prompt(6, 32, vocab as u32),
+    ];
+    let n = 20;
+    run_oracle(
+        &python,
+        &serde_json::json!({"cmd": "generate_logits", "model": {"dir": model_dir},
+            "out_dir": work, "prompts": prompts, "max_new_tokens": n}),
+        &work,
+    );
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("result.json")).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    let mut theirs_all = Vec::new();
+    for (i, p) in prompts.iter().enumerate() {
+        let theirs: Vec<u32> = result["continuations"][i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let up32 = read_f32(&work.join(format!("gen{i}.logits32.f32")));
+        let truth = read_f32(&work.join(format!("gen{i}.logits64.f32")));
+        assert_eq!(up32.len(), theirs.len() * vocab);
+        // Every step along transformers' tokens: the prompt's last row, then one decode step
+        // per token fed back.
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        let mut ours = s.prefill_all_logits(p).unwrap()[(p.len() - 1) * vocab..].to_vec();
+        for &t in &theirs[..theirs.len() - 1] {
+            ours.extend_from_slice(s.decode_logits(t).unwrap());
+        }
+        let label = format!("phi3 LongRoPE, prompt {} + {}", p.len(), theirs.len());
+        let (o, u) = worst_errors(&ours, &up32, &truth, vocab);
+        println!("{label}: max |ours - f64| {o:.2e} (transformers generate f32 {u:.2e})");
+        if let Err(msg) = close_to_truth(&label, &ours, &up32, &truth, vocab) {
+            failures.push(msg);
+        }
+        if p.len() < ORIGINAL && p.len() + theirs.len() > ORIGINAL + 1 {
+            let (prefill, decode) =
+                forward_logits(llm.model(), p, &theirs[..theirs.len() - 1]).unwrap();
+            let mut raw = prefill[(p.len() - 1) * vocab..].to_vec();
+            raw.extend_from_slice(&decode);
+            // Row j is the step at sequence length len + j; the crossing is at 17.
+            let first_long = ORIGINAL + 1 - p.len();
+            assert_eq!(
+                &raw[..first_long * vocab],
+                &ours[..first_long * vocab],
+                "{label}: before the crossing the raw pass is the session's"
+            );
+            assert!(
+                close_to_truth(&label, &raw, &up32, &truth, vocab).is_err(),
+                "{label}: keeping the short keys past the crossing should break the rule"
+            );
+        }
+        theirs_all.push(theirs);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    let config = GenerationConfig {
+        max_new_tokens: n,
+        ..Default::default()
+    };
+    let fresh = |p: &[u32], n_batch: usize| {
+        let mut s = llm
+            .session(SessionOptions {
+                n_ctx: None,
+                n_batch,
+            })
+            .unwrap();
+        s.generate(p, &config, &mut |_| Flow::Continue)
+            .unwrap()
+            .tokens
+    };
+    for (p, theirs) in prompts.iter().zip(&theirs_all) {
+        assert_eq!(&fresh(p, 256), theirs, "session: prompt {}", p.len());
+        assert_eq!(&fresh(p, 7), theirs, "prompt {} in chunks of 7", p.len());
+    }
+    let mut s = llm.session(SessionOptions::default()).unwrap();
+    for (p, theirs) in prompts.iter().zip(&theirs_all) {
+        let got = s.generate(p, &config, &mut |_| Flow::Continue).unwrap();
+        assert_eq!(&got.tokens, theirs, "reused session: prompt {}", p.len());
+    }
+    let mut drafted = 0;
+    for (p, theirs) in prompts.iter().zip(&theirs_all) {
+        let mut spec = Speculator::new(&llm, SpeculativeConfig::prompt_lookup(4)).unwrap();
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        let got = s
+            .generate_speculative(p, &config, &mut spec, &mut |_| Flow::Continue)
+            .unwrap();
+        assert_eq!(&got.tokens, theirs, "speculative: prompt {}", p.len());
+        drafted += got.speculative.drafted;
+    }
+    // The model as its own draft: drafts at every step, which would cross without the cap.
+    let mut accepted = 0;
+    for (p, theirs) in prompts.iter().zip(&theirs_all) {
+        let draft = SpeculativeConfig {
+            draft: DraftSource::Model(llm.clone()),
+            max_draft_tokens: 4,
+        };
+        let mut spec = Speculator::new(&llm, draft).unwrap();
+        let mut s = llm.session(SessionOptions::default()).unwrap();
+        let got = s
+            .generate_speculative(p, &config, &mut spec, &mut |_| Flow::Continue)
+            .unwrap();
+        assert_eq!(&got.tokens, theirs, "self-draft: prompt {}", p.len());
+        accepted += got.speculative.accepted;
+    }
+    println!("prompt lookup drafted {drafted} tokens; the self-draft had {accepted} accepted");
+    assert!(accepted > 40, "the self-draft drafts");
+    let run_engine = |config_engine: EngineConfig| {
+        let engine = Engine::start(llm.clone(), config_engine).unwrap();
+        let rxs: Vec<_> = prompts
+            .iter()
+            .map(|p| {
+                submit_with_channel(&engine, p.clone(), config.clone(), None)
+                    .unwrap()
+                    .1
+            })
+            .collect();
+        for ((p, rx), theirs) in prompts.iter().zip(rxs).zip(&theirs_all) {
+            let (done, _) = wait_done(&rx, &format!("engine: prompt {}", p.len()));
+            assert_eq!(&done.tokens, theirs, "engine: prompt {}", p.len());
+        }
+        engine
+    };
+    for prompt_lookup_tokens in [0, 4] {
+        let engine = run_engine(EngineConfig {
+            max_running: 5,
+            ctx_per_seq: context,
+            max_batch_tokens: 16,
+            kv_block_size: 16,
+            kv_cache_tokens: 5 * context,
+            prompt_lookup_tokens,
+            ..Default::default()
+        });
+        let stats = engine.stats();
+        assert_eq!(
+            stats.rope_recomputes.load(Ordering::Relaxed),
+            4,
+            "the four prompts within 16 tokens cross once each"
+        );
+        println!(
+            "engine (prompt lookup {prompt_lookup_tokens}): prefix hit tokens {}, drafted {}",
+            stats.prefix_hit_tokens.load(Ordering::Relaxed),
+            stats.drafted_tokens.load(Ordering::Relaxed)
+        );
+    }
+    let engine = run_engine(EngineConfig {
+        max_running: 4,
+        ctx_per_seq: 48,
+        max_batch_tokens: 32,
+        kv_block_size: 16,
+        kv_cache_tokens: 64,
         ..Default::default()
     });
     assert!(

@@ -15,6 +15,9 @@ The request names a command:
   {"cmd": "greedy", "model": ..., "out_dir": DIR, "prompts": [[ids...], ...], "max_new_tokens": N}
       transformers' own `generate(do_sample=False)` continuation of each prompt (f32), written to
       result.json as {"continuations": [[ids...], ...]} (stops early only at the model's EOS).
+  {"cmd": "generate_logits", "model": ..., "out_dir": DIR, "prompts": [[ids...], ...], "max_new_tokens": N}
+      "greedy" with the logits of every step (genI.logits32.f32) and the f64 truth for the same
+      tokens (genI.logits64.f32: each step as one uncached call over the sequence so far).
   {"cmd": "model_defaults", "out_dir": DIR, "cases": [{"dir": PATH, "prompt_ids": [...], "generate": bool}]}
       For each model directory (with its generation_config.json): the generation config and
       mode `generate()` resolves when the caller passes nothing, and, when `generate` is true,
@@ -189,6 +192,39 @@ def cmd_greedy(req):
                 do_sample=False,
             )
             outs.append([int(t) for t in out[0, len(ids):]])
+    with open(os.path.join(req["out_dir"], "result.json"), "w") as f:
+        json.dump({"continuations": outs}, f)
+
+
+def cmd_generate_logits(req):
+    """transformers' own greedy `generate` (f32, cached, through the model's own
+    `prepare_inputs_for_generation`: Phi-3's cache drop at the LongRoPE crossing included) with
+    the logits of every step, and beside them the f64 truth for the same tokens: each step's
+    logits from one uncached forward call over the sequence so far. With Phi-3's recompute the
+    two compute the same thing: before the crossing every cached key and call is on the short
+    factors, after it every one on the long factors."""
+    m32 = load(req["model"], torch.float32)
+    m64 = load(req["model"], torch.float64)
+    outs = []
+    with torch.no_grad():
+        for i, ids in enumerate(req["prompts"]):
+            fresh_rope_state(m32)
+            inp = torch.tensor([ids], dtype=torch.long)
+            out = m32.generate(
+                input_ids=inp, attention_mask=torch.ones_like(inp),
+                max_new_tokens=req["max_new_tokens"], do_sample=False,
+                output_logits=True, return_dict_in_generate=True,
+            )
+            seq = [int(t) for t in out.sequences[0]]
+            logits32 = torch.cat([l.float() for l in out.logits]).numpy()
+            truth = []
+            for n in range(len(ids), len(seq)):
+                fresh_rope_state(m64)
+                full = m64(input_ids=torch.tensor([seq[:n]]), use_cache=False).logits[0, -1]
+                truth.append(full.float().numpy())
+            np.stack(truth).astype("<f4").tofile(os.path.join(req["out_dir"], f"gen{i}.logits64.f32"))
+            logits32.astype("<f4").tofile(os.path.join(req["out_dir"], f"gen{i}.logits32.f32"))
+            outs.append(seq[len(ids):])
     with open(os.path.join(req["out_dir"], "result.json"), "w") as f:
         json.dump({"continuations": outs}, f)
 
@@ -485,6 +521,7 @@ def main():
     {
         "logits": cmd_logits,
         "greedy": cmd_greedy,
+        "generate_logits": cmd_generate_logits,
         "model_defaults": cmd_model_defaults,
         "save_safetensors": cmd_save_safetensors,
         "tiny": cmd_tiny,
