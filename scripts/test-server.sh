@@ -24,5 +24,7 @@ if [[ ! -x "$TORCHNATIVE_CLI" ]]; then
 fi
 export TORCHNATIVE_MODEL="${TORCHNATIVE_MODEL:-$(scripts/fetch-model.sh)}"
 export TORCHNATIVE_ENCODER="${TORCHNATIVE_ENCODER:-$(scripts/fetch-encoder.sh)}"
+# transformers builds the tiny cross-encoder /v1/rerank serves.
+export TORCHNATIVE_ORACLE_PYTHON="${TORCHNATIVE_ORACLE_PYTHON:-$(scripts/oracle-venv.sh)}"
 cd "$ROOT/crates/server/tests/openai"
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

@@ -93,3 +93,55 @@ def test_errors(embedder: torchnative.Embedder, tmp_path: Path) -> None:
     with pytest.raises(torchnative.UnsupportedModelError, match="gpt2"):
         torchnative.load_embedder(tmp_path)
     assert torchnative.embed([], torchnative.default_embedder_path()) == []
+
+
+def _oracle(request: dict, tmp_path: Path, tag: str) -> dict | None:
+    python = os.environ.get("TORCHNATIVE_ORACLE_PYTHON")
+    if not python or not Path(python).exists():
+        _missing("TORCHNATIVE_ORACLE_PYTHON is not set to the oracle venv's python")
+    out = tmp_path / f"{tag}.json"
+    request = dict(request, out=str(out))
+    (tmp_path / f"{tag}-request.json").write_text(json.dumps(request))
+    proc = subprocess.run(
+        [python, "-W", "ignore", str(ORACLE_SCRIPT), str(tmp_path / f"{tag}-request.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, TQDM_DISABLE="1"),
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text()) if out.exists() else None
+
+
+def test_reranker_scores_pairs_as_transformers(tmp_path: Path) -> None:
+    """A tiny random BERT cross-encoder built by transformers: scores equal the oracle's
+    CrossEncoder.predict, rerank orders them, errors name the pair."""
+    model = tmp_path / "ce"
+    texts = [f"the jury said {i} times that the city election was well run" for i in range(40)]
+    texts += ["a quiet river", "the county court", "ballots and voters"]
+    _oracle({"cmd": "tiny", "arch": "bert", "seed": 4, "texts": texts, "head": {"num_labels": 1},
+             "pooling": {"pooling_mode_cls_token": True}, "normalize": False, "max_seq_length": 64,
+             "out_dir": str(model)}, tmp_path, "tiny")
+    ranker = torchnative.load_reranker(model, threads=2)
+    assert (ranker.num_labels, ranker.activation, ranker.max_length) == (1, "sigmoid", 64)
+    query = "what did the jury say about the election"
+    docs = ["the county court", "the jury said the election was well run", "a quiet river"]
+    ref = _oracle({"cmd": "rerank", "dir": str(model), "query": query, "documents": docs,
+                   "max_length": 64}, tmp_path, "rerank")
+    scores = ranker.score(query, docs)
+    assert all(abs(a - b[0]) <= 1e-5 for a, b in zip(scores, ref["scores"]))
+    assert ranker.score(query, docs[1]) == scores[1]
+    ranked = ranker.rerank(query, docs)
+    assert [s for _, s in ranked] == sorted(scores, reverse=True)
+    assert ranker.rerank(query, docs, top_n=1) == ranked[:1]
+    long = "ballots and voters " * 40
+    with pytest.raises(torchnative.InvalidArgumentError, match=r"document 1.*truncate"):
+        ranker.score(query, ["fine", long])
+    assert 0.0 < ranker.score(query, long, truncate=True) < 1.0
+    with pytest.raises(TypeError):
+        ranker.score(3, docs)  # type: ignore[arg-type]
+    _oracle({"cmd": "tiny", "arch": "bert", "seed": 5, "texts": texts,
+             "pooling": {"pooling_mode_cls_token": True}, "normalize": False,
+             "max_seq_length": 64, "out_dir": str(tmp_path / "plain")}, tmp_path, "plain")
+    with pytest.raises(torchnative.UnsupportedModelError, match="ForSequenceClassification"):
+        torchnative.load_reranker(tmp_path / "plain")

@@ -29,7 +29,7 @@ All model work runs with the GIL released. Errors derive from :class:`Torchnativ
 
 from __future__ import annotations
 
-from .embed import Embedder, default_embedder_path, embed, load_embedder
+from .embed import Embedder, Reranker, default_embedder_path, embed, load_embedder, load_reranker
 from .errors import (
     ContextOverflowError,
     InvalidArgumentError,
@@ -64,6 +64,8 @@ __all__ = [
     "Embedder",
     "embed",
     "default_embedder_path",
+    "load_reranker",
+    "Reranker",
     "Engine",
     "serve",
     "Server",

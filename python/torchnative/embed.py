@@ -1,4 +1,5 @@
-"""Sentence embeddings: :func:`load_embedder` and :class:`Embedder`.
+"""Sentence embeddings (:func:`load_embedder`, :class:`Embedder`) and cross-encoder reranking
+(:func:`load_reranker`, :class:`Reranker`).
 
 A model directory in the sentence-transformers layout (config.json, model.safetensors,
 tokenizer.json, modules.json, 1_Pooling/config.json, sentence_bert_config.json) of a BERT or
@@ -120,3 +121,76 @@ def embed(
 ) -> list[list[float]] | list[float]:
     """One-shot: ``load_embedder(model).embed(texts, truncate=truncate)``."""
     return load_embedder(model).embed(texts, truncate=truncate)
+
+
+def load_reranker(model: str | os.PathLike[str], *, threads: int | None = None) -> Reranker:
+    """Load a cross-encoder directory: a BERT, RoBERTa / XLM-R or ModernBERT
+    ``*ForSequenceClassification`` model (config.json, model.safetensors, tokenizer.json).
+
+    Raises:
+        ModelLoadError: the directory or one of its files is missing or malformed.
+        UnsupportedModelError: not a sequence classifier, or an activation that is not supported.
+    """
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"model must be a str or a path, not {type(model).__name__}")
+    threads = _optional_count("threads", threads, minimum=1)
+    return Reranker(_native.load_reranker(os.fspath(model), threads))
+
+
+class Reranker:
+    """A loaded cross-encoder: scores (query, document) pairs as sentence-transformers'
+    ``CrossEncoder.predict`` does. Immutable; safe to share between threads."""
+
+    def __init__(self, native: _native.NativeReranker) -> None:
+        self._native = native
+
+    @property
+    def num_labels(self) -> int:
+        """Scores per pair (1 for a relevance score)."""
+        return self._native.num_labels
+
+    @property
+    def max_length(self) -> int:
+        """The most tokens a query + document pair may have, special tokens included."""
+        return self._native.max_length
+
+    @property
+    def activation(self) -> str:
+        """What turns logits into scores: ``"sigmoid"`` or ``"identity"``."""
+        return self._native.activation
+
+    def score(
+        self, query: str, documents: str | Sequence[str], *, truncate: bool = False
+    ) -> list[float] | list[list[float]] | float | list[float]:
+        """The score of each document against ``query`` (a float each for a one-label model, a
+        list of ``num_labels`` floats otherwise; one document gives one result). A pair longer
+        than :attr:`max_length` raises :class:`InvalidArgumentError` naming it, unless
+        ``truncate=True`` (then it is cut as transformers' ``longest_first`` cuts it)."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        items, single = _texts(documents)
+        if not isinstance(truncate, bool):
+            raise TypeError(f"truncate must be a bool, not {type(truncate).__name__}")
+        scores, _logits, _counts = self._native.score(query, items, truncate)
+        out = [s[0] for s in scores] if self.num_labels == 1 else scores
+        return out[0] if single else out
+
+    def rerank(
+        self,
+        query: str,
+        documents: Sequence[str],
+        *,
+        top_n: int | None = None,
+        truncate: bool = False,
+    ) -> list[tuple[int, float]]:
+        """``(index, score)`` of the documents, best first (ties keep the input order), the
+        best ``top_n`` only when given. One-label models only."""
+        if self.num_labels != 1:
+            raise ValueError(f"rerank ranks by one relevance score; this model has {self.num_labels} labels")
+        top_n = _optional_count("top_n", top_n, minimum=0)
+        scores = self.score(query, list(documents), truncate=truncate)
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])
+        return [(i, scores[i]) for i in order[:top_n]]
+
+    def __repr__(self) -> str:
+        return f"Reranker(num_labels={self.num_labels}, activation={self.activation!r}, max_length={self.max_length})"

@@ -44,6 +44,9 @@ enum Command {
     /// Sentence embeddings from a BERT-family model directory (sentence-transformers layout:
     /// pooling and normalisation as its files say).
     Embed(EmbedArgs),
+    /// Score documents against a query with a cross-encoder (a BERT, RoBERTa / XLM-R or
+    /// ModernBERT `*ForSequenceClassification` directory), best first.
+    Rerank(RerankArgs),
     /// Measure prompt processing and generation speed, like llama-bench.
     Bench(BenchArgs),
     /// Write a GGUF copy of a model with other tensor types, like llama-quantize.
@@ -98,6 +101,10 @@ struct ServeArgs {
     /// ModernBERT with its sentence-transformers files); its id is the directory's name.
     #[arg(long, value_name = "DIR")]
     embedding_model: Option<std::path::PathBuf>,
+    /// Also serve /v1/rerank with this cross-encoder directory (a one-label BERT, RoBERTa /
+    /// XLM-R or ModernBERT `*ForSequenceClassification`); its id is the directory's name.
+    #[arg(long, value_name = "DIR")]
+    rerank_model: Option<std::path::PathBuf>,
     /// Serve a LoRA adapter (PEFT directory or GGUF LoRA file, optional scale) as the model
     /// NAME: requests naming it run the base model with the adapter; repeatable.
     #[arg(long, value_name = "NAME=PATH[:SCALE]")]
@@ -264,6 +271,37 @@ struct EmbedArgs {
 }
 
 #[derive(Args)]
+struct RerankArgs {
+    /// Model directory: config.json (a `*ForSequenceClassification`), model.safetensors,
+    /// tokenizer.json.
+    model: std::path::PathBuf,
+    /// The query every document is scored against.
+    #[arg(long)]
+    query: String,
+    /// A document (repeatable).
+    #[arg(long = "doc", value_name = "TEXT")]
+    docs: Vec<String>,
+    /// A file with one document per line (empty lines skipped). Without --doc or --file, lines
+    /// are read from standard input.
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
+    /// Cut a query + document pair longer than the model's length as transformers does (the
+    /// longer text first; default: such a pair is an error).
+    #[arg(long)]
+    truncate: bool,
+    /// Print only the best N (one-label models).
+    #[arg(long)]
+    top_n: Option<usize>,
+    /// Kernel threads (default: all cores).
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// One JSON object shaped like the common /v1/rerank responses (`results` with `index`,
+    /// `relevance_score`, `document`); otherwise one line per document: rank, index, score, text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     model: Option<String>,
     /// Prompt tokens per prompt-processing test (0 skips it).
@@ -319,6 +357,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info(a),
         Command::Tokenize(a) => tokenize(a),
         Command::Embed(a) => embed(a),
+        Command::Rerank(a) => rerank(a),
         Command::Bench(a) => bench(a),
         Command::Quantize(a) => quantize(a),
         Command::Serve(a) => serve(a),
@@ -914,6 +953,80 @@ fn embed(a: EmbedArgs) -> CliResult<()> {
     Ok(())
 }
 
+fn rerank(a: RerankArgs) -> CliResult<()> {
+    use torchnative_runtime::{RerankOptions, Reranker};
+    if let Some(n) = a.threads {
+        torchnative_runtime::embed::set_threads(n)?;
+    }
+    let mut docs = a.docs.clone();
+    let from_lines = |text: String| {
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    if let Some(path) = &a.file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        docs.extend(from_lines(text));
+    } else if docs.is_empty() {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+        docs.extend(from_lines(text));
+    }
+    if docs.is_empty() {
+        return Err(
+            "no documents to rerank (give --doc, --file, or lines on standard input)".into(),
+        );
+    }
+    let ranker = Reranker::load(&a.model)?;
+    let labels = ranker.num_labels();
+    if a.top_n.is_some() && labels != 1 {
+        return Err(format!(
+            "--top-n ranks by one relevance score; this model has {labels} labels"
+        )
+        .into());
+    }
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let options = RerankOptions {
+        truncate: a.truncate,
+    };
+    let scores = ranker.score(&a.query, &refs, &options)?;
+    // Best first for a relevance score (ties keep the input order); labels in input order.
+    let mut order: Vec<usize> = (0..docs.len()).collect();
+    if labels == 1 {
+        order.sort_by(|&i, &j| scores.scores[j].total_cmp(&scores.scores[i]));
+        order.truncate(a.top_n.unwrap_or(order.len()));
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let results: Vec<_> = order
+            .iter()
+            .map(|&i| {
+                let mut r = json!({"index": i, "document": {"text": docs[i]}});
+                match labels {
+                    1 => r["relevance_score"] = json!(scores.scores[i]),
+                    _ => r["scores"] = json!(scores.row(i)),
+                }
+                r
+            })
+            .collect();
+        let tokens: usize = scores.token_counts.iter().sum();
+        let model = a.model.display().to_string();
+        writeln!(
+            out,
+            "{}",
+            json!({"model": model, "results": results, "usage": {"total_tokens": tokens}})
+        )?;
+    } else {
+        for (rank, &i) in order.iter().enumerate() {
+            let s: Vec<String> = scores.row(i).iter().map(|v| v.to_string()).collect();
+            writeln!(out, "{}\t{i}\t{}\t{}", rank + 1, s.join(" "), docs[i])?;
+        }
+    }
+    Ok(())
+}
+
 /// llama-bench's method: `pp` evaluates n_prompt tokens from an empty cache in batches; `tg`
 /// decodes n_gen tokens one at a time (after one warm-up token). Token ids are fixed pseudo-random
 /// (no tokenization), and no sampling: the measured work is the forward passes alone.
@@ -1206,8 +1319,30 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         }),
         None => None,
     };
+    let reranker = match &a.rerank_model {
+        Some(dir) => {
+            let ranker = torchnative_runtime::Reranker::load(dir)
+                .map_err(|e| format!("--rerank-model {}: {e}", dir.display()))?;
+            if ranker.num_labels() != 1 {
+                return Err(format!(
+                    "--rerank-model {}: {} labels; a reranker gives one relevance score",
+                    dir.display(),
+                    ranker.num_labels()
+                )
+                .into());
+            }
+            Some(torchnative_server::RerankModel {
+                name: dir
+                    .file_name()
+                    .map_or("reranker".into(), |n| n.to_string_lossy().into_owned()),
+                reranker: std::sync::Arc::new(ranker),
+            })
+        }
+        None => None,
+    };
     let config = torchnative_server::ServerConfig {
         model_name: model_name.clone(),
+        reranker,
         api_key: a.api_key.clone(),
         max_body_bytes: a.max_body_bytes,
         max_tokens_limit: a.max_tokens_limit,

@@ -963,5 +963,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeServer>()?;
     m.add_function(wrap_pyfunction!(embed::load_embedder, m)?)?;
     m.add_class::<embed::NativeEmbedder>()?;
+    m.add_function(wrap_pyfunction!(embed::load_reranker, m)?)?;
+    m.add_class::<embed::NativeReranker>()?;
     Ok(())
 }

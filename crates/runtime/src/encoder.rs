@@ -74,7 +74,7 @@ pub struct EncoderConfig {
     pub intermediate_size: usize,
     /// Rows of the position embedding.
     pub max_position_embeddings: usize,
-    /// Rows of the token-type embedding (every token uses type 0).
+    /// Rows of the token-type embedding (type 0 unless the caller gives segments).
     pub type_vocab_size: usize,
     /// LayerNorm epsilon.
     pub layer_norm_eps: f32,
@@ -763,10 +763,42 @@ impl EncoderModel {
     /// the padding). Runs on the kernel pool.
     pub fn forward(&self, texts: &[&[u32]]) -> Result<Vec<f32>> {
         self.check_batch(texts)?;
-        Ok(kernels::install(|| self.forward_checked(texts)))
+        Ok(kernels::install(|| self.forward_checked(texts, None)))
     }
 
-    fn forward_checked(&self, texts: &[&[u32]]) -> Vec<f32> {
+    /// [`Self::forward`] with each token's segment (`token_type_ids`, one slice per text, as
+    /// long as it): pairs of texts encoded as one. ModernBERT has no segment embedding and
+    /// ignores them. Each type must be below `type_vocab_size`.
+    pub fn forward_with_types(&self, texts: &[&[u32]], types: &[&[u32]]) -> Result<Vec<f32>> {
+        self.check_batch(texts)?;
+        if types.len() != texts.len() {
+            return Err(invalid(
+                "token types",
+                format!("{} lists for {} texts", types.len(), texts.len()),
+            ));
+        }
+        for (t, (ids, ty)) in texts.iter().zip(types).enumerate() {
+            if ty.len() != ids.len() {
+                return Err(invalid(
+                    format!("text {t}"),
+                    format!("{} token types for {} tokens", ty.len(), ids.len()),
+                ));
+            }
+            let limit = self.config.type_vocab_size;
+            let typed = self.config.arch != EncoderArch::ModernBert;
+            if let Some(&bad) = ty.iter().find(|&&x| typed && x as usize >= limit) {
+                return Err(invalid(
+                    format!("text {t}"),
+                    format!("token type {bad} is not below type_vocab_size {limit}"),
+                ));
+            }
+        }
+        Ok(kernels::install(|| {
+            self.forward_checked(texts, Some(types))
+        }))
+    }
+
+    fn forward_checked(&self, texts: &[&[u32]], types: Option<&[&[u32]]>) -> Vec<f32> {
         let starts: Vec<usize> = texts
             .iter()
             .scan(0, |acc, t| {
@@ -776,31 +808,38 @@ impl EncoderModel {
             })
             .collect();
         match &self.weights {
-            Weights::Bert(w) => self.forward_bert(w, texts, &starts),
+            Weights::Bert(w) => self.forward_bert(w, texts, types, &starts),
             Weights::Modern(w) => self.forward_modern(w, texts, &starts),
         }
     }
 
-    fn forward_bert(&self, w: &BertWeights, texts: &[&[u32]], starts: &[usize]) -> Vec<f32> {
+    fn forward_bert(
+        &self,
+        w: &BertWeights,
+        texts: &[&[u32]],
+        types: Option<&[&[u32]]>,
+        starts: &[usize],
+    ) -> Vec<f32> {
         let c = &self.config;
         let (h, inter) = (c.hidden_size, c.intermediate_size);
         let rows: usize = texts.iter().map(|t| t.len()).sum();
 
-        // Embeddings: (word + token type 0) + position, then LayerNorm.
+        // Embeddings: (word + token type) + position, then LayerNorm.
         let mut x = vec![0f32; rows * h];
         let mut tmp = vec![0f32; rows * h];
         let mut row_of = Vec::with_capacity(rows);
-        for ids in texts {
+        for (t, ids) in texts.iter().enumerate() {
             let positions = self.positions(ids);
-            for (&id, pos) in ids.iter().zip(positions) {
-                row_of.push((id as usize, pos));
+            for (i, (&id, pos)) in ids.iter().zip(positions).enumerate() {
+                let typ = types.map_or(0, |ty| ty[t][i] as usize);
+                row_of.push((id as usize, pos, typ));
             }
         }
         tmp.par_chunks_mut(h)
             .zip(&row_of)
-            .for_each(|(row, &(id, pos))| {
+            .for_each(|(row, &(id, pos, typ))| {
                 let word = &w.word[id * h..(id + 1) * h];
-                let typ = &w.token_type[..h];
+                let typ = &w.token_type[typ * h..(typ + 1) * h];
                 let p = &w.position[pos * h..(pos + 1) * h];
                 for (((o, &w), &t), &q) in row.iter_mut().zip(word).zip(typ).zip(p) {
                     *o = (w + t) + q;
@@ -1079,7 +1118,7 @@ impl EncoderModel {
 }
 
 /// A checked float tensor's elements as f32.
-fn to_f32(t: TensorView<'_>) -> Vec<f32> {
+pub(crate) fn to_f32(t: TensorView<'_>) -> Vec<f32> {
     let le16 = |d: &[u8]| -> Vec<u16> {
         d.chunks_exact(2)
             .map(|b| u16::from_le_bytes([b[0], b[1]]))

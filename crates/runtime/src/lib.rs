@@ -13,6 +13,7 @@ mod llm;
 pub mod lora;
 pub mod model;
 pub mod paged_kv;
+pub mod rerank;
 pub mod rng;
 mod rope;
 pub mod sampling;
@@ -36,6 +37,7 @@ pub use llm::{
 pub use lora::{ActiveLora, LoraAdapter, LoraModule};
 pub use model::{DecoderModel, LogitsFor, SeqChunk, Workspace};
 pub use paged_kv::{PagedKvCache, PrefixStats};
+pub use rerank::{RerankOptions, RerankScores, Reranker, ScoreActivation};
 pub use sampling::{SamplerChain, SamplerKind, SamplingParams};
 pub use speculative::{DraftSource, SpeculativeConfig, SpeculativeStats, Speculator};
 pub use stop::FinishReason;

@@ -468,3 +468,159 @@ fn bad_inputs_are_refused_by_name() {
         .is_empty());
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Cross-encoder reranking against sentence-transformers' `CrossEncoder.predict` (written out in
+/// the oracle): tiny random sequence classifiers built by transformers (BERT with one label,
+/// sigmoid by default; RoBERTa with one label and the identity named in config.json as
+/// sentence-transformers v4 writes it; ModernBERT with three labels, mean pooling and every
+/// bias) score (query, document) pairs of Brown corpus sentences. Ids and segments equal
+/// transformers'; logits and scores within 1e-5 (plus 1e-5 relative); a pair over the length is
+/// refused unless truncated, and then cut as transformers' `longest_first`; a pair alone scores
+/// the same bits as in the batch.
+#[test]
+fn tiny_random_cross_encoders_score_pairs_as_transformers_does() {
+    use torchnative_runtime::{RerankOptions, Reranker, ScoreActivation};
+    let Some(python) = oracle_python() else {
+        return;
+    };
+    let Some(dir) = minilm_dir() else { return };
+    let Some(()) = brown_corpus() else { return };
+    let work = temp_dir("rerank-tiny");
+    let corpus = oracle(
+        &python,
+        json!({"cmd": "brown", "home": torchnative_home(), "n": 240, "long_dir": dir}),
+        &work,
+        "brown",
+    );
+    let texts: Vec<String> = strings(&corpus["texts"]).into_iter().step_by(3).collect();
+    let docs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let queries = [
+        docs[5],
+        docs[40],
+        "What did the jury say about the election?",
+    ];
+    for (seed, arch, head, labels, activation) in [
+        (
+            10,
+            "bert",
+            json!({"num_labels": 1}),
+            1,
+            ScoreActivation::Sigmoid,
+        ),
+        (
+            11,
+            "roberta",
+            json!({"num_labels": 1, "activation_fn": "torch.nn.modules.linear.Identity"}),
+            1,
+            ScoreActivation::Identity,
+        ),
+        (
+            12,
+            "modernbert_bias",
+            json!({"num_labels": 3, "classifier_pooling": "mean"}),
+            3,
+            ScoreActivation::Identity,
+        ),
+    ] {
+        let model_dir = work.join(format!("ce-{arch}"));
+        oracle(
+            &python,
+            json!({"cmd": "tiny", "arch": arch, "seed": seed, "texts": texts, "head": head,
+                   "pooling": {"pooling_mode_cls_token": true}, "normalize": false,
+                   "max_seq_length": 64, "out_dir": model_dir}),
+            &work,
+            &format!("tiny-ce-{arch}"),
+        );
+        let ranker = Reranker::load(&model_dir).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(
+            (
+                ranker.num_labels(),
+                ranker.activation(),
+                ranker.max_length()
+            ),
+            (labels, activation, 64),
+            "{arch}"
+        );
+        let refused = ranker
+            .score(queries[0], &docs, &RerankOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("document") && refused.contains("truncate"),
+            "{arch}: {refused}"
+        );
+        let truncate = RerankOptions { truncate: true };
+        let (mut worst, mut cut) = (0f32, 0);
+        for (q, query) in queries.iter().enumerate() {
+            let reference = oracle(
+                &python,
+                json!({"cmd": "rerank", "dir": model_dir, "query": query, "documents": docs,
+                       "max_length": 64}),
+                &work,
+                &format!("rerank-{arch}-{q}"),
+            );
+            let pairs = ranker.tokenize(query, &docs, &truncate).unwrap();
+            let ours = ranker.score(query, &docs, &truncate).unwrap();
+            for (i, (ids, types)) in pairs.iter().enumerate() {
+                let want = |k: &str| -> Vec<u32> {
+                    reference[k][i]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_u64().unwrap() as u32)
+                        .collect()
+                };
+                assert_eq!(ids, &want("ids"), "{arch}: query {q} document {i} ids");
+                if arch == "bert" {
+                    assert_eq!(types, &want("types"), "{arch}: document {i} segments");
+                }
+                cut += usize::from(ids.len() == 64);
+                for (key, got) in [("logits", &ours.logits), ("scores", &ours.scores)] {
+                    let theirs: Vec<f32> = reference[key][i]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_f64().unwrap() as f32)
+                        .collect();
+                    let got = &got[i * labels..(i + 1) * labels];
+                    for (a, b) in got.iter().zip(&theirs) {
+                        worst = worst.max((a - b).abs());
+                        assert!(
+                            (a - b).abs() <= 1e-5 + 1e-5 * b.abs(),
+                            "{arch}: query {q} document {i} {key}: {got:?} vs {theirs:?}"
+                        );
+                    }
+                }
+            }
+            for i in [0, docs.len() / 2, docs.len() - 1] {
+                let alone = ranker.score(query, &docs[i..=i], &truncate).unwrap();
+                assert_eq!(
+                    alone.logits.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    ours.logits[i * labels..(i + 1) * labels]
+                        .iter()
+                        .map(|x| x.to_bits())
+                        .collect::<Vec<_>>(),
+                    "{arch}: document {i} alone"
+                );
+            }
+        }
+        println!(
+            "cross-encoder {arch}: {} pairs, {cut} cut to 64 tokens, max |ours - transformers| {worst:.2e}",
+            queries.len() * docs.len()
+        );
+        assert!(cut > 0, "{arch}: some pairs should need truncation");
+    }
+    // A model without a classification head is not a reranker, and says so.
+    let embedder_dir = work.join("plain");
+    oracle(
+        &python,
+        json!({"cmd": "tiny", "arch": "bert", "seed": 13, "texts": texts,
+               "pooling": {"pooling_mode_cls_token": true}, "normalize": false,
+               "max_seq_length": 64, "out_dir": embedder_dir}),
+        &work,
+        "tiny-plain",
+    );
+    let e = Reranker::load(&embedder_dir).unwrap_err().to_string();
+    assert!(e.contains("ForSequenceClassification"), "{e}");
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -133,6 +133,7 @@ pub(crate) async fn models(
                 .map(|a| entry(&a.name, Some(&cfg.model_name))),
         )
         .chain(cfg.embeddings.iter().map(|e| entry(&e.name, None)))
+        .chain(cfg.reranker.iter().map(|r| entry(&r.name, None)))
         .collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
@@ -223,6 +224,113 @@ pub(crate) async fn embeddings(
         "object": "list",
         "data": data,
         "model": served.name,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RerankRequest {
+    model: Option<String>,
+    query: String,
+    documents: Vec<Value>,
+    top_n: Option<usize>,
+    return_documents: Option<bool>,
+    truncation: Option<bool>,
+}
+
+/// `POST /v1/rerank` (the shape Jina's, Cohere's and vLLM's rerank APIs share): the served
+/// cross-encoder scores each document against the query; results best first, `top_n` of them.
+/// Documents are strings or `{"text": ...}` objects. A pair over the model's length is an error
+/// unless `truncation` is true.
+pub(crate) async fn rerank(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    check_auth(&state, &headers)?;
+    let req: RerankRequest = parse_body(body)?;
+    let not_found = |message: String| ApiError {
+        status: StatusCode::NOT_FOUND,
+        kind: "invalid_request_error",
+        message,
+        param: Some("model"),
+        code: Some("model_not_found"),
+    };
+    let Some(served) = state.config.reranker.clone() else {
+        return Err(not_found(
+            "no reranking model is served (start the server with --rerank-model)".into(),
+        ));
+    };
+    if let Some(model) = req.model.as_ref().filter(|m| **m != served.name) {
+        return Err(not_found(format!(
+            "the reranking model '{model}' is not served (this server has '{}')",
+            served.name
+        )));
+    }
+    if served.reranker.num_labels() != 1 {
+        return Err(ApiError::bad_request(
+            Some("model"),
+            format!(
+                "'{}' has {} labels, not one relevance score",
+                served.name,
+                served.reranker.num_labels()
+            ),
+        ));
+    }
+    if req.documents.is_empty() {
+        return Err(ApiError::bad_request(Some("documents"), "is empty"));
+    }
+    let docs: Vec<String> = req
+        .documents
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match d {
+            Value::String(s) => Ok(s.clone()),
+            Value::Object(o) => match o.get("text") {
+                Some(Value::String(s)) => Ok(s.clone()),
+                _ => Err(i),
+            },
+            _ => Err(i),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|i| {
+            ApiError::bad_request(
+                Some("documents"),
+                format!("document {i} must be a string or an object with a string 'text'"),
+            )
+        })?;
+    let options = torchnative_runtime::RerankOptions {
+        truncate: req.truncation.unwrap_or(false),
+    };
+    let ranker = served.reranker.clone();
+    let query = req.query;
+    let (scores, docs) = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        (ranker.score(&query, &refs, &options), docs)
+    })
+    .await
+    .map_err(|e| ApiError::bad_request(None, format!("reranking failed: {e}")))?;
+    let scores = scores.map_err(|e| ApiError::bad_request(Some("documents"), e.to_string()))?;
+    let mut order: Vec<usize> = (0..docs.len()).collect();
+    order.sort_by(|&i, &j| scores.scores[j].total_cmp(&scores.scores[i]));
+    order.truncate(req.top_n.unwrap_or(order.len()));
+    let with_text = req.return_documents.unwrap_or(true);
+    let results: Vec<Value> = order
+        .iter()
+        .map(|&i| {
+            let mut r = json!({"index": i, "relevance_score": scores.scores[i]});
+            if with_text {
+                r["document"] = json!({"text": docs[i]});
+            }
+            r
+        })
+        .collect();
+    let tokens: usize = scores.token_counts.iter().sum();
+    Ok(Json(json!({
+        "object": "rerank",
+        "model": served.name,
+        "results": results,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     })))
 }

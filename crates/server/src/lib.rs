@@ -1,7 +1,7 @@
 //! `torchnative serve`: the OpenAI HTTP API over the batching [`Engine`].
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (both with SSE streaming and
-//! `stream_options.include_usage`), `POST /v1/embeddings` (when an encoder is served), `GET /v1/models`, `GET /health`, `GET /metrics`
+//! `stream_options.include_usage`), `POST /v1/embeddings` (when an encoder is served), `POST /v1/rerank` (when a cross-encoder is), `GET /v1/models`, `GET /health`, `GET /metrics`
 //! (Prometheus text). LoRA adapters are served as models of their own name (`ServedAdapter`). Errors have OpenAI's shape (`{"error": {"message", "type", "param",
 //! "code"}}`) and status codes: 400 bad request, 401 missing or wrong API key, 404 unknown model
 //! or route, 413 body too large, 429 admission queue full (with `Retry-After`), 503 engine
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
-use torchnative_runtime::{Embedder, Engine};
+use torchnative_runtime::{Embedder, Engine, Reranker};
 
 pub use api::ApiError;
 
@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub max_n: usize,
     /// The encoder `/v1/embeddings` serves, if any.
     pub embeddings: Option<EmbeddingModel>,
+    /// The cross-encoder `/v1/rerank` serves, if any.
+    pub reranker: Option<RerankModel>,
     /// LoRA adapters served as models of their own: a request naming one runs the base model
     /// with that adapter (the engine batches requests of every adapter together).
     pub adapters: Vec<ServedAdapter>,
@@ -57,6 +59,14 @@ pub struct EmbeddingModel {
     pub embedder: Arc<Embedder>,
 }
 
+/// A cross-encoder served beside the language model.
+#[derive(Clone, Debug)]
+pub struct RerankModel {
+    /// The model id clients name (and `/v1/models` lists).
+    pub name: String,
+    pub reranker: Arc<Reranker>,
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -66,6 +76,7 @@ impl Default for ServerConfig {
             max_tokens_limit: 4096,
             max_n: 8,
             embeddings: None,
+            reranker: None,
             adapters: Vec::new(),
         }
     }
@@ -101,6 +112,7 @@ pub fn router(engine: Arc<Engine>, config: ServerConfig) -> Router {
         .route("/v1/chat/completions", post(api::chat_completions))
         .route("/v1/completions", post(api::completions))
         .route("/v1/embeddings", post(api::embeddings))
+        .route("/v1/rerank", post(api::rerank))
         .fallback(api::not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)

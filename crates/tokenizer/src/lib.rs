@@ -48,4 +48,4 @@ pub use chat::{
 pub use error::{Error, Result};
 pub use gguf::GgufVocab;
 pub use stream::StreamingDetokenizer;
-pub use tokenizer::{DecodeOptions, EncodeOptions, Tokenizer, TokenizerConfig};
+pub use tokenizer::{DecodeOptions, EncodeOptions, PairEncoding, Tokenizer, TokenizerConfig};

@@ -31,6 +31,15 @@ impl Default for EncodeOptions {
     }
 }
 
+/// Two texts encoded as one sequence ([`Tokenizer::encode_pair`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairEncoding {
+    /// Token ids, special tokens included.
+    pub ids: Vec<u32>,
+    /// Per token: 0 for the first text's segment, 1 for the second's (as the template says).
+    pub type_ids: Vec<u32>,
+}
+
 /// How [`Tokenizer::decode`] renders ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DecodeOptions {
@@ -340,6 +349,63 @@ impl Tokenizer {
             .iter()
             .map(|encoding| self.wrap_sequence(encoding.get_ids(), add_bos, add_eos))
             .collect())
+    }
+
+    /// A pair of texts as one sequence (a cross-encoder's query and document), through
+    /// tokenizer.json's pair template: the ids and each token's segment (`token_type_ids`).
+    /// Special tokens in the texts are parsed. With `max_len`, a pair longer than that (special
+    /// tokens included) is cut as transformers' `truncation="longest_first"` cuts it (the
+    /// `tokenizers` rule: the longer text first, both to half when both are long); without it,
+    /// nothing is cut. A tokenizer whose specials are added by flags rather than a
+    /// post-processor has no pair template and is refused.
+    pub fn encode_pair(
+        &self,
+        first: &str,
+        second: &str,
+        max_len: Option<usize>,
+    ) -> Result<PairEncoding> {
+        use tokenizers::utils::truncation::{
+            truncate_encodings, TruncationDirection, TruncationParams, TruncationStrategy,
+        };
+        use tokenizers::PostProcessor as _;
+        if !matches!(
+            self.inner.sequence_specials,
+            SequenceSpecials::PostProcessor
+        ) {
+            return Err(invalid(
+                "pair encoding needs a post-processor with a pair template in tokenizer.json \
+                 (this tokenizer adds its special tokens by flags)",
+            ));
+        }
+        let backend = &self.inner.parsing_special;
+        let encode = |text: &str| {
+            backend
+                .encode_fast(text, false)
+                .map_err(|e| Error::Backend(format!("encoding failed: {e}")))
+        };
+        let (mut a, mut b) = (encode(first)?, encode(second)?);
+        if let Some(max) = max_len {
+            let added = backend
+                .get_post_processor()
+                .map_or(0, |p| p.added_tokens(true));
+            let params = TruncationParams {
+                max_length: max.saturating_sub(added),
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            };
+            let (ta, tb) = truncate_encodings(a, Some(b), &params)
+                .map_err(|e| Error::Backend(format!("truncation failed: {e}")))?;
+            a = ta;
+            b = tb.expect("a pair stays a pair");
+        }
+        let pair = backend
+            .post_process(a, Some(b), true)
+            .map_err(|e| Error::Backend(format!("pair template failed: {e}")))?;
+        Ok(PairEncoding {
+            ids: pair.get_ids().to_vec(),
+            type_ids: pair.get_type_ids().to_vec(),
+        })
     }
 
     /// (let the backend's post-processor run, add BOS ourselves, add EOS ourselves)

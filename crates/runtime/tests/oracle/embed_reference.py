@@ -19,6 +19,14 @@ Usage: embed_reference.py REQUEST.json. The request's "cmd" decides:
       sentence-transformers files (modules.json, 1_Pooling/config.json from "pooling",
       sentence_bert_config.json).
 
+  {"cmd": "tiny", ..., "head": {"num_labels": L, "activation_fn": CLASS, "classifier_pooling": P}}
+      The same with a sequence-classification head (BertForSequenceClassification, ...): a
+      cross-encoder; "activation_fn" (optional) goes to config.json as sentence-transformers v4
+      writes it; "classifier_pooling" (ModernBERT) is cls or mean.
+
+  {"cmd": "rerank", "dir": D, "query": Q, "documents": [...], "max_length": M, "out": OUT}
+      sentence-transformers' CrossEncoder.predict: OUT {"ids", "types", "logits", "scores"}.
+
   {"cmd": "embed", "dir": D, "texts": [...], "out": OUT}
       sentence-transformers' encode() for a Transformer -> Pooling [-> Normalize] model, from
       D's modules.json, pooling config and sentence_bert_config.json: strip (and lowercase when
@@ -88,6 +96,9 @@ def tiny(req):
     out = req["out_dir"]
     os.makedirs(out, exist_ok=True)
     texts = req["texts"]
+    # "head": {"num_labels": L, ...}: the *ForSequenceClassification model instead (a
+    # cross-encoder), "activation_fn" written where sentence-transformers v4 keeps it.
+    head = req.get("head")
     torch.manual_seed(req["seed"])
     if req["arch"] == "bert":
         specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -105,6 +116,10 @@ def tiny(req):
                             type_vocab_size=2, pad_token_id=0, hidden_act="gelu",
                             layer_norm_eps=1e-12)
         model = BertModel(config, add_pooling_layer=False)
+        if head:
+            from transformers import BertForSequenceClassification
+            config.num_labels = head["num_labels"]
+            model = BertForSequenceClassification(config)
     else:
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         tk = Tokenizer(models.BPE(unk_token=None))
@@ -122,6 +137,10 @@ def tiny(req):
                                    type_vocab_size=1, pad_token_id=1, bos_token_id=0,
                                    eos_token_id=2, hidden_act="gelu", layer_norm_eps=1e-5)
             model = RobertaModel(config, add_pooling_layer=False)
+            if head:
+                from transformers import RobertaForSequenceClassification
+                config.num_labels = head["num_labels"]
+                model = RobertaForSequenceClassification(config)
         else:
             # ModernBERT: layers global, local, local (a window of 8 either side, so texts of
             # up to 64 tokens see it), the two RoPE bases; "modernbert_bias" with every bias
@@ -139,11 +158,23 @@ def tiny(req):
                                  "sliding_attention": {"rope_type": "default", "rope_theta": 500.0}},
             )
             model = ModernBertModel(config)
+            if head:
+                from transformers import ModernBertForSequenceClassification
+                config.num_labels = head["num_labels"]
+                config.classifier_pooling = head.get("classifier_pooling", "cls")
+                config.classifier_bias = bias
+                config.classifier_activation = head.get("classifier_activation", "gelu")
+                model = ModernBertForSequenceClassification(config)
     # Larger than the default 0.02 init, so the layers do more than pass the embedding on.
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.2)
     model.save_pretrained(out)
+    if head and head.get("activation_fn"):
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        cfg["sentence_transformers"] = {"activation_fn": head["activation_fn"]}
+        json.dump(cfg, open(path, "w"), indent=1)
     if req["arch"] == "modernbert_bias":
         path = os.path.join(out, "config.json")
         cfg = json.load(open(path))
@@ -160,7 +191,10 @@ def tiny(req):
         names = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
                  "unk_token": "<unk>", "cls_token": "<s>", "sep_token": "</s>",
                  "mask_token": "<mask>"}
-    json.dump(dict(names, tokenizer_class="PreTrainedTokenizerFast", model_max_length=64),
+    # A BERT cross-encoder's tokenizer is a BertTokenizer (the class that returns
+    # token_type_ids, so the model sees the pair's segments).
+    cls_name = "BertTokenizer" if head and req["arch"] == "bert" else "PreTrainedTokenizerFast"
+    json.dump(dict(names, tokenizer_class=cls_name, model_max_length=64),
               open(os.path.join(out, "tokenizer_config.json"), "w"))
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
     pooling = dict(req["pooling"], word_embedding_dimension=32)
@@ -241,10 +275,43 @@ def embed(req):
     json.dump({"ids": ids, "embeddings": embs, "dim": len(embs[0])}, open(req["out"], "w"))
 
 
+def rerank(req):
+    """sentence-transformers' CrossEncoder.predict, written out: each (query, document) pair
+    through the tokenizer with truncation="longest_first" at max_length, the model's logits,
+    then the activation config.json names (sigmoid for one label by default, else identity)."""
+    from transformers import AutoModelForSequenceClassification
+
+    d = req["dir"]
+    tok = load_tokenizer(d)
+    model = AutoModelForSequenceClassification.from_pretrained(d, dtype=torch.float32).eval()
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    act = (cfg.get("sentence_transformers") or {}).get("activation_fn")
+    if act is None:
+        act = "sigmoid" if model.config.num_labels == 1 else "identity"
+    act = act.lower()
+    ids, types, logits, scores = [], [], [], []
+    with torch.no_grad():
+        for i in range(0, len(req["documents"]), 32):
+            docs = req["documents"][i:i + 32]
+            feats = tok([req["query"]] * len(docs), docs, padding=True,
+                        truncation="longest_first", max_length=req["max_length"],
+                        return_tensors="pt")
+            mask = feats["attention_mask"]
+            tt = feats.get("token_type_ids")
+            for k, m in enumerate(mask):
+                ids.append(feats["input_ids"][k][m.bool()].tolist())
+                types.append(tt[k][m.bool()].tolist() if tt is not None else [0] * int(m.sum()))
+            out = model(**feats).logits
+            logits.extend(out.tolist())
+            scores.extend((torch.sigmoid(out) if "sigmoid" in act else out).tolist())
+    json.dump({"ids": ids, "types": types, "logits": logits, "scores": scores},
+              open(req["out"], "w"))
+
+
 def main():
     req = json.load(open(sys.argv[1]))
     torch.set_num_threads(int(os.environ.get("TORCHNATIVE_ORACLE_THREADS", "2")))
-    {"brown": brown, "tiny": tiny, "embed": embed}[req["cmd"]](req)
+    {"brown": brown, "tiny": tiny, "embed": embed, "rerank": rerank}[req["cmd"]](req)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -458,5 +459,72 @@ def test_prompt_lookup_speculation_keeps_answers_and_counts_drafts():
         drafted = s.metric("torchnative_speculative_drafted_tokens_total")
         accepted = s.metric("torchnative_speculative_accepted_tokens_total")
         assert 0 < accepted <= drafted
+    finally:
+        s.close()
+
+
+def post_json(base: str, path: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(
+        base + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_rerank_equals_torchnative_rerank(tmp_path):
+    """/v1/rerank (Jina / Cohere / vLLM shape) with a tiny random BERT cross-encoder that
+    transformers builds: the same scores and order as `torchnative rerank`, errors by status."""
+    python = os.environ.get("TORCHNATIVE_ORACLE_PYTHON", "")
+    if not (python and Path(python).is_file()):
+        pytest.fail("TORCHNATIVE_ORACLE_PYTHON must name the oracle venv's python")
+    model = tmp_path / "tiny-reranker"
+    texts = [f"the jury said {i} times that the city election was well run" for i in range(40)]
+    texts += ["a quiet river", "the county court", "ballots and voters"]
+    request = tmp_path / "tiny.json"
+    request.write_text(json.dumps({
+        "cmd": "tiny", "arch": "bert", "seed": 6, "texts": texts, "head": {"num_labels": 1},
+        "pooling": {"pooling_mode_cls_token": True}, "normalize": False, "max_seq_length": 64,
+        "out_dir": str(model)}))
+    script = Path(__file__).resolve().parents[3] / "runtime/tests/oracle/embed_reference.py"
+    subprocess.run([python, "-W", "ignore", str(script), str(request)], check=True, timeout=600,
+                   capture_output=True)
+    query = "what did the jury say about the election"
+    docs = ["the county court", "the jury said the election was well run", "a quiet river",
+            "ballots and voters"]
+    args = [CLI, "rerank", str(model), "--query", query, "--json"]
+    for d in docs:
+        args += ["--doc", d]
+    want = json.loads(subprocess.run(args, capture_output=True, text=True, check=True,
+                                     timeout=120).stdout)
+    s = Server("--parallel", "1", "--rerank-model", str(model))
+    try:
+        assert [m.id for m in s.client().models.list().data] == [NAME, model.name]
+        status, got = post_json(s.base, "/v1/rerank",
+                                {"model": model.name, "query": query, "documents": docs})
+        assert status == 200, got
+        assert got["results"] == want["results"]
+        assert got["usage"]["total_tokens"] == want["usage"]["total_tokens"]
+        status, top = post_json(s.base, "/v1/rerank", {
+            "query": query, "documents": [{"text": d} for d in docs], "top_n": 2,
+            "return_documents": False})
+        assert status == 200, top
+        assert top["results"] == [{k: r[k] for k in ("index", "relevance_score")}
+                                  for r in want["results"][:2]]
+        long = "ballots and voters " * 40
+        status, err = post_json(s.base, "/v1/rerank", {"query": query, "documents": ["ok", long]})
+        assert status == 400 and "document 1" in err["error"]["message"], err
+        status, ok = post_json(s.base, "/v1/rerank",
+                               {"query": query, "documents": [long], "truncation": True})
+        assert status == 200 and 0 < ok["results"][0]["relevance_score"] < 1, ok
+        status, err = post_json(s.base, "/v1/rerank",
+                                {"model": "nope", "query": query, "documents": docs})
+        assert status == 404 and err["error"]["code"] == "model_not_found", err
+        for bad in ({"query": query, "documents": []}, {"query": query, "documents": [3]},
+                    {"query": query, "documents": docs, "top_k": 2}):
+            status, err = post_json(s.base, "/v1/rerank", bad)
+            assert status == 400, (bad, err)
     finally:
         s.close()
