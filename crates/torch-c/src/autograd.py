@@ -636,15 +636,19 @@ class _AgSaved:
         self.node_name = node_name if is_output else (type(t.grad_fn).__name__ if t.grad_fn is not None else None)
         self.output_nr = output_nr if is_output else t.output_nr
 
-    def unpack(self):
+    def unpack(self, check=True):
         t = self.ref() if self.ref is not None else None
         now = t._version if t is not None else self.version
-        if now != self.version:
+        if check and now != self.version:
             kind = {"torch.float32": "FloatTensor", "torch.float64": "DoubleTensor",
                     "torch.float16": "HalfTensor", "torch.bfloat16": "BFloat16Tensor"}.get(
                         str(self.data.dtype), "Tensor")
-            where = ("" if self.node_name is None else
-                     f", which is output {self.output_nr} of {self.node_name},")
+            name, nr = self.node_name, self.output_nr
+            if not self.is_output and t is not None and t.grad_fn is not None:
+                # upstream names the tensor's history as it is now (a write through a view
+                # gave it CopySlices)
+                name, nr = t.grad_fn.name(), t.output_nr
+            where = "" if name is None else f", which is output {nr} of {name},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [torch.{kind} [{', '.join(str(n) for n in self.data.shape)}]]"
@@ -655,6 +659,11 @@ class _AgSaved:
             # create_graph: the formula's operators record, through the saved tensors' history
             return t if t is not None else self.orig if self.orig is not None else self.data
         return self.data
+
+
+# what a translated formula reads of a tensor that is metadata only
+_AG_METADATA = ("(?:shape|dtype|dim|numel|stride|size|_tn_ag_options|is_complex|device|layout|"
+                "is_floating_point|ndim)")
 
 
 class _AgHooks(dict):
@@ -725,16 +734,26 @@ class _AgNode:
         used = type(self).__dict__.get("_tn_used")
         if used is None:
             # the names the formulas read: only those are unpacked (and version-checked), as
-            # upstream saves only what a formula uses
-            used = set()
-            for _, expr, _ in self._tn_formulas:
-                used.update(_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr or ""))
+            # upstream saves only what a formula uses; a name read only for its metadata
+            # (`self.sym_sizes()`) is saved by upstream as that metadata, so a later write to
+            # the tensor is no error
+            used, meta = set(), set()
+            exprs = " ".join(expr or "" for _, expr, _ in self._tn_formulas)
+            used.update(_re.findall(r"[A-Za-z_][A-Za-z0-9_]*", exprs))
+            for n in used:
+                total = len(_re.findall(r"\b%s\b" % n, exprs))
+                info = len(_re.findall(r"\b%s\s*\.\s*%s\b" % (n, _AG_METADATA), exprs))
+                if total and total == info:
+                    meta.add(n)
             type(self)._tn_used = used
+            type(self)._tn_meta = meta
+        meta = type(self).__dict__.get("_tn_meta", ())
         for k, v in self._tn_env.items():
             if k not in used:
                 continue
-            env[k] = v.unpack() if isinstance(v, _AgSaved) else (
-                [x.unpack() if isinstance(x, _AgSaved) else x for x in v] if isinstance(v, _b.list) else v)
+            check = k not in meta
+            env[k] = v.unpack(check) if isinstance(v, _AgSaved) else (
+                [x.unpack(check) if isinstance(x, _AgSaved) else x for x in v] if isinstance(v, _b.list) else v)
         env["grad"] = grads[0]
         env["grads"] = grads
         for k, rn in enumerate(self._tn_ret_names or ()):
@@ -862,12 +881,175 @@ def _ag_node_class(full):
     return cls
 
 
+class _AgCopyBackwards(_AgNode):
+    """`copy_(self, src)`'s node (upstream's handwritten CopyBackwards): no gradient reaches the
+    overwritten `self`; `src` gets the gradient in its own dtype, summed to its shape where it
+    was broadcast. Nothing is saved but shapes and dtypes."""
+    _tn_formulas = [(["self"], None, "zeros_like(grad)"), (["src"], None, "grad.to(src)")]
+    _tn_op = "aten::copy_"
+    _tn_ret_names = ()
+    _tn_out_diff = None
+
+    def _tn_apply(self, grads):
+        grad = grads[0]
+        out = [None] * len(self._tn_edges)
+        if grad is None:
+            return out
+        k = self._tn_index.get("self")
+        if k is not None:
+            out[k] = _tn_ag_torch().zeros_like(grad)
+        k = self._tn_index.get("src")
+        if k is not None:
+            shape, dtype = self._tn_shapes[k]
+            g = grad if grad.dtype == dtype else (
+                grad.real if grad.is_complex() and not dtype.is_complex else grad).to(dtype)
+            g = sum_to(g, shape)
+            out[k] = g * (1 + _AG["perturb"]) if _AG["perturb"] else g
+        return out
+
+
+_AgCopyBackwards.__name__ = _AgCopyBackwards.__qualname__ = "CopyBackwards"
+_AgCopyBackwards.name = lambda self: "torch::autograd::CopyBackwards"
+
+
+def _ag_strided_zeros(like, geometry):
+    sizes, strides = geometry
+    torch = _tn_ag_torch()
+    return torch.empty_strided(sizes, strides, dtype=like.dtype).zero_()
+
+
+class _AgCopySlices(_AgNode):
+    """An in-place operator written through a view (upstream's CopySlices): the base's node.
+    Edge 0 is the base's history before the write, the rest the operator's other inputs. The
+    gradient of the base is the incoming one with the view's region replaced by what the
+    operator's own node (`fn`) gives its `self`."""
+    _tn_formulas = []
+    _tn_op = "CopySlices"
+
+    def __init__(self, fn, base_edge, base_geometry, view_geometry):
+        _AgNode.__init__(self)
+        self._tn_fn = fn
+        self._tn_base = base_geometry
+        self._tn_view = view_geometry
+        self_k = fn._tn_index.get("self")
+        self._tn_others = [k for k in range(len(fn._tn_edges)) if k != self_k]
+        self._tn_edges = [base_edge] + [fn._tn_edges[k] for k in self._tn_others]
+
+    def _tn_apply(self, grads):
+        grad = grads[0]
+        out = [None] * len(self._tn_edges)
+        if grad is None:
+            return out
+        result = _ag_strided_zeros(grad, self._tn_base)
+        result.copy_(grad)
+        sizes, strides, offset = self._tn_view
+        grad_slice = result.as_strided(sizes, strides, offset)
+        res = self._tn_fn._tn_apply([grad_slice.clone()])
+        self_k = self._tn_fn._tn_index.get("self")
+        if self_k is not None and res[self_k] is not None:
+            grad_slice.copy_(res[self_k])
+        else:
+            grad_slice.zero_()
+        out[0] = result
+        for j, k in enumerate(self._tn_others):
+            out[1 + j] = res[k]
+        return out
+
+    def _tn_free(self):
+        self._tn_fn._tn_free()
+        _AgNode._tn_free(self)
+
+
+_AgCopySlices.__name__ = _AgCopySlices.__qualname__ = "CopySlices"
+_AgCopySlices.name = lambda self: "torch::autograd::CopySlices"
+
+
+class _AgAsStridedBackward(_AgNode):
+    """The history of a view after its base was written in place (upstream regenerates it as
+    AsStridedBackward0 over the base's new node): the view's gradient placed in the base's
+    shape, zero elsewhere (views never overlap themselves)."""
+    _tn_formulas = []
+    _tn_op = "aten::as_strided"
+
+    def __init__(self, base_edge, base_geometry, view_geometry):
+        _AgNode.__init__(self)
+        self._tn_edges = [base_edge]
+        self._tn_base = base_geometry
+        self._tn_view = view_geometry
+
+    def _tn_apply(self, grads):
+        grad = grads[0]
+        if grad is None:
+            return [None]
+        result = _ag_strided_zeros(grad, self._tn_base)
+        sizes, strides, offset = self._tn_view
+        result.as_strided(sizes, strides, offset).copy_(grad)
+        return [result * (1 + _AG["perturb"]) if _AG["perturb"] else result]
+
+
+_AgAsStridedBackward.__name__ = _AgAsStridedBackward.__qualname__ = "AsStridedBackward0"
+
+
+# Bases written in place through a view: id -> (weak reference, how many such writes), and for
+# views, the count their history was recorded at; a view whose count is behind gets its history
+# regenerated over the base's new node when it is next used (upstream does it when its grad_fn
+# is next read).
+_AG_WRITTEN_BASES = {}
+_AG_VIEW_WRITES = {}
+
+
+def _ag_tracked(table, t, value=None):
+    """Read (value None) or set `t`'s entry of an identity-keyed weak table."""
+    key = _b.id(t)
+    if value is None:
+        e = table.get(key)
+        return e[1] if e is not None and e[0]() is t else 0
+    try:
+        ref = _weakref.ref(t, lambda _r, key=key, table=table: table.pop(key, None))
+    except TypeError:
+        return None
+    table[key] = (ref, value)
+    return None
+
+
+def _ag_geometry(t, base):
+    return ((_b.tuple(t.shape), _b.tuple(t.stride()), t.storage_offset() - base.storage_offset()),
+            (_b.tuple(base.shape), _b.tuple(base.stride())))
+
+
+def _ag_refresh_view(t):
+    base = t._base
+    writes = _ag_tracked(_AG_WRITTEN_BASES, base)
+    if not writes or _ag_tracked(_AG_VIEW_WRITES, t) == writes or base.grad_fn is None:
+        return
+    view, base_geometry = _ag_geometry(t, base)
+    node = _AgAsStridedBackward((base.grad_fn, base.output_nr), base_geometry, view)
+    t._tn_set_grad_fn(node, 0)
+    _ag_tracked(_AG_VIEW_WRITES, t, writes)
+
+
+def _ag_write_through_view(fn, view):
+    """After an in-place operator wrote `view` (fn: its node): the base takes a CopySlices node
+    over its history and the view a history regenerated over that node."""
+    base = view._base
+    view_geometry, base_geometry = _ag_geometry(view, base)
+    base_edge = _ag_edge(base)
+    cs = _AgCopySlices(fn, base_edge, base_geometry, view_geometry)
+    base._tn_set_grad_fn(cs, 0)
+    writes = _ag_tracked(_AG_WRITTEN_BASES, base) + 1
+    _ag_tracked(_AG_WRITTEN_BASES, base, writes)
+    view._tn_set_grad_fn(_AgAsStridedBackward((cs, 0), base_geometry, view_geometry), 0)
+    _ag_tracked(_AG_VIEW_WRITES, view, writes)
+
+
 def _ag_refusing(full, reason, name=None):
     cls = type(name or "NotImplemented", (_AgRefusing,), {"_tn_reason": reason, "_tn_op": full})
     return cls()
 
 
 def _ag_edge(t):
+    if _AG_WRITTEN_BASES and t._base is not None:
+        _ag_refresh_view(t)
     if t.grad_fn is not None:
         return (t.grad_fn, t.output_nr)
     if t.requires_grad:
@@ -915,7 +1097,7 @@ def _tn_autograd_pre(full, names, values):
                 f"{base}(): functions with out=... arguments don't support automatic "
                 "differentiation, but one of the arguments requires grad.")
     cls = _ag_node_class(full)
-    inplace = _ag_inplace(full, names, values, written) if cls is None else None
+    inplace = _ag_inplace(full, names, values, written)
     saved_self = None
     if inplace is not None:
         cls, saved_self = inplace
@@ -934,29 +1116,44 @@ def _tn_autograd_pre(full, names, values):
 
 _AG_NO_SAVED_SELF = object()
 
+# in-place operators that change a tensor's shape or layout, not its values
+_AG_METADATA_INPLACE = frozenset(("squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_",
+                                  "swapdims_", "swapaxes_", "resize_", "resize_as_", "set_"))
+
 
 def _ag_inplace(full, names, values, written):
-    """An in-place operator on a tensor that is not a view (`t.mul_(w)`, `t.exp_()`): the
-    out-of-place operator's node class, and the value `self` had before the write when a formula
-    reads it (upstream's generated code saves `original_self` the same way). None when the
-    operator is not such a case (views, several written arguments, no out-of-place formula)."""
+    """An in-place operator that writes `self` (`t.mul_(w)`, `t.exp_()`, `t.copy_(s)`, also
+    through a view: `x[0].mul_(2)`): the out-of-place operator's node class (CopyBackwards for
+    copy_), and the value `self` had before the write when a formula reads it (upstream's
+    generated code saves `original_self` the same way). None when the operator is not such a
+    case (several written arguments, no out-of-place formula, a leaf that requires grad)."""
     if written != ["self"]:
         return None
     head = full[len("aten::"):]
     base, dot, overload = head.partition(".")
     if not base.endswith("_") or base.endswith("__"):
         return None
-    cls = _ag_node_class("aten::" + base[:-1] + dot + overload)
+    if base in _AG_METADATA_INPLACE:
+        return None
+    if base == "copy_":
+        cls = _AgCopyBackwards
+    else:
+        # the in-place entry of derivatives.yaml (zero_, threshold_, ...), else the
+        # out-of-place operator's
+        cls = _ag_node_class(full) or _ag_node_class("aten::" + base[:-1] + dot + overload)
     if cls is None:
         return None
     plain = [n.lstrip("*") for n in names]
     if "self" not in plain:
         return None
     t = values[plain.index("self")]
-    if not isinstance(t, TensorBase) or t._base is not None:
+    if not isinstance(t, TensorBase):
         return None
-    if t.grad_fn is None and t.requires_grad:
+    if t.grad_fn is None and t.requires_grad and t._base is None:
         return None  # a leaf: upstream's error, raised after the kernel as before
+    view_base = t._base
+    if view_base is not None and view_base.grad_fn is None and view_base.requires_grad:
+        return None  # a view of a leaf: likewise
     reads_self = _b.any(_re.search(r"\bself\b", text or "") for _, _, text in cls._tn_formulas)
     return cls, (t.detach().clone() if reads_self else _AG_NO_SAVED_SELF)
 
@@ -1244,8 +1441,79 @@ def _ag_contiguous(self, memory_format=None):
     return self.clone(memory_format=memory_format)
 
 
+def _ag_flash_scores(query, key, is_causal, attn_mask, scale):
+    """Scaled, masked attention scores as upstream's CPU flash kernel forms them."""
+    torch = _tn_ag_torch()
+    s = 1.0 / query.shape[-1] ** 0.5 if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * s
+    if is_causal:
+        keep = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+        scores = scores.masked_fill(keep.logical_not(), _b.float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), _b.float("-inf"))
+        else:
+            scores = scores + attn_mask
+    return scores, s
+
+
+def _ag_flash_forward(query, key, value, is_causal, attn_mask, scale):
+    """`_scaled_dot_product_flash_attention_for_cpu`'s (output, logsumexp)."""
+    torch = _tn_ag_torch()
+    scores, _ = _ag_flash_scores(query, key, is_causal, attn_mask, scale)
+    lse = torch.logsumexp(scores, -1)
+    out = torch.matmul((scores - lse.unsqueeze(-1)).exp(), value)
+    return out, lse
+
+
+def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out,
+                                                         logsumexp, dropout_p, is_causal,
+                                                         attn_mask=None, scale=None):
+    """The CPU flash kernel's backward over the face's operators: probabilities recomputed from
+    the saved logsumexp, then the usual softmax-attention adjoints."""
+    scores, s = _ag_flash_scores(query, key, is_causal, attn_mask, scale)
+    p = (scores - logsumexp.unsqueeze(-1)).exp()
+    grad_value = p.transpose(-2, -1).matmul(grad_out)
+    dp = grad_out.matmul(value.transpose(-2, -1))
+    ds = p * (dp - (grad_out * out).sum(-1, True))
+    return ds.matmul(key) * s, ds.transpose(-2, -1).matmul(query) * s, grad_value
+
+
+def _ag_flash_ok(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """upstream's use_flash_attention_cpp gates (sdp_utils_cpp.cpp) for these inputs."""
+    torch = _tn_ag_torch()
+    qkv = (query, key, value)
+    if dropout_p > 0.0 or _b.any(t.dim() != 4 for t in qkv):
+        return False
+    if query.dtype not in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        return False
+    if _b.any(t.shape[0] != query.shape[0] or t.shape[1] != query.shape[1] for t in qkv):
+        return False  # no GQA on the flash path
+    if key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1]:
+        return False
+    if _b.any(t.shape[-2] == 0 or t.stride(-1) != 1 for t in qkv):
+        return False
+    if attn_mask is not None and (attn_mask.requires_grad or attn_mask.dim() not in (2, 4)):
+        return False
+    return True
+
+
 def _ag_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
+    # upstream's CPU dispatcher: the flash kernel when its gates pass (recorded as one node,
+    # ScaledDotProductFlashAttentionForCpuBackward0), else the math path
+    if _ag_flash_ok(query, key, value, attn_mask, dropout_p, enable_gqa):
+        full = "aten::_scaled_dot_product_flash_attention_for_cpu"
+        before = _grad_enabled[0]
+        _grad_enabled[0] = False
+        try:
+            out, lse = _ag_flash_forward(query, key, value, is_causal, attn_mask, scale)
+        finally:
+            _grad_enabled[0] = before
+        names = ["query", "key", "value", "dropout_p", "is_causal", "attn_mask", "scale"]
+        values = [query, key, value, dropout_p, is_causal, attn_mask, scale]
+        _tn_autograd_post((full, names, values, _ag_node_class(full), [], None), (out, lse))
+        return out
     # upstream's math path (_scaled_dot_product_attention_math): q and k each scaled by the
     # square root of the scale, masked scores, softmax, weighted sum; every step recorded
     torch = _tn_ag_torch()
@@ -2391,6 +2659,246 @@ def _ag_pad(self, pad, mode="constant", value=None):
     raise NotImplementedError(f"torchnative: backward through pad with mode {mode!r} is not implemented")
 
 
+def _ag_pad_circular(self, pad):
+    """upstream's `_pad_circular` body (PadNd.cpp): the input copied into the middle of a new
+    tensor, then each padded dim's borders copied from the far side of the result itself, so
+    that its history is CopySlices over slices."""
+    aten = _tn_ag_torch().ops.aten
+    pad = _b.list(pad)
+    in_shape = _b.list(self.shape)
+    ndim_padded = len(pad) // 2
+    ndim_nonpadded = len(in_shape) - ndim_padded
+    out_shape = in_shape[:ndim_nonpadded]
+    for i in range(ndim_padded):
+        pad_l, pad_r = pad[2 * (ndim_padded - i - 1)], pad[2 * (ndim_padded - i - 1) + 1]
+        size = in_shape[ndim_nonpadded + i]
+        if pad_l > size or pad_r > size:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        out_shape.append(size + pad_l + pad_r)
+    out = self.new_empty(out_shape)
+    out_slice, in_slice = out, self
+    for i in range(ndim_padded):
+        dim = ndim_padded - i + ndim_nonpadded - 1
+        pad_l, pad_r = pad[2 * i], pad[2 * i + 1]
+        out_slice = aten.slice(out_slice, dim, _b.max(pad_l, 0), out_shape[dim] - _b.max(pad_r, 0))
+        in_slice = aten.slice(in_slice, dim, _b.max(-pad_l, 0), in_shape[dim] - _b.max(-pad_r, 0))
+    out_slice.copy_(in_slice)
+    for i in range(ndim_padded):
+        dim = ndim_padded - i + ndim_nonpadded - 1
+        pad_l, pad_r = pad[2 * i], pad[2 * i + 1]
+        if pad_l > 0:
+            out_slice = aten.slice(out, dim, 0, pad_l)
+            in_slice = aten.slice(out, dim, out_shape[dim] - pad_l - _b.max(pad_r, 0),
+                                  out_shape[dim] - _b.max(pad_r, 0))
+            out_slice.copy_(in_slice)
+        if pad_r > 0:
+            out_slice = aten.slice(out, dim, out_shape[dim] - pad_r, out_shape[dim])
+            in_slice = aten.slice(out, dim, _b.max(pad_l, 0), _b.max(pad_l, 0) + pad_r)
+            out_slice.copy_(in_slice)
+    return out
+
+
+def _ag_sumproduct_pair(left, right, sum_dims, keepdim):
+    """upstream's sumproduct_pair (Linear.cpp): `(left * right).sum(sum_dims)` for operands of
+    equal rank as permute, reshape, bmm, view and permute, so that autograd records those."""
+    torch = _tn_ag_torch()
+    if not sum_dims:
+        return torch.mul(left, right)
+    ndim = left.dim()
+    summed = set(sum_dims)
+    lro, lo, ro = [], [], []
+    lro_size = lo_size = ro_size = sum_size = 1
+    for i in range(ndim):
+        sl, sr = left.shape[i] != 1, right.shape[i] != 1
+        if i in summed:
+            if sl and sr:
+                if left.shape[i] != right.shape[i]:
+                    raise RuntimeError("non-broadcast dimensions must match")
+                sum_size *= left.shape[i]
+            elif sl:
+                left = left.sum(i, True)
+            elif sr:
+                right = right.sum(i, True)
+        elif sl and sr:
+            if left.shape[i] != right.shape[i]:
+                raise RuntimeError("non-broadcast dimensions must match")
+            lro.append(i)
+            lro_size *= left.shape[i]
+        elif sl:
+            lo.append(i)
+            lo_size *= left.shape[i]
+        else:
+            ro.append(i)
+            ro_size *= right.shape[i]
+    # bmm writes the result in output order directly when every right-only dim comes first
+    if lo and ro and ro[-1] < lo[0]:
+        left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+    out_size = ([left.shape[d] for d in lro] + [left.shape[d] for d in lo]
+                + [1] * len(sum_dims) + [right.shape[d] for d in ro])
+    lperm = lro + lo + _b.list(sum_dims) + ro
+    rperm = lro + _b.list(sum_dims) + ro + lo
+    operm = [-1] * len(out_size)
+    for i, d in enumerate(lro + lo + _b.list(sum_dims) + ro):
+        operm[d] = i
+    left = left.permute(lperm).reshape(lro_size, lo_size, sum_size)
+    right = right.permute(rperm).reshape(lro_size, sum_size, ro_size)
+    result = torch.bmm(left, right).view(out_size).permute(operm)
+    if not keepdim:
+        result = result.view([n for i, n in enumerate(result.shape) if i not in summed])
+    return result
+
+
+def _ag_einsum(equation, tensors, path=None):
+    """upstream's einsum (Linear.cpp, CompositeImplicitAutograd) over the face's operators:
+    labels aligned to output + contraction dims (diagonals for repeated labels, unsqueezes for
+    missing ones, one permute per operand), contracted pairwise left to right (or along
+    `path`) by sumproduct_pair, the contraction dims then viewed (or summed) away."""
+    ops_in = _b.list(tensors)
+    if not ops_in:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    ELL = "..."
+    arrow = equation.find("->")
+    lhs = equation if arrow < 0 else equation[:arrow]
+    op_labels = []
+    for term in lhs.replace(" ", "").split(","):
+        labels, k = [], 0
+        while k < len(term):
+            if term.startswith(ELL, k):
+                labels.append(ELL)
+                k += 3
+                continue
+            if not term[k].isalpha():
+                raise RuntimeError(
+                    f"einsum(): invalid subscript given at index {k} in the equation string, "
+                    "subscripts must be in [a-zA-Z]")
+            labels.append(term[k])
+            k += 1
+        op_labels.append(labels)
+    if len(op_labels) < len(ops_in):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    if len(op_labels) > len(ops_in):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    # upstream orders labels A-Z then a-z
+    order = lambda c: (0, c) if c.isupper() else (1, c)  # noqa: E731
+    count, ell_dims = {}, 0
+    for i, (t, labels) in enumerate(zip(ops_in, op_labels)):
+        n = len([c for c in labels if c != ELL])
+        has_ell = ELL in labels
+        if has_ell:
+            ell_dims = _b.max(ell_dims, t.dim() - n)
+        for c in labels:
+            if c != ELL:
+                count[c] = count.get(c, 0) + 1
+        if (n > t.dim()) if has_ell else (n != t.dim()):
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({n}) "
+                + ("is more than the number of dimensions (" if has_ell
+                   else "does not match the number of dimensions (")
+                + f"{t.dim()}) for operand {i}" + ("" if has_ell else " and no ellipsis was given"))
+    perm_of, perm, ell_index, ell_out = {}, 0, 0, False
+    if arrow < 0:
+        perm, ell_out = ell_dims, True
+        for c in _b.sorted(count, key=order):
+            if count[c] == 1:
+                perm_of[c] = perm
+                perm += 1
+    else:
+        rhs = equation[arrow + 2:].replace(" ", "")
+        k = 0
+        while k < len(rhs):
+            if rhs.startswith(ELL, k):
+                ell_index, ell_out = perm, True
+                perm += ell_dims
+                k += 3
+                continue
+            c = rhs[k]
+            if c not in count or c in perm_of:
+                raise RuntimeError(
+                    f"einsum(): output subscript {c}" + (" appears more than once in the output"
+                    if c in perm_of else " does not appear in the equation for any input operand"))
+            perm_of[c] = perm
+            perm += 1
+            k += 1
+    out_dims = perm
+    if not ell_out:
+        ell_index = perm
+        perm += ell_dims
+    for c in _b.sorted(count, key=order):
+        if c not in perm_of:
+            perm_of[c] = perm
+            perm += 1
+    dim_counts = [0] * perm
+    ops = []
+    for i, (op, labels) in enumerate(zip(ops_in, op_labels)):
+        permutation = [-1] * perm
+        d = 0
+        for c in labels:
+            if c == ELL:
+                covered = op.dim() - (len(labels) - 1)
+                for j in range(ell_dims - covered, ell_dims):
+                    if op.shape[d] != 1:
+                        dim_counts[ell_index + j] += 1
+                    permutation[ell_index + j] = d
+                    d += 1
+            elif permutation[perm_of[c]] == -1:
+                if op.shape[d] != 1:
+                    dim_counts[perm_of[c]] += 1
+                permutation[perm_of[c]] = d
+                d += 1
+            else:
+                prev = permutation[perm_of[c]]
+                if op.shape[d] != op.shape[prev]:
+                    raise RuntimeError(
+                        f"einsum(): subscript {c} is repeated for operand {i} but the sizes "
+                        f"don't match, {op.shape[d]} != {op.shape[prev]}")
+                op = op.diagonal(0, prev, d).movedim(-1, prev)
+        for k, v in enumerate(permutation):
+            if v == -1:
+                op = op.unsqueeze(d)
+                permutation[k] = d
+                d += 1
+        ops.append(op.permute(permutation))
+    steps = _b.list(path) if path is not None else None
+    while len(ops) > 1:
+        i, j = 0, 1
+        if steps is not None:
+            i, j = steps.pop(0), steps.pop(0)
+            if j < i:
+                i, j = j, i
+        a, b = ops[i], ops[j]
+        del ops[j]
+        del ops[i]
+        sum_dims, a_sum, b_sum = [], [], []
+        for d in range(out_dims, perm):
+            sa, sb = a.shape[d] != 1, b.shape[d] != 1
+            if sa and sb:
+                dim_counts[d] -= 1
+                if dim_counts[d] == 1:
+                    sum_dims.append(d)
+                    dim_counts[d] = 0
+            elif dim_counts[d] == 1:
+                if sa:
+                    a_sum.append(d)
+                    dim_counts[d] = 0
+                elif sb:
+                    b_sum.append(d)
+                    dim_counts[d] = 0
+        if a_sum:
+            a = a.sum(a_sum, True)
+        if b_sum:
+            b = b.sum(b_sum, True)
+        r = _ag_sumproduct_pair(a, b, sum_dims, True)
+        if steps is not None:
+            ops.append(r)
+        else:
+            ops.insert(0, r)
+    if perm - out_dims > 0:
+        if len(ops_in) > 1:
+            return ops[0].view(_b.list(ops[0].shape[:out_dims]))
+        return ops[0].sum(_b.list(range(out_dims, perm)))
+    return ops[0]
+
+
 # CompositeImplicitAutograd operators that torch._decomp has no decomposition of: upstream's
 # C++ bodies (aliases of an operator with a formula; not formulas).
 _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
@@ -2421,6 +2929,8 @@ _AG_IMPLICIT = {"aten::chunk": _ag_chunk, "aten::diag": _ag_diag,
                 "aten::pairwise_distance": _ag_pairwise_distance,
                 "aten::broadcast_tensors": _ag_broadcast_tensors,
                 "aten::to.dtype": _ag_to_dtype, "aten::pad": _ag_pad,
+                "aten::_pad_circular": _ag_pad_circular,
+                "aten::einsum": _ag_einsum,
                 "aten::var.dim": _ag_var_dim("var"), "aten::std.dim": _ag_var_dim("std"),
                 "aten::var_mean.dim": _ag_var_dim("var_mean"),
                 "aten::std_mean.dim": _ag_var_dim("std_mean"),
@@ -2614,8 +3124,14 @@ def _tn_autograd_post(token, result):
         for n, v in zip(names, values):
             if isinstance(v, TensorBase) and v.requires_grad and not _b.any(o is v for o in outs):
                 node._tn_edges.append(_ag_edge(v))
+    if mutated and saved_self is not None and mutated[0]._base is not None:
+        _ag_write_through_view(node, mutated[0])
+        return
     for i, o in diff:
         o._tn_set_grad_fn(node, i)
+        if _AG_WRITTEN_BASES and o._base is not None:
+            # a view made after its base was written: its history already includes the write
+            _ag_tracked(_AG_VIEW_WRITES, o, _ag_tracked(_AG_WRITTEN_BASES, o._base))
 
 
 # ----- the engine ------------------------------------------------------------------------------
@@ -2972,6 +3488,19 @@ def infinitely_differentiable_silu_backward(grad_output, input):
     # upstream's FunctionsManual: differentiable again (create_graph)
     sigmoid = input.sigmoid()
     return grad_output * sigmoid * (1.0 + input * (1.0 - sigmoid))
+
+
+# upstream's CPU kernel scales by `scalar_t one_sixth(1.0f / 6.0f)`: 1/6 rounded to float32 even
+# for float64 (-0.0833333358 for a gradient of -0.5, not -1/12)
+_AG_ONE_SIXTH_F32 = __import__("struct").unpack("f", __import__("struct").pack("f", 1.0 / 6.0))[0]
+
+
+def hardsigmoid_backward(grad_output, self):
+    """aten::hardsigmoid_backward as upstream's CPU kernel computes it (the face has no kernel
+    for it, and torch._decomp's divides by 6 exactly)."""
+    inside = (self > -3.0) & (self < 3.0)
+    return _tn_ag_torch().where(inside, grad_output * _AG_ONE_SIXTH_F32,
+                                grad_output.new_zeros(()))
 
 
 # ----- more of upstream's FunctionsManual, rewritten over the face's operators --------------------
@@ -3454,7 +3983,9 @@ for _n in ("unsqueeze_multiple", "restore_reduced_dims", "scale_grad_by_count",
            "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward",
            "wrap_opt_if", "_trilinear_backward", "TensorGeometry", "as_strided_backward"):
     _AG_GLOBALS[_n] = globals()[_n]
-for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "to_args_sizes",
+for _n in ("_tn_ag_grad_mode", "infinitely_differentiable_silu_backward", "hardsigmoid_backward",
+           "_scaled_dot_product_flash_attention_for_cpu_backward",
+           "to_args_sizes",
            "to_args_sizes_symint", "to_args_scalartypes", "cat_tensors_backward", "stack_tensors_backward",
            "slice_backward_wrapper", "index_backward", "_tn_ag_opt_sizes",
            "constant_pad_nd_backward",

@@ -712,9 +712,54 @@ pub fn run(py: Python<'_>, schema: &FunctionSchema, mut values: Vec<Value>) -> P
     if let Some(answer) = crate::math_bits::special(py, &full, &values)? {
         return Ok(answer);
     }
+    let written = written_tensors(py, schema, &values);
     let prepared = crate::math_bits::prepare(py, schema, &mut values)?;
     let result = run_resolved(py, schema, full, values);
-    crate::math_bits::finish(py, prepared, result)
+    let result = crate::math_bits::finish(py, prepared, result)?;
+    bump_versions(py, &written);
+    Ok(result)
+}
+
+/// The tensors an operator writes (`Tensor(a!)` arguments, out= included).
+fn written_tensors(
+    py: Python<'_>,
+    schema: &FunctionSchema,
+    values: &[Value],
+) -> Vec<Py<TensorBase>> {
+    let mut out = Vec::new();
+    for (a, v) in schema.arguments.iter().zip(values) {
+        if !a.is_write() {
+            continue;
+        }
+        match v {
+            Value::Tensor(t) => out.push(t.clone_ref(py)),
+            Value::Tensors(ts) => out.extend(ts.iter().map(|t| t.clone_ref(py))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// upstream's version counters: every operator that wrote a tensor bumps it once, and a view
+/// shares its root base's counter (`TensorBase::_version` reads the base's), so a write through
+/// a view bumps the base too.
+fn bump_versions(py: Python<'_>, written: &[Py<TensorBase>]) {
+    for t in written {
+        let base = match t.bind(py).try_borrow_mut() {
+            Ok(mut tb) => {
+                tb.version += 1;
+                tb.base_obj.as_ref().map(|b| b.clone_ref(py))
+            }
+            Err(_) => continue,
+        };
+        if let Some(base) = base {
+            if let Ok(b) = base.bind(py).cast::<TensorBase>() {
+                if let Ok(mut b) = b.try_borrow_mut() {
+                    b.version += 1;
+                }
+            }
+        }
+    }
 }
 
 /// [`run`] once the inputs' math bits are resolved.

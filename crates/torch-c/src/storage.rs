@@ -645,7 +645,6 @@ pub fn set_storage(
     let view = flat.as_strided(&size, &stride, offset).map_err(core_err)?;
     let mut tb = t.borrow_mut();
     tb.inner = view;
-    tb.version += 1;
     Ok(())
 }
 
@@ -706,7 +705,6 @@ pub(crate) fn register(t: &mut crate::kernels::Table) {
         let this = tensor_arg(c, 0)?;
         let mut tb = this.borrow_mut();
         tb.inner = source;
-        tb.version += 1;
         Ok(Out::Arg(0))
     });
     t.insert("aten::set_.source_Tensor_storage_offset", |c| {
@@ -719,14 +717,12 @@ pub(crate) fn register(t: &mut crate::kernels::Table) {
         let this = tensor_arg(c, 0)?;
         let mut tb = this.borrow_mut();
         tb.inner = view;
-        tb.version += 1;
         Ok(Out::Arg(0))
     });
     t.insert("aten::set_", |c| {
         let this = tensor_arg(c, 0)?;
         let mut tb = this.borrow_mut();
         tb.inner = Tensor::empty_on(&[0], tb.inner.dtype(), Device::Cpu).map_err(core_err)?;
-        tb.version += 1;
         Ok(Out::Arg(0))
     });
 }

@@ -2258,10 +2258,13 @@ def _getitem(self, index):
     return _index_get(self, index)
 
 
-def _getitem_recorded(self, index):
+def _getitem_recorded(self, index, for_write=False):
     """Indexing as upstream's applySlicing spells it in operators (select, slice, unsqueeze,
     alias, index), each through the door, so autograd records them; the fast path above
-    computes the same view without recording."""
+    computes the same view without recording. `for_write`: what an assignment writes, as
+    `(view, index tensors)`: the view of the basic indices (`self` itself when every index takes
+    a whole dim, as upstream's slice optimisation does) and the indices index_put_ takes after
+    them (empty for basic indexing)."""
     import torch
 
     aten = torch.ops.aten
@@ -2279,9 +2282,8 @@ def _getitem_recorded(self, index):
     consumed = 0
     for i in items:
         if isinstance(i, TensorBase):  # noqa: F821
-            if i.dtype == torch.bool and i.dim() != 1:
-                refuse("a boolean mask of more than one dimension")
-            consumed += 1
+            # a boolean mask takes as many dims as it has
+            consumed += i.dim() if i.dtype in (torch.bool, torch.uint8) else 1
         elif i is None or i is Ellipsis:
             pass
         elif type(i) is _builtins.bool:
@@ -2313,10 +2315,12 @@ def _getitem_recorded(self, index):
             dim += 1
         elif isinstance(i, TensorBase):  # noqa: F821
             advanced += [None] * (dim - _builtins.len(advanced)) + [i]
-            dim += 1
+            dim += i.dim() if i.dtype in (torch.bool, torch.uint8) else 1
         else:
             result = aten.select.int(result, dim, i.__index__())
             touched = True
+    if for_write:
+        return result, advanced
     if advanced:
         return aten.index.Tensor(result, advanced)
     return result if touched else aten.alias(self)
@@ -2331,9 +2335,37 @@ def _setitem(self, index, value):
         if self.requires_grad and self.grad_fn is None:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation.")
-        raise NotImplementedError(
-            "torchnative: indexed assignment where a tensor requires grad is not differentiable "
-            "yet (autograd: issue 12)")
+        # upstream's set_item: the indexed view, then copy_to (copy_, or fill_ from a scalar or
+        # a 0-dim value of another shape); autograd records the write (CopySlices on a view)
+        import torch
+
+        if (isinstance(index, TensorBase) and index.dtype == torch.bool  # noqa: F821
+                and (not isinstance(value, TensorBase) or value.dim() == 0)):  # noqa: F821
+            # upstream's fast path for `t[mask] = scalar`
+            self.masked_fill_(index, value)
+            return None
+        target, advanced = _getitem_recorded(self, index, for_write=True)
+        if isinstance(value, TensorBase) and value.dim() > 0:  # noqa: F821
+            # upstream's slicePrefix1sDims: leading size-1 dims of the value are viewed away
+            lead = 0
+            while lead < value.dim() and value.shape[lead] == 1:
+                lead += 1
+            if lead:
+                value = value.view(_builtins.list(value.shape[lead:]))
+        if advanced:
+            # upstream: index_put_ on the basic view, a Python scalar as a 0-dim tensor
+            if not isinstance(value, TensorBase):  # noqa: F821
+                value = torch.tensor(value, dtype=self.dtype)
+            target.index_put_(advanced, value)
+            return None
+        if isinstance(value, TensorBase):  # noqa: F821
+            if value.dim() == 0 and target.dim() != 0:
+                target.fill_(value)
+            else:
+                target.copy_(value)
+        else:
+            target.fill_(value)
+        return None
     return _index_set(self, index, value)
 
 

@@ -40,6 +40,43 @@ pub struct TensorBase {
 }
 
 impl TensorBase {
+    /// `t[index] = value` without the version bump (`__setitem__` adds it).
+    fn set_item(
+        &self,
+        py: Python<'_>,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let items = parse_index(py, index)?;
+        let (view, advanced) = apply_index(&self.inner, items)?;
+        let src = if let Ok(t) = value.cast::<TensorBase>() {
+            t.borrow().logical()?
+        } else if let Some(s) = crate::value_scalar(value) {
+            Tensor::scalar_tensor(s, self.inner.dtype())
+        } else {
+            tensor_from_data(value, Some(self.inner.dtype()))?
+        };
+        // Memory under math bits stores the bits' inverse of the values (both involutions).
+        let src = if self.conj || self.neg {
+            let cast = src.to_dtype(self.inner.dtype()).map_err(core_err)?;
+            crate::math_bits::resolve(&cast, self.conj, self.neg)?
+        } else {
+            src
+        };
+        if advanced.is_empty() {
+            return view.copy_(&src).map_err(core_err);
+        }
+        let (view, first, indices) = advanced_block(&view, advanced)?;
+        let k = indexed_dims(&indices);
+        let src = src.to_dtype(view.dtype()).map_err(core_err)?;
+        if first == 0 {
+            return view.index_put_(&indices, &src, false).map_err(core_err);
+        }
+        to_front(&view, first, k)?
+            .index_put_(&indices, &src, false)
+            .map_err(core_err)
+    }
+
     pub fn new(inner: Tensor) -> TensorBase {
         TensorBase {
             inner,
@@ -663,9 +700,17 @@ impl TensorBase {
     fn output_nr(&self) -> usize {
         self.output_nr
     }
+    /// upstream's version counter, which a view shares with its base: a view reads its root
+    /// base's (writes through a view bump it too, `kernels::Ctx::write_into`).
     #[getter]
-    fn _version(&self) -> u64 {
-        self.version
+    fn _version(&self, py: Python<'_>) -> u64 {
+        match &self.base_obj {
+            Some(base) => base
+                .bind(py)
+                .cast::<TensorBase>()
+                .map_or(self.version, |b| b.borrow().version),
+            None => self.version,
+        }
     }
     #[getter]
     fn names(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -950,39 +995,24 @@ impl TensorBase {
         wrap(py, advanced_index(&view, advanced)?)
     }
     fn __setitem__(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let items = parse_index(py, index)?;
-        let (view, advanced) = apply_index(&self.inner, items)?;
-        let src = if let Ok(t) = value.cast::<TensorBase>() {
-            t.borrow().logical()?
-        } else if let Some(s) = crate::value_scalar(value) {
-            Tensor::scalar_tensor(s, self.inner.dtype())
-        } else {
-            tensor_from_data(value, Some(self.inner.dtype()))?
-        };
-        // Memory under math bits stores the bits' inverse of the values (both involutions).
-        let src = if self.conj || self.neg {
-            let cast = src.to_dtype(self.inner.dtype()).map_err(core_err)?;
-            crate::math_bits::resolve(&cast, self.conj, self.neg)?
-        } else {
-            src
-        };
-        if advanced.is_empty() {
-            return view.copy_(&src).map_err(core_err);
+        let py = slf.py();
+        // (a shared borrow: the value may be this very tensor)
+        slf.borrow().set_item(py, index, value)?;
+        // one write: the version counter (shared with the base of a view) moves once
+        let mut this = slf.borrow_mut();
+        this.version += 1;
+        if let Some(base) = &this.base_obj {
+            if let Ok(b) = base.bind(py).cast::<TensorBase>() {
+                if let Ok(mut b) = b.try_borrow_mut() {
+                    b.version += 1;
+                }
+            }
         }
-        let (view, first, indices) = advanced_block(&view, advanced)?;
-        let k = indexed_dims(&indices);
-        let src = src.to_dtype(view.dtype()).map_err(core_err)?;
-        if first == 0 {
-            return view.index_put_(&indices, &src, false).map_err(core_err);
-        }
-        to_front(&view, first, k)?
-            .index_put_(&indices, &src, false)
-            .map_err(core_err)
+        Ok(())
     }
     /// `Tensor._make_subclass(cls, data, require_grad=False)`: a `cls` instance sharing `data`.
     #[staticmethod]

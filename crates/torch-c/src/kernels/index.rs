@@ -1004,8 +1004,9 @@ fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> PyResult<T
     Ok(out)
 }
 
-/// `Tensor?[] indices` (argument `i`) of `x`: the view with the indexed dims leading and the
-/// index tensors. `None` entries stand for whole dims; indexed dims must be adjacent.
+/// `Tensor?[] indices` (argument `i`) of `x`: the view with the indexed dims leading (then the
+/// dims before them, then those after), the index tensors, and how many dims came before.
+/// `None` entries stand for whole dims; indexed dims must be adjacent.
 fn leading_indices(
     c: &Ctx<'_, '_>,
     x: &Tensor,
@@ -1053,13 +1054,9 @@ fn leading_indices(
         return Ok((x.clone(), idx, 0));
     }
     let k = last_end - first;
-    if first + k < x.dim() {
-        return Err(pyo3::exceptions::PyNotImplementedError::new_err(
-            "index with a leading None before indices in the middle is not implemented in torchnative",
-        ));
-    }
     let order: Vec<i64> = (first..first + k)
         .chain(0..first)
+        .chain(first + k..x.dim())
         .map(|d| d as i64)
         .collect();
     Ok((x.permute(&order).map_err(core_err)?, idx, first))
@@ -1195,15 +1192,21 @@ fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
     let (view, idx, first) = leading_indices(c, x, 1)?;
     let mut values = c.tensor(2)?;
     if first > 0 {
-        // upstream's values keep the whole dims before the indexed ones in front; the view
-        // puts the indexed dims first, so the values move the same way
+        // upstream's values are laid out as `x[indices]`: the whole dims before the indexed
+        // ones, the index dims, the dims after; the view puts the indexed dims first, so the
+        // values move the same way (right-aligned, as they broadcast)
         let m = idx
             .iter()
             .map(|t| if t.dtype() == DType::Bool { 1 } else { t.dim() })
             .max()
             .unwrap_or(0);
-        let padded = if values.dim() < first + m {
-            let mut s = vec![1usize; first + m - values.dim()];
+        let indexed: usize = idx
+            .iter()
+            .map(|t| if t.dtype() == DType::Bool { t.dim() } else { 1 })
+            .sum();
+        let rank = first + m + (x.dim() - first - indexed);
+        let padded = if values.dim() < rank {
+            let mut s = vec![1usize; rank - values.dim()];
             s.extend_from_slice(values.shape());
             values
                 .reshape(&s.iter().map(|&d| d as i64).collect::<Vec<_>>())
@@ -1213,6 +1216,7 @@ fn index_put_into(c: &Ctx<'_, '_>, x: &Tensor) -> PyResult<()> {
         };
         let order: Vec<i64> = (first..first + m)
             .chain(0..first)
+            .chain(first + m..padded.dim())
             .map(|d| d as i64)
             .collect();
         values = padded.permute(&order).map_err(core_err)?;

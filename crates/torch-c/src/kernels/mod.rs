@@ -147,7 +147,6 @@ impl Ctx<'_, '_> {
             if dst.inner.numel() == 0 || self.is_out(i) {
                 // out= tensors are resized to the result (upstream warns when non-empty).
                 dst.inner = result.to_dtype(dst.inner.dtype()).map_err(core_err)?;
-                dst.version += 1;
                 return Ok(Out::Arg(i));
             }
             return Err(PyRuntimeError::new_err(format!(
@@ -157,7 +156,6 @@ impl Ctx<'_, '_> {
             )));
         }
         dst.inner.copy_(&result).map_err(core_err)?;
-        dst.version += 1;
         Ok(Out::Arg(i))
     }
     fn is_out(&self, i: usize) -> bool {
