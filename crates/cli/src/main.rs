@@ -887,19 +887,17 @@ fn tokenize(a: TokenizeArgs) -> CliResult<()> {
     Ok(())
 }
 
-fn embed(a: EmbedArgs) -> CliResult<()> {
-    use torchnative_runtime::{EmbedOptions, Embedder};
-    if let Some(n) = a.threads {
-        torchnative_runtime::embed::set_threads(n)?;
-    }
-    let mut texts = a.texts.clone();
+/// The texts of `embed` / `rerank`: those given as options, then a file's non-empty lines, or,
+/// with neither, standard input's.
+fn texts_from(given: &[String], file: Option<&std::path::Path>) -> CliResult<Vec<String>> {
+    let mut texts = given.to_vec();
     let from_lines = |text: String| {
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    if let Some(path) = &a.file {
+    if let Some(path) = file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         texts.extend(from_lines(text));
@@ -908,6 +906,15 @@ fn embed(a: EmbedArgs) -> CliResult<()> {
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
         texts.extend(from_lines(text));
     }
+    Ok(texts)
+}
+
+fn embed(a: EmbedArgs) -> CliResult<()> {
+    use torchnative_runtime::{EmbedOptions, Embedder};
+    if let Some(n) = a.threads {
+        torchnative_runtime::embed::set_threads(n)?;
+    }
+    let texts = texts_from(&a.texts, a.file.as_deref())?;
     if texts.is_empty() {
         return Err("no texts to embed (give --text, --file, or lines on standard input)".into());
     }
@@ -958,22 +965,7 @@ fn rerank(a: RerankArgs) -> CliResult<()> {
     if let Some(n) = a.threads {
         torchnative_runtime::embed::set_threads(n)?;
     }
-    let mut docs = a.docs.clone();
-    let from_lines = |text: String| {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(String::from)
-            .collect::<Vec<_>>()
-    };
-    if let Some(path) = &a.file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        docs.extend(from_lines(text));
-    } else if docs.is_empty() {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
-        docs.extend(from_lines(text));
-    }
+    let docs = texts_from(&a.docs, a.file.as_deref())?;
     if docs.is_empty() {
         return Err(
             "no documents to rerank (give --doc, --file, or lines on standard input)".into(),

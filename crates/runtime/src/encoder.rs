@@ -1042,13 +1042,7 @@ impl EncoderModel {
     fn activate(&self, row: &mut [f32]) {
         match self.config.activation {
             Activation::GeluErf => kernels::gelu_erf_inplace_f32(row),
-            Activation::GeluTanh => {
-                let k = (2.0f32 / std::f32::consts::PI).sqrt();
-                for v in row {
-                    let u = *v;
-                    *v = 0.5 * u * (1.0 + (k * (u + 0.044_715 * u * u * u)).tanh());
-                }
-            }
+            Activation::GeluTanh => gelu_tanh_inplace(row),
             Activation::Relu => row.iter_mut().for_each(|v| *v = v.max(0.0)),
         }
     }
@@ -1118,6 +1112,15 @@ impl EncoderModel {
 }
 
 /// A checked float tensor's elements as f32.
+/// GELU's tanh approximation (`gelu_new`, `gelu_pytorch_tanh`), in place.
+pub(crate) fn gelu_tanh_inplace(row: &mut [f32]) {
+    let k = (2.0f32 / std::f32::consts::PI).sqrt();
+    for v in row {
+        let u = *v;
+        *v = 0.5 * u * (1.0 + (k * (u + 0.044_715 * u * u * u)).tanh());
+    }
+}
+
 pub(crate) fn to_f32(t: TensorView<'_>) -> Vec<f32> {
     let le16 = |d: &[u8]| -> Vec<u16> {
         d.chunks_exact(2)

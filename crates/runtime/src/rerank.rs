@@ -367,13 +367,7 @@ impl HeadActivation {
     fn apply(self, x: &mut [f32]) {
         match self {
             HeadActivation::GeluErf => kernels::gelu_erf_inplace_f32(x),
-            HeadActivation::GeluTanh => {
-                let k = (2.0f32 / std::f32::consts::PI).sqrt();
-                for v in x {
-                    let u = *v;
-                    *v = 0.5 * u * (1.0 + (k * (u + 0.044_715 * u * u * u)).tanh());
-                }
-            }
+            HeadActivation::GeluTanh => crate::encoder::gelu_tanh_inplace(x),
             HeadActivation::Relu => x.iter_mut().for_each(|v| *v = v.max(0.0)),
             HeadActivation::Silu => x.iter_mut().for_each(|v| *v /= 1.0 + (-*v).exp()),
         }

@@ -68,6 +68,17 @@ fn oracle(python: &Path, mut request: Value, work: &Path, tag: &str) -> Value {
     serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap()
 }
 
+/// Every third of 240 Brown corpus sentences of varied lengths (the oracle picks them).
+fn brown_sample(python: &Path, minilm: &Path, work: &Path) -> Vec<String> {
+    let corpus = oracle(
+        python,
+        json!({"cmd": "brown", "home": torchnative_home(), "n": 240, "long_dir": minilm}),
+        work,
+        "brown",
+    );
+    strings(&corpus["texts"]).into_iter().step_by(3).collect()
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
@@ -231,13 +242,7 @@ fn tiny_random_bert_roberta_and_modernbert_match_transformers() {
     let Some(dir) = minilm_dir() else { return };
     let Some(()) = brown_corpus() else { return };
     let work = temp_dir("embed-tiny");
-    let corpus = oracle(
-        &python,
-        json!({"cmd": "brown", "home": torchnative_home(), "n": 240, "long_dir": dir}),
-        &work,
-        "brown",
-    );
-    let texts: Vec<String> = strings(&corpus["texts"]).into_iter().step_by(3).collect();
+    let texts = brown_sample(&python, &dir, &work);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     for (seed, arch, pooling, normalize) in [
         (0, "bert", json!({"pooling_mode_cls_token": true}), true),
@@ -486,13 +491,7 @@ fn tiny_random_cross_encoders_score_pairs_as_transformers_does() {
     let Some(dir) = minilm_dir() else { return };
     let Some(()) = brown_corpus() else { return };
     let work = temp_dir("rerank-tiny");
-    let corpus = oracle(
-        &python,
-        json!({"cmd": "brown", "home": torchnative_home(), "n": 240, "long_dir": dir}),
-        &work,
-        "brown",
-    );
-    let texts: Vec<String> = strings(&corpus["texts"]).into_iter().step_by(3).collect();
+    let texts = brown_sample(&python, &dir, &work);
     let docs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let queries = [
         docs[5],

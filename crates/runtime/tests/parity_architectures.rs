@@ -775,6 +775,59 @@ fn transformers_greedy(
         .collect()
 }
 
+/// A model directory loaded as an `Llm` with f32 weights.
+fn load_f32_llm(dir: &std::path::Path) -> torchnative_runtime::Llm {
+    use torchnative_runtime::{load_llm, LoadOptions, WeightFormat};
+    let options = LoadOptions {
+        weight_format: WeightFormat::F32,
+        threads: None,
+    };
+    load_llm(dir.to_str().unwrap(), &options).unwrap()
+}
+
+/// `config`'s tokens after `prompt` in a fresh session reading prompts `n_batch` at a time.
+fn fresh_session_tokens(
+    llm: &torchnative_runtime::Llm,
+    prompt: &[u32],
+    config: &torchnative_runtime::GenerationConfig,
+    n_batch: usize,
+) -> Vec<u32> {
+    use torchnative_runtime::{Flow, SessionOptions};
+    let options = SessionOptions {
+        n_ctx: None,
+        n_batch,
+    };
+    let mut s = llm.session(options).unwrap();
+    s.generate(prompt, config, &mut |_| Flow::Continue)
+        .unwrap()
+        .tokens
+}
+
+/// Every prompt submitted at once to an engine started with `engine_config`; each answer must
+/// be `want`'s. Returns the engine (for its statistics).
+fn engine_answers_equal(
+    llm: &torchnative_runtime::Llm,
+    prompts: &[Vec<u32>],
+    config: &torchnative_runtime::GenerationConfig,
+    engine_config: torchnative_runtime::EngineConfig,
+    want: &[Vec<u32>],
+) -> torchnative_runtime::Engine {
+    let engine = torchnative_runtime::Engine::start(llm.clone(), engine_config).unwrap();
+    let rxs: Vec<_> = prompts
+        .iter()
+        .map(|p| {
+            submit_with_channel(&engine, p.clone(), config.clone(), None)
+                .unwrap()
+                .1
+        })
+        .collect();
+    for ((p, rx), want) in prompts.iter().zip(rxs).zip(want) {
+        let (done, _) = wait_done(&rx, &format!("engine: prompt {}", p.len()));
+        assert_eq!(&done.tokens, want, "engine: prompt {}", p.len());
+    }
+    engine
+}
+
 /// The dynamic NTK llama with the default model's tokenizer, run as an `Llm`: sessions (a
 /// prompt read in chunks of 7, a session reused across prompts of other lengths, its cached
 /// prefix reused only under the same floor), prompt-lookup speculation and the batching engine
@@ -793,14 +846,7 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
     let work = torchnative_testing::temp_dir("dynamic-llm");
     let model_dir =
         tiny_model_dir_with_default_tokenizer(&python, &default, "llama_dynamic", 11, &work);
-    let llm = load_llm(
-        model_dir.to_str().unwrap(),
-        &LoadOptions {
-            weight_format: WeightFormat::F32,
-            threads: None,
-        },
-    )
-    .unwrap();
+    let llm = load_f32_llm(&model_dir);
     assert_eq!(llm.config().context_length, DYNAMIC_CONTEXT);
     let vocab = llm.config().vocab_size as u32;
     // 70 tokens; prompts of 20 and 45 share its start, 32 and 24 another's, a second 20 the
@@ -824,17 +870,7 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
         ..Default::default()
     };
     let theirs = transformers_greedy(&python, &model_dir, &prompts, n, &work);
-    let fresh = |p: &[u32], n_batch: usize| {
-        let mut s = llm
-            .session(SessionOptions {
-                n_ctx: None,
-                n_batch,
-            })
-            .unwrap();
-        s.generate(p, &config, &mut |_| Flow::Continue)
-            .unwrap()
-            .tokens
-    };
+    let fresh = |p: &[u32], n_batch: usize| fresh_session_tokens(&llm, p, &config, n_batch);
     let alone: Vec<Vec<u32>> = prompts.iter().map(|p| fresh(p, 256)).collect();
     for ((p, ours), theirs) in prompts.iter().zip(&alone).zip(&theirs) {
         assert_eq!(
@@ -876,22 +912,7 @@ fn tiny_llama_dynamic_ntk_sessions_speculation_and_engine_equal_transformers_gen
     }
     // The engine: chunked prompts beside other sequences, shared prefix blocks, then a pool
     // that cannot hold everyone (preemption recomputes a sequence from its history).
-    let run_engine = |config_engine: EngineConfig| {
-        let engine = Engine::start(llm.clone(), config_engine).unwrap();
-        let rxs: Vec<_> = prompts
-            .iter()
-            .map(|p| {
-                submit_with_channel(&engine, p.clone(), config.clone(), None)
-                    .unwrap()
-                    .1
-            })
-            .collect();
-        for ((p, rx), want) in prompts.iter().zip(rxs).zip(&alone) {
-            let (done, _) = wait_done(&rx, &format!("engine: prompt {}", p.len()));
-            assert_eq!(&done.tokens, want, "engine: prompt {}", p.len());
-        }
-        engine
-    };
+    let run_engine = |e: EngineConfig| engine_answers_equal(&llm, &prompts, &config, e, &alone);
     let engine = run_engine(EngineConfig {
         max_running: 6,
         ctx_per_seq: DYNAMIC_CONTEXT,
@@ -939,14 +960,7 @@ fn tiny_phi3_longrope_generate_across_the_pretrained_length_matches_transformers
     let work = torchnative_testing::temp_dir("longrope-llm");
     let model_dir =
         tiny_model_dir_with_default_tokenizer(&python, &default, "phi3_longrope_gguf", 12, &work);
-    let llm = load_llm(
-        model_dir.to_str().unwrap(),
-        &LoadOptions {
-            weight_format: WeightFormat::F32,
-            threads: None,
-        },
-    )
-    .unwrap();
+    let llm = load_f32_llm(&model_dir);
     const ORIGINAL: usize = 16;
     let context = llm.config().context_length;
     let vocab = llm.config().vocab_size;
@@ -1019,17 +1033,7 @@ fn tiny_phi3_longrope_generate_across_the_pretrained_length_matches_transformers
         max_new_tokens: n,
         ..Default::default()
     };
-    let fresh = |p: &[u32], n_batch: usize| {
-        let mut s = llm
-            .session(SessionOptions {
-                n_ctx: None,
-                n_batch,
-            })
-            .unwrap();
-        s.generate(p, &config, &mut |_| Flow::Continue)
-            .unwrap()
-            .tokens
-    };
+    let fresh = |p: &[u32], n_batch: usize| fresh_session_tokens(&llm, p, &config, n_batch);
     for (p, theirs) in prompts.iter().zip(&theirs_all) {
         assert_eq!(&fresh(p, 256), theirs, "session: prompt {}", p.len());
         assert_eq!(&fresh(p, 7), theirs, "prompt {} in chunks of 7", p.len());
@@ -1066,22 +1070,8 @@ fn tiny_phi3_longrope_generate_across_the_pretrained_length_matches_transformers
     }
     println!("prompt lookup drafted {drafted} tokens; the self-draft had {accepted} accepted");
     assert!(accepted > 40, "the self-draft drafts");
-    let run_engine = |config_engine: EngineConfig| {
-        let engine = Engine::start(llm.clone(), config_engine).unwrap();
-        let rxs: Vec<_> = prompts
-            .iter()
-            .map(|p| {
-                submit_with_channel(&engine, p.clone(), config.clone(), None)
-                    .unwrap()
-                    .1
-            })
-            .collect();
-        for ((p, rx), theirs) in prompts.iter().zip(rxs).zip(&theirs_all) {
-            let (done, _) = wait_done(&rx, &format!("engine: prompt {}", p.len()));
-            assert_eq!(&done.tokens, theirs, "engine: prompt {}", p.len());
-        }
-        engine
-    };
+    let run_engine =
+        |e: EngineConfig| engine_answers_equal(&llm, &prompts, &config, e, &theirs_all);
     for prompt_lookup_tokens in [0, 4] {
         let engine = run_engine(EngineConfig {
             max_running: 5,

@@ -1441,20 +1441,26 @@ def _ag_contiguous(self, memory_format=None):
     return self.clone(memory_format=memory_format)
 
 
-def _ag_flash_scores(query, key, is_causal, attn_mask, scale):
-    """Scaled, masked attention scores as upstream's CPU flash kernel forms them."""
+def _ag_masked_scores(scores, is_causal, attn_mask):
+    """Attention scores with the causal mask and `attn_mask` (boolean: keep; float: added)."""
     torch = _tn_ag_torch()
-    s = 1.0 / query.shape[-1] ** 0.5 if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1)) * s
     if is_causal:
-        keep = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
+        keep = torch.ones(scores.shape[-2], scores.shape[-1], dtype=torch.bool).tril()
         scores = scores.masked_fill(keep.logical_not(), _b.float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), _b.float("-inf"))
         else:
             scores = scores + attn_mask
-    return scores, s
+    return scores
+
+
+def _ag_flash_scores(query, key, is_causal, attn_mask, scale):
+    """Scaled, masked attention scores as upstream's CPU flash kernel forms them."""
+    torch = _tn_ag_torch()
+    s = 1.0 / query.shape[-1] ** 0.5 if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * s
+    return _ag_masked_scores(scores, is_causal, attn_mask), s
 
 
 def _ag_flash_forward(query, key, value, is_causal, attn_mask, scale):
@@ -1533,15 +1539,7 @@ def _ag_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, 
 
         key, value = repeat(key), repeat(value)
     scores = torch.matmul(query * factor, (key * factor).transpose(-2, -1))
-    length, source = query.shape[-2], key.shape[-2]
-    if is_causal:
-        keep = torch.ones(length, source, dtype=torch.bool).tril()
-        scores = scores.masked_fill(keep.logical_not(), _b.float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(attn_mask.logical_not(), _b.float("-inf"))
-        else:
-            scores = scores + attn_mask
+    scores = _ag_masked_scores(scores, is_causal, attn_mask)
     weights = torch.ops.aten._softmax(scores, -1, False)
     return torch.matmul(weights, value)
 
