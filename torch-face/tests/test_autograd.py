@@ -337,16 +337,20 @@ def test_what_autograd_cannot_do_refuses_by_name_at_backward():
         x[0].mul_(3)
 
 
-VIEW_WRITES_CODE = r"""
+# Node names `depth` deep, for the scripts below (edges of inputs that do not require grad are
+# left out: the face does not keep them).
+NAMES_CODE = r"""
 import json, torch
-import torch.nn.functional as F
 r = {}
 def names(node, depth=3):
-    # (edges of inputs that do not require grad are left out: the face does not keep them)
     if node is None or depth == 0:
         return None
     return [type(node).__name__,
             [names(n, depth - 1) for n, _ in node.next_functions if n is not None]]
+"""
+
+VIEW_WRITES_CODE = NAMES_CODE + r"""
+import torch.nn.functional as F
 x = torch.arange(1.0, 7.0, dtype=torch.float64).reshape(2, 3).requires_grad_()
 w = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
 # a formula that reads self (mul by a tensor that requires grad) through a select view
@@ -430,14 +434,7 @@ def test_writes_through_views_take_upstreams_copyslices():
         assert got[key] == want[key], key
 
 
-EINSUM_CODE = r"""
-import json, torch
-r = {}
-def names(node, depth=4):
-    if node is None or depth == 0:
-        return None
-    return [type(node).__name__,
-            [names(n, depth - 1) for n, _ in node.next_functions if n is not None]]
+EINSUM_CODE = NAMES_CODE + r"""
 g = torch.Generator().manual_seed(0)
 def leaf(*shape):
     return torch.randn(*shape, generator=g, dtype=torch.float64).requires_grad_()
@@ -454,7 +451,7 @@ for eq, shapes in cases:
     y = torch.einsum(eq, *xs)
     gy = torch.arange(y.numel(), dtype=torch.float64).reshape(y.shape) % 3 - 1
     y.backward(gy)
-    r[eq] = [y.tolist(), names(y.grad_fn), [x.grad.tolist() for x in xs]]
+    r[eq] = [y.tolist(), names(y.grad_fn, 4), [x.grad.tolist() for x in xs]]
 x, w = leaf(2, 3), leaf(3, 4)
 r["path"] = torch.einsum("ij,jk,kl->il", x, w, leaf(4, 2)).shape[0]
 for bad in [("ij,jk->ik", [(2, 3), (4, 5)]), ("ij->i", [(2, 3, 4)]), ("ij,j->k", [(2, 3), (3,)])]:
