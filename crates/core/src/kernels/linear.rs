@@ -366,6 +366,13 @@ unsafe fn dot_tile<S: Simd, T: WeightElem, const MR: usize, const NR: usize>(
         }
     }
     let mut out = [[0.0f32; NR]; MR];
+    if MR * NR == 16 {
+        let sums = S::hsum16(&std::array::from_fn(|i| acc[i / NR][i % NR]));
+        for (i, s) in sums.into_iter().enumerate() {
+            out[i / NR][i % NR] = s;
+        }
+        return out;
+    }
     for (o_row, a_row) in out.iter_mut().zip(&acc) {
         for (o, &a) in o_row.iter_mut().zip(a_row) {
             *o = S::hsum(a);

@@ -215,3 +215,53 @@ fn matmul_rejects_short_buffers() {
     let mut c = [0.0f32; 4];
     crate::kernels::matmul_f32(2, 2, 2, &[0.0; 3], 2, 1, &[0.0; 4], 2, 1, &mut c, 2, 0.0);
 }
+
+/// A tile's 16 outputs reduced together must be bit-identical to 16 separate `hsum`s: the
+/// decode gemv reduces one at a time, and batch invariance needs the same bits. Mixed
+/// magnitudes make every reassociation visible.
+#[test]
+fn hsum16_is_sixteen_hsums_bit_for_bit() {
+    use crate::kernels::simd::Simd;
+    fn check<S: Simd>(name: &str, rng: &mut Rng) {
+        for round in 0..200 {
+            let data: Vec<f32> = (0..16 * S::W)
+                .map(|i| rng.f32() * 10f32.powi((i % 13) as i32 - 6 + round % 3))
+                .collect();
+            // SAFETY: `data` holds 16 * W floats; the caller checked the CPU runs S.
+            let (one, many) = unsafe {
+                let v: [S::V; 16] = std::array::from_fn(|i| S::load(data[i * S::W..].as_ptr()));
+                (v.map(|v| S::hsum(v)), S::hsum16(&v))
+            };
+            for i in 0..16 {
+                assert_eq!(
+                    one[i].to_bits(),
+                    many[i].to_bits(),
+                    "{name} round {round} vector {i}"
+                );
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+    unsafe fn check_avx512(rng: &mut Rng) {
+        check::<crate::kernels::simd::Avx512>("avx512", rng)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn check_avx2(rng: &mut Rng) {
+        check::<crate::kernels::simd::Avx2>("avx2", rng)
+    }
+    let mut rng = Rng::new(16);
+    for isa in supported_isas() {
+        match isa {
+            // SAFETY (each arm): `supported_isas` lists only levels this CPU runs.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe { check_avx512(&mut rng) },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe { check_avx2(&mut rng) },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => check::<crate::kernels::simd::Neon>("neon", &mut rng),
+            _ => {}
+        }
+    }
+}
