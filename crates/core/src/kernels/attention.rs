@@ -1024,6 +1024,20 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
             let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
             let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
+            if lanes <= KEYS_IN_LANES_MAX {
+                let block = KeyBlock {
+                    krows: &krows,
+                    vrows: &vrows,
+                    r0,
+                    len,
+                    kb,
+                };
+                let state = (&mut run_max, &mut run_sum);
+                if few_lanes_block::<S>(&block, hd, qt, lanes, &pos, &start, p.scale, state, acc) {
+                    kb += len;
+                    continue;
+                }
+            }
             // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
             // FMA latency even when few lanes are queries (decode: one query per call).
             let mut j = 0;
@@ -1084,6 +1098,261 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
     }
 }
 
+/// Most query vectors (lanes) for which [`few_lanes_block`] runs: at `L` vectors its scores
+/// cost about `4 + L` vector operations per key and head dim, the lanes-as-queries loop's 16.
+const KEYS_IN_LANES_MAX: usize = 8;
+
+/// One 64-key block of a blocked task, as its loop sees it: key `kb + j` is row `r0 + j`.
+struct KeyBlock<'a> {
+    krows: &'a BlockRows,
+    vrows: &'a BlockRows,
+    r0: usize,
+    len: usize,
+    kb: usize,
+}
+
+/// [`blocked_task`]'s work on one key block when only `lanes` lanes are query vectors (decode:
+/// one query, the heads of a GQA group), with keys in the lanes instead: scores 16 keys at a
+/// time from keys transposed in registers, then scale, mask, block maximum, `exp` and the
+/// probability sums per query vector over its row of keys, and the value sums of all vectors
+/// from one load of each value row. Every value is the one the lanes-as-queries loop
+/// computes, in the same order (the score chain over head dims, the maximum and the sum in key
+/// order, the same `exp` of the same difference, each value sum's chain in key order), and
+/// the lanes past `lanes` get the last vector's values as there, so the task's state and
+/// output bits are unchanged; only idle lanes are no longer computed. Returns false, having
+/// changed nothing, where the level has no 16-lane transpose or `lanes` is above
+/// [`KEYS_IN_LANES_MAX`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn few_lanes_block<S: Simd>(
+    b: &KeyBlock<'_>,
+    hd: usize,
+    qt: *const f32,
+    lanes: usize,
+    pos: &[f32; 16],
+    start: &[f32; 16],
+    scale: f32,
+    state: (&mut S::V, &mut S::V),
+    acc: *mut f32,
+) -> bool {
+    macro_rules! go {
+        ($l:literal) => {
+            unsafe { few_lanes_block_n::<S, $l>(b, hd, qt, pos, start, scale, state, acc) }
+        };
+    }
+    match lanes {
+        1 => go!(1),
+        2 => go!(2),
+        3 => go!(3),
+        4 => go!(4),
+        5 => go!(5),
+        6 => go!(6),
+        7 => go!(7),
+        8 => go!(8),
+        _ => false,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
+    b: &KeyBlock<'_>,
+    hd: usize,
+    qt: *const f32,
+    pos: &[f32; 16],
+    start: &[f32; 16],
+    scale: f32,
+    (run_max, run_sum): (&mut S::V, &mut S::V),
+    acc: *mut f32,
+) -> bool {
+    // A query vector's row of scores (then probabilities), room for a whole last vector.
+    const ROW: usize = KEY_BLOCK + 16;
+    let mut rows = std::mem::MaybeUninit::<[f32; KEYS_IN_LANES_MAX * ROW]>::uninit();
+    let rows = rows.as_mut_ptr().cast::<f32>();
+    let row = |l: usize| unsafe { rows.add(l * ROW) };
+    unsafe {
+        let mut j = 0;
+        while j < b.len {
+            let n = 16.min(b.len - j);
+            let keys: [*const f32; 16] =
+                std::array::from_fn(|x| b.krows.row(b.r0 + j + x.min(n - 1)));
+            if !keys_in_lanes::<S, L>(&keys, hd, qt, rows.add(j), ROW) {
+                return false;
+            }
+            j += n;
+        }
+        // From here on S::W == 16: the transposes ran.
+        let neg_inf = S::splat(f32::NEG_INFINITY);
+        let mut j = 0;
+        while j < b.len {
+            let keys: [f32; 16] = std::array::from_fn(|x| (b.kb + j + x) as f32);
+            let kv = S::load(keys.as_ptr());
+            for l in 0..L {
+                let (posv, startv) = (S::splat(pos[l]), S::splat(start[l]));
+                let v = S::mul(S::load(row(l).add(j)), S::splat(scale));
+                let v = S::select_less(posv, kv, neg_inf, v);
+                let v = S::select_less(kv, startv, neg_inf, v);
+                S::store(row(l).add(j), v);
+            }
+            j += S::W;
+        }
+        // The vectors' chains side by side (each in key order, as a lane there).
+        let mut block_max = [f32::NEG_INFINITY; 16];
+        for j in 0..b.len {
+            for (l, m) in block_max.iter_mut().enumerate().take(L) {
+                *m = max_ps(*m, *row(l).add(j));
+            }
+        }
+        let last = block_max[L - 1];
+        block_max[L..].fill(last);
+        let new_max = S::max(*run_max, S::load(block_max.as_ptr()));
+        let shift = S::select_less(new_max, S::splat(f32::MIN), S::splat(0.0), new_max);
+        let factor = S::exp(S::sub(*run_max, shift));
+        *run_max = new_max;
+        let (mut shifts, mut factors, mut sums) = ([0f32; 16], [0f32; 16], [0f32; 16]);
+        S::store(shifts.as_mut_ptr(), shift);
+        S::store(factors.as_mut_ptr(), factor);
+        for (l, &sh) in shifts.iter().enumerate().take(L) {
+            let sh = S::splat(sh);
+            let mut j = 0;
+            while j < b.len {
+                S::store(row(l).add(j), S::exp(S::sub(S::load(row(l).add(j)), sh)));
+                j += S::W;
+            }
+        }
+        for j in 0..b.len {
+            for (l, sum) in sums.iter_mut().enumerate().take(L) {
+                *sum += *row(l).add(j);
+            }
+        }
+        let last = sums[L - 1];
+        sums[L..].fill(last);
+        *run_sum = S::fma(*run_sum, factor, S::load(sums.as_ptr()));
+        // Value sums, at most 4 vectors at a time (16 accumulators at 4 registers a row).
+        let mut l0 = 0;
+        while l0 < L {
+            let g = (L - l0).min(4);
+            let accs: [*mut f32; 4] = std::array::from_fn(|x| acc.add((l0 + x.min(g - 1)) * hd));
+            let fs: [f32; 4] = std::array::from_fn(|x| factors[l0 + x.min(g - 1)]);
+            let ps: [*const f32; 4] = std::array::from_fn(|x| row(l0 + x.min(g - 1)).cast_const());
+            match g {
+                1 => pv_lanes::<S, 1>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
+                2 => pv_lanes::<S, 2>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
+                3 => pv_lanes::<S, 3>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
+                _ => pv_lanes::<S, 4>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
+            }
+            l0 += g;
+        }
+    }
+    true
+}
+
+/// [`pv_accumulate`] for the first `G` of `acc` / `factors` / `probs` (probabilities
+/// contiguous by key) at once: each value row is loaded once for all of them; every
+/// accumulator keeps its own chain in key order. `hd` is a multiple of `W`.
+#[inline(always)]
+unsafe fn pv_lanes<S: Simd, const G: usize>(
+    acc: &[*mut f32; 4],
+    factors: &[f32; 4],
+    probs: &[*const f32; 4],
+    hd: usize,
+    v: &BlockRows,
+    r0: usize,
+    len: usize,
+) {
+    unsafe {
+        let mut e = 0;
+        while e + 4 * S::W <= hd {
+            // Loops, not `array::from_fn`: a closure does not inherit the target features.
+            let mut r = [[S::splat(0.0); 4]; G];
+            for (g, r) in r.iter_mut().enumerate() {
+                let f = S::splat(factors[g]);
+                for (x, r) in r.iter_mut().enumerate() {
+                    *r = S::mul(S::load(acc[g].add(e + x * S::W)), f);
+                }
+            }
+            let mut j = 0;
+            while j < len {
+                let (rows, n) = v.run(r0 + j, len - j);
+                for i in 0..n {
+                    let row = rows.add(i * hd + e);
+                    let mut vv = [S::splat(0.0); 4];
+                    for (x, v) in vv.iter_mut().enumerate() {
+                        *v = S::load(row.add(x * S::W));
+                    }
+                    for (g, r) in r.iter_mut().enumerate() {
+                        let w = S::splat(*probs[g].add(j + i));
+                        for (x, r) in r.iter_mut().enumerate() {
+                            *r = S::fma(w, vv[x], *r);
+                        }
+                    }
+                }
+                j += n;
+            }
+            for (g, r) in r.iter().enumerate() {
+                for (x, r) in r.iter().enumerate() {
+                    S::store(acc[g].add(e + x * S::W), *r);
+                }
+            }
+            e += 4 * S::W;
+        }
+        while e < hd {
+            let mut r = [S::splat(0.0); G];
+            for (g, r) in r.iter_mut().enumerate() {
+                *r = S::mul(S::load(acc[g].add(e)), S::splat(factors[g]));
+            }
+            let mut j = 0;
+            while j < len {
+                let (rows, n) = v.run(r0 + j, len - j);
+                for i in 0..n {
+                    let vv = S::load(rows.add(i * hd + e));
+                    for (g, r) in r.iter_mut().enumerate() {
+                        *r = S::fma(S::splat(*probs[g].add(j + i)), vv, *r);
+                    }
+                }
+                j += n;
+            }
+            for (g, r) in r.iter().enumerate() {
+                S::store(acc[g].add(e), *r);
+            }
+            e += S::W;
+        }
+    }
+}
+
+/// Raw (unscaled) scores of 16 keys (`keys`: row pointers, head dims contiguous) for query
+/// vectors `0..L` of `qt` (`qt[d * W + l]`): `out[l * stride + x]` for key `x`, each the chain
+/// `acc = fma(q[d], k[d], acc)` over d in order. False where the level has no 16-lane
+/// transpose.
+#[inline(always)]
+unsafe fn keys_in_lanes<S: Simd, const L: usize>(
+    keys: &[*const f32; 16],
+    hd: usize,
+    qt: *const f32,
+    out: *mut f32,
+    stride: usize,
+) -> bool {
+    unsafe {
+        let mut acc = [S::splat(0.0); L];
+        let mut d0 = 0;
+        while d0 < hd {
+            let Some(kt) = S::transpose16(keys, d0) else {
+                return false;
+            };
+            for (dd, &k) in kt.iter().enumerate() {
+                for (l, a) in acc.iter_mut().enumerate() {
+                    *a = S::fma(S::splat(*qt.add((d0 + dd) * S::W + l)), k, *a);
+                }
+            }
+            d0 += 16;
+        }
+        for (l, &a) in acc.iter().enumerate() {
+            S::store(out.add(l * stride), a);
+        }
+    }
+    true
+}
+
 /// `acc[..hd] = acc * factor + sum_j probs[j * W] * v[j][..hd]` for `len` keys, key `j`
 /// being row `r0 + j` of `v`, in key order (one contiguous run of rows at a time).
 #[inline(always)]
@@ -1100,7 +1369,11 @@ unsafe fn pv_accumulate<S: Simd>(
     let mut e = 0;
     // Four vectors of the row at a time in registers, then the rest one by one.
     while e + 4 * S::W <= hd {
-        let mut r: [S::V; 4] = std::array::from_fn(|x| S::mul(S::load(acc.add(e + x * S::W)), vf));
+        // A loop, not `array::from_fn`: a closure does not inherit the target features.
+        let mut r = [vf; 4];
+        for (x, r) in r.iter_mut().enumerate() {
+            *r = S::mul(S::load(acc.add(e + x * S::W)), vf);
+        }
         let mut j = 0;
         while j < len {
             let (rows, n) = v.run(r0 + j, len - j);

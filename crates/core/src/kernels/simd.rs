@@ -54,11 +54,21 @@ pub(crate) trait Simd: Copy {
     unsafe fn select_less(a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Self::V;
     unsafe fn hsum(a: Self::V) -> f32;
     unsafe fn hmax(a: Self::V) -> f32;
+    /// Columns `c0 .. c0 + 16` of 16 rows as 16 vectors (vector `c`, lane `r` =
+    /// `rows[r][c0 + c]`), on levels with 16 lanes; `None` elsewhere.
+    #[inline(always)]
+    unsafe fn transpose16(_rows: &[*const f32; 16], _c0: usize) -> Option<[Self::V; 16]> {
+        None
+    }
     /// [`Simd::hsum`] of 16 vectors: the same tree per vector, so the same bits, but a level
     /// may reduce several vectors with one instruction (a tile's outputs in one pass).
     #[inline(always)]
     unsafe fn hsum16(a: &[Self::V; 16]) -> [f32; 16] {
-        std::array::from_fn(|i| Self::hsum(a[i]))
+        let mut out = [0f32; 16];
+        for (o, &v) in out.iter_mut().zip(a) {
+            *o = Self::hsum(v);
+        }
+        out
     }
 
     /// exp(x) with ~1-2 ulp error (Cephes expf polynomial); inputs below ln(2^-126) give 0,
@@ -221,34 +231,77 @@ impl Simd for Avx512 {
     unsafe fn hmax(a: __m512) -> f32 {
         _mm512_reduce_max_ps(a)
     }
+    /// Four rounds of 16 shuffles: pairs of rows interleaved, then quads, then 128-bit lanes
+    /// twice.
+    #[inline(always)]
+    unsafe fn transpose16(rows: &[*const f32; 16], c0: usize) -> Option<[__m512; 16]> {
+        // Loops, not `array::from_fn`: a closure does not inherit the target features, so
+        // its intrinsics would be out-of-line calls.
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (v, row) in r.iter_mut().zip(rows) {
+            *v = _mm512_loadu_ps(row.add(c0));
+        }
+        // t[2i] = [a0 b0 a1 b1] per 128-bit lane, t[2i+1] = [a2 b2 a3 b3] (a, b = rows 2i, 2i+1).
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        // u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 4.
+        let mut u = [_mm512_setzero_ps(); 16];
+        for g in 0..4 {
+            let b = 4 * g;
+            u[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
+            u[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+            u[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+            u[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+        }
+        let mut out = [_mm512_setzero_ps(); 16];
+        for c in 0..4 {
+            // v: lanes 0 and 2 of groups 0, 1 (v0) or 2, 3 (v1); w: lanes 1 and 3.
+            let v0 = _mm512_shuffle_f32x4::<0x88>(u[c], u[4 + c]);
+            let w0 = _mm512_shuffle_f32x4::<0xDD>(u[c], u[4 + c]);
+            let v1 = _mm512_shuffle_f32x4::<0x88>(u[8 + c], u[12 + c]);
+            let w1 = _mm512_shuffle_f32x4::<0xDD>(u[8 + c], u[12 + c]);
+            out[c] = _mm512_shuffle_f32x4::<0x88>(v0, v1);
+            out[8 + c] = _mm512_shuffle_f32x4::<0xDD>(v0, v1);
+            out[4 + c] = _mm512_shuffle_f32x4::<0x88>(w0, w1);
+            out[12 + c] = _mm512_shuffle_f32x4::<0xDD>(w0, w1);
+        }
+        Some(out)
+    }
     /// Each level halves two vectors' partial sums with two shuffles and one add, so 16
     /// vectors take 45 instructions instead of 16 separate trees.
     #[inline(always)]
     unsafe fn hsum16(a: &[__m512; 16]) -> [f32; 16] {
         // Level 1: 256-bit halves; vector pair (2p, 2p+1) -> [a2p's 8 sums, a2p+1's 8].
-        let l1: [__m512; 8] = std::array::from_fn(|p| {
+        // (Loops, not `array::from_fn`, so the intrinsics inline: see `transpose16`.)
+        let mut l1 = [_mm512_setzero_ps(); 8];
+        for (p, l) in l1.iter_mut().enumerate() {
             let (x, y) = (a[2 * p], a[2 * p + 1]);
-            _mm512_add_ps(
+            *l = _mm512_add_ps(
                 _mm512_shuffle_f32x4::<0b01_00_01_00>(x, y),
                 _mm512_shuffle_f32x4::<0b11_10_11_10>(x, y),
-            )
-        });
+            );
+        }
         // Level 2: 128-bit halves; quad q -> one 128-bit lane of 4 sums per vector 4q..4q+4.
-        let l2: [__m512; 4] = std::array::from_fn(|q| {
+        let mut l2 = [_mm512_setzero_ps(); 4];
+        for (q, l) in l2.iter_mut().enumerate() {
             let (x, y) = (l1[2 * q], l1[2 * q + 1]);
-            _mm512_add_ps(
+            *l = _mm512_add_ps(
                 _mm512_shuffle_f32x4::<0b10_00_10_00>(x, y),
                 _mm512_shuffle_f32x4::<0b11_01_11_01>(x, y),
-            )
-        });
+            );
+        }
         // Level 3: lanes 0 + 2 and 1 + 3 within each 128-bit lane.
-        let l3: [__m512; 2] = std::array::from_fn(|h| {
+        let mut l3 = [_mm512_setzero_ps(); 2];
+        for (h, l) in l3.iter_mut().enumerate() {
             let (x, y) = (l2[2 * h], l2[2 * h + 1]);
-            _mm512_add_ps(
+            *l = _mm512_add_ps(
                 _mm512_shuffle_ps::<0b01_00_01_00>(x, y),
                 _mm512_shuffle_ps::<0b11_10_11_10>(x, y),
-            )
-        });
+            );
+        }
         // Level 4: (0 + 2) + (1 + 3). Lane 4L + g now holds vector 4g + L.
         let r = _mm512_add_ps(
             _mm512_shuffle_ps::<0b10_00_10_00>(l3[0], l3[1]),

@@ -157,6 +157,18 @@ fn attention_rows_do_not_depend_on_chunking_threads_or_capacity() {
 }
 
 #[test]
+fn attention_rows_same_with_keys_in_lanes() {
+    // Decode calls of GQA groups 2 and 8 (few query lanes: keys go in the lanes) against
+    // chunked prefill (queries in the lanes), head dims with a remainder below 64 and two
+    // rounds of 64.
+    let mut pr = Prompt::new(8, 4, 80, 120, 330);
+    pr.p.sliding_window = Some(50);
+    pr.check("group 2, head_dim 80");
+    let pr = Prompt::new(16, 2, 128, 100, 331);
+    pr.check("group 8, head_dim 128");
+}
+
+#[test]
 fn attention_rows_invariant_off_the_blocked_path() {
     // Head dims that are not whole vectors, GQA groups above MAX_GROUP, and softcap.
     let mut pr = Prompt::new(6, 2, 40, 150, 320);
