@@ -1024,6 +1024,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
             let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
             let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
+            // Few query vectors (decode): keys in the lanes, where the level can transpose.
             if lanes <= KEYS_IN_LANES_MAX {
                 let block = KeyBlock {
                     krows: &krows,
@@ -1039,7 +1040,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
                 }
             }
             // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
-            // FMA latency even when few lanes are queries (decode: one query per call).
+            // FMA latency when few lanes are queries (decode on levels without `transpose16`).
             let mut j = 0;
             while j < len {
                 let n = SCORE_KEYS.min(len - j);
