@@ -1024,15 +1024,15 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
             let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
             let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
+            let block = KeyBlock {
+                krows: &krows,
+                vrows: &vrows,
+                r0,
+                len,
+                kb,
+            };
             // Few query vectors (decode): keys in the lanes, where the level can transpose.
             if lanes <= KEYS_IN_LANES_MAX {
-                let block = KeyBlock {
-                    krows: &krows,
-                    vrows: &vrows,
-                    r0,
-                    len,
-                    kb,
-                };
                 let state = (&mut run_max, &mut run_sum);
                 if few_lanes_block::<S>(&block, hd, qt, lanes, &pos, &start, p.scale, state, acc) {
                     kb += len;
@@ -1083,7 +1083,8 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let mut factors = [0f32; 16];
             S::store(factors.as_mut_ptr(), factor);
             for (l, &f) in factors.iter().enumerate().take(lanes) {
-                pv_accumulate::<S>(acc.add(l * hd), hd, f, probs.add(l), &vrows, r0, len);
+                let (a, p) = (acc.add(l * hd), probs.add(l).cast_const());
+                pv_lanes::<S, 1>(&[a; 4], &[f; 4], &[p; 4], S::W, hd, &block);
             }
             kb += len;
         }
@@ -1237,10 +1238,10 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
             let fs: [f32; 4] = std::array::from_fn(|x| factors[l0 + x.min(g - 1)]);
             let ps: [*const f32; 4] = std::array::from_fn(|x| row(l0 + x.min(g - 1)).cast_const());
             match g {
-                1 => pv_lanes::<S, 1>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
-                2 => pv_lanes::<S, 2>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
-                3 => pv_lanes::<S, 3>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
-                _ => pv_lanes::<S, 4>(&accs, &fs, &ps, hd, b.vrows, b.r0, b.len),
+                1 => pv_lanes::<S, 1>(&accs, &fs, &ps, 1, hd, b),
+                2 => pv_lanes::<S, 2>(&accs, &fs, &ps, 1, hd, b),
+                3 => pv_lanes::<S, 3>(&accs, &fs, &ps, 1, hd, b),
+                _ => pv_lanes::<S, 4>(&accs, &fs, &ps, 1, hd, b),
             }
             l0 += g;
         }
@@ -1248,19 +1249,20 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
     true
 }
 
-/// [`pv_accumulate`] for the first `G` of `acc` / `factors` / `probs` (probabilities
-/// contiguous by key) at once: each value row is loaded once for all of them; every
-/// accumulator keeps its own chain in key order. `hd` is a multiple of `W`.
+/// For each of the first `G` query vectors `g`: `acc[g][..hd] = acc[g] * factors[g] +
+/// sum_j probs[g][j * stride] * v_j[..hd]` over the block's keys `j`, in key order (one
+/// contiguous run of value rows at a time). Each value row is loaded once for all `G`; every
+/// accumulator keeps its own chain. `hd` is a multiple of `W`.
 #[inline(always)]
 unsafe fn pv_lanes<S: Simd, const G: usize>(
     acc: &[*mut f32; 4],
     factors: &[f32; 4],
     probs: &[*const f32; 4],
+    stride: usize,
     hd: usize,
-    v: &BlockRows,
-    r0: usize,
-    len: usize,
+    b: &KeyBlock<'_>,
 ) {
+    let (v, r0, len) = (b.vrows, b.r0, b.len);
     unsafe {
         let mut e = 0;
         while e + 4 * S::W <= hd {
@@ -1282,7 +1284,7 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
                         *v = S::load(row.add(x * S::W));
                     }
                     for (g, r) in r.iter_mut().enumerate() {
-                        let w = S::splat(*probs[g].add(j + i));
+                        let w = S::splat(*probs[g].add((j + i) * stride));
                         for (x, r) in r.iter_mut().enumerate() {
                             *r = S::fma(w, vv[x], *r);
                         }
@@ -1308,7 +1310,7 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
                 for i in 0..n {
                     let vv = S::load(rows.add(i * hd + e));
                     for (g, r) in r.iter_mut().enumerate() {
-                        *r = S::fma(S::splat(*probs[g].add(j + i)), vv, *r);
+                        *r = S::fma(S::splat(*probs[g].add((j + i) * stride)), vv, *r);
                     }
                 }
                 j += n;
@@ -1352,58 +1354,4 @@ unsafe fn keys_in_lanes<S: Simd, const L: usize>(
         }
     }
     true
-}
-
-/// `acc[..hd] = acc * factor + sum_j probs[j * W] * v[j][..hd]` for `len` keys, key `j`
-/// being row `r0 + j` of `v`, in key order (one contiguous run of rows at a time).
-#[inline(always)]
-unsafe fn pv_accumulate<S: Simd>(
-    acc: *mut f32,
-    hd: usize,
-    factor: f32,
-    probs: *const f32,
-    v: &BlockRows,
-    r0: usize,
-    len: usize,
-) {
-    let vf = S::splat(factor);
-    let mut e = 0;
-    // Four vectors of the row at a time in registers, then the rest one by one.
-    while e + 4 * S::W <= hd {
-        // A loop, not `array::from_fn`: a closure does not inherit the target features.
-        let mut r = [vf; 4];
-        for (x, r) in r.iter_mut().enumerate() {
-            *r = S::mul(S::load(acc.add(e + x * S::W)), vf);
-        }
-        let mut j = 0;
-        while j < len {
-            let (rows, n) = v.run(r0 + j, len - j);
-            for i in 0..n {
-                let w = S::splat(*probs.add((j + i) * S::W));
-                let row = rows.add(i * hd + e);
-                for (x, r) in r.iter_mut().enumerate() {
-                    *r = S::fma(w, S::load(row.add(x * S::W)), *r);
-                }
-            }
-            j += n;
-        }
-        for (x, r) in r.iter().enumerate() {
-            S::store(acc.add(e + x * S::W), *r);
-        }
-        e += 4 * S::W;
-    }
-    while e < hd {
-        let mut r = S::mul(S::load(acc.add(e)), vf);
-        let mut j = 0;
-        while j < len {
-            let (rows, n) = v.run(r0 + j, len - j);
-            for i in 0..n {
-                let w = S::splat(*probs.add((j + i) * S::W));
-                r = S::fma(w, S::load(rows.add(i * hd + e)), r);
-            }
-            j += n;
-        }
-        S::store(acc.add(e), r);
-        e += S::W;
-    }
 }
