@@ -475,10 +475,11 @@ def run_phase(name, server, port, reqs, clients, a):
            "server_cores": (cpu1[1] - cpu0[1]) / duration if cpu0[1] is not None and cpu1[1] is not None else None,
            "client_cores": (cpu1[2] - cpu0[2]) / duration}
     cpu["other_cores"] = cpu["machine_cores"] - (cpu["server_cores"] or 0) - cpu["client_cores"]
-    m = re.search(r"KV pool (\d+) positions", server.ready or "")
+    m = re.search(r"KV pool (\d+) positions(?: of (f32|f16))?", server.ready or "")
     phase.update({
         "ready_line": server.ready,
         "kv_pool_positions": int(m.group(1)) if m else None,
+        "kv_pool_dtype": (m.group(2) or "f32") if m else None,
         "cpu": cpu,
         "server_counters": metrics,
         "model_id": model,
@@ -543,6 +544,8 @@ def main():
     ap.add_argument("--max-queue", type=int, default=64)
     ap.add_argument("--kv-cache-tokens", type=int,
                     help="ours: --kv-cache-tokens (the shared KV pool) [the server's default]")
+    ap.add_argument("--kv-cache-dtype", choices=["f32", "f16"],
+                    help="ours: --kv-cache-dtype (both ours phases) [the server's default, f32]")
     ap.add_argument("--min-words", type=int, default=8, help="shortest prompt paragraph in words [8]")
     ap.add_argument("--max-words", type=int, default=600, help="longest prompt paragraph in words [600]")
     ap.add_argument("--min-tokens", type=int, default=16, help="smallest max_tokens [16]")
@@ -572,6 +575,8 @@ def main():
                 "--batch-tokens", a.batch_tokens, "--max-queue", a.max_queue, "--threads", a.threads]
     if a.kv_cache_tokens:
         ours_cmd += ["--kv-cache-tokens", a.kv_cache_tokens]
+    if a.kv_cache_dtype:
+        ours_cmd += ["--kv-cache-dtype", a.kv_cache_dtype]
     llama_extra = []
     if cpu_has_amx():
         # As in bench/compare: llama.cpp's AMX repacked buffers crash on AMX CPUs in this sandbox.
@@ -628,6 +633,9 @@ def main():
     pool = next((ph.get("kv_pool_positions") for p, ph in done.items()
                  if p.startswith("ours") and ph.get("kv_pool_positions")), None)
     kv_positions = pool or a.clients * a.ctx_per_request
+    # `info` reports f32 bytes per position; an f16 pool holds half.
+    if kv_tok and any(ph.get("kv_pool_dtype") == "f16" for p, ph in done.items() if p.startswith("ours")):
+        kv_tok //= 2
     bound = file_bytes + kv_positions * kv_tok + 64 * 2**20 if kv_tok else None
 
     print()

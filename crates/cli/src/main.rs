@@ -8,8 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use torchnative_runtime::{
     default_model_path, load_llm, load_llm_with_progress, ActiveLora, ChatMessage, Completion,
-    Constraint, ConstraintSyntax, DraftSource, Engine, EngineConfig, Flow, GenerationConfig, Llm,
-    LoadOptions, PagedKvCache, SessionOptions, SpeculativeConfig, Speculator, WeightFormat,
+    Constraint, ConstraintSyntax, DraftSource, Engine, EngineConfig, Flow, GenerationConfig,
+    KvDtype, Llm, LoadOptions, PagedKvCache, SessionOptions, SpeculativeConfig, Speculator,
+    WeightFormat,
 };
 
 /// Counts allocations so `run --json` can report those of the decode loop (one relaxed atomic
@@ -85,6 +86,10 @@ struct ServeArgs {
     /// KV cache pool in MiB instead of positions.
     #[arg(long)]
     kv_cache_mib: Option<usize>,
+    /// How the KV cache stores keys and values: f32 (what the model computed) or f16 (half the
+    /// memory and half the bytes attention reads; logits move by the rounding).
+    #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
+    kv_cache_dtype: String,
     /// Require `Authorization: Bearer KEY` (also from env TORCHNATIVE_API_KEY).
     #[arg(long, env = "TORCHNATIVE_API_KEY")]
     api_key: Option<String>,
@@ -1279,9 +1284,10 @@ fn serve(a: ServeArgs) -> CliResult<()> {
         .map_err(|e| format!("--host '{}' is not an IP address: {e}", a.host))?;
     let ctx = a.ctx_per_request.min(llm.config().context_length);
     let block = EngineConfig::default().kv_block_size;
+    let kv_dtype: KvDtype = a.kv_cache_dtype.parse().map_err(|e| format!("{e}"))?;
     let kv_tokens = match a.kv_cache_mib {
         Some(mib) => {
-            let per_block = PagedKvCache::bytes_per_block(llm.model().kv_shape(), block);
+            let per_block = PagedKvCache::bytes_per_block(llm.model().kv_shape(), block, kv_dtype);
             (mib << 20) / per_block * block
         }
         None => a.kv_cache_tokens,
@@ -1296,6 +1302,7 @@ fn serve(a: ServeArgs) -> CliResult<()> {
             // At least one whole request.
             kv_cache_tokens: kv_tokens.max(ctx),
             kv_block_size: block,
+            kv_cache_dtype: kv_dtype,
             prompt_lookup_tokens: a.prompt_lookup,
         },
     )?;
@@ -1346,9 +1353,10 @@ fn serve(a: ServeArgs) -> CliResult<()> {
     torchnative_server::run_blocking(addr, std::sync::Arc::new(engine), config, |bound| {
         println!(
             "torchnative serve: '{model_name}' on http://{bound} ({} parallel, {ctx} positions \
-             each, KV pool {} positions)",
+             each, KV pool {} positions of {})",
             a.parallel,
-            kv_tokens.max(ctx)
+            kv_tokens.max(ctx),
+            kv_dtype.name()
         );
         let _ = std::io::Write::flush(&mut std::io::stdout());
     })?;

@@ -764,7 +764,7 @@ struct NativeEngine {
 #[pymethods]
 impl NativeEngine {
     #[new]
-    #[pyo3(signature = (llm, max_running, ctx_per_seq, max_batch_tokens, max_queued, kv_cache_tokens, prompt_lookup_tokens=0))]
+    #[pyo3(signature = (llm, max_running, ctx_per_seq, max_batch_tokens, max_queued, kv_cache_tokens, prompt_lookup_tokens=0, kv_cache_dtype="f32"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -775,7 +775,9 @@ impl NativeEngine {
         max_queued: usize,
         kv_cache_tokens: usize,
         prompt_lookup_tokens: usize,
+        kv_cache_dtype: &str,
     ) -> PyResult<NativeEngine> {
+        let kv_cache_dtype = kv_cache_dtype.parse().map_err(|e| to_py_err(py, e))?;
         let config = EngineConfig {
             max_running,
             ctx_per_seq,
@@ -783,6 +785,7 @@ impl NativeEngine {
             max_queued,
             kv_cache_tokens,
             prompt_lookup_tokens,
+            kv_cache_dtype,
             ..Default::default()
         };
         let llm = llm.llm.clone();

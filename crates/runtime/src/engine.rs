@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use torchnative_core::kernels;
 
 use crate::error::{invalid, Result, RuntimeError};
-use crate::kv_cache::KvCache;
+use crate::kv_cache::{KvCache, KvDtype};
 use crate::llm::{Flow, GenerationConfig, Llm, Next, TokenLoop, Usage};
 use crate::lora::ActiveLora;
 use crate::model::{LogitsFor, SeqChunk, Workspace};
@@ -57,6 +57,10 @@ pub struct EngineConfig {
     pub kv_cache_tokens: usize,
     /// Positions per KV block: 16, 32 or 64.
     pub kv_block_size: usize,
+    /// How the KV pool stores keys and values (f16: twice the positions in the same memory,
+    /// half the bytes attention reads, logits moved by the rounding; answers still do not
+    /// depend on the batch).
+    pub kv_cache_dtype: KvDtype,
     /// Prompt-lookup speculation: up to this many tokens drafted per running sequence and
     /// verified in the same pass as everything else (0: off). Answers do not change.
     pub prompt_lookup_tokens: usize,
@@ -71,6 +75,7 @@ impl Default for EngineConfig {
             max_queued: 64,
             kv_cache_tokens: 16384,
             kv_block_size: 16,
+            kv_cache_dtype: KvDtype::F32,
             prompt_lookup_tokens: 0,
         }
     }
@@ -291,6 +296,7 @@ impl Engine {
             config.kv_cache_tokens.div_ceil(bs.max(1)),
             config.max_running,
             config.ctx_per_seq,
+            config.kv_cache_dtype,
         )?;
         let k = config.prompt_lookup_tokens;
         if k > crate::speculative::MAX_DRAFT_TOKENS {

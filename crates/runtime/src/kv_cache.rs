@@ -5,6 +5,8 @@
 //! position `p`. Buffers are allocated once, to the capacity, when the cache is made; the token
 //! loop only writes slots and moves length counters.
 
+use torchnative_core::kernels::KvData;
+
 use crate::error::{invalid, Result, RuntimeError};
 
 /// Shape of a cache: what the model needs per token.
@@ -13,6 +15,50 @@ pub struct KvShape {
     pub n_layers: usize,
     pub n_kv_heads: usize,
     pub head_dim: usize,
+}
+
+/// How a cache stores keys and values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KvDtype {
+    /// f32: exactly what the forward pass computed (transformers' cache in f32).
+    #[default]
+    F32,
+    /// f16, rounded to nearest even when written: half the memory and half the bytes
+    /// attention reads (llama.cpp's default cache type). Logits move by the rounding.
+    F16,
+}
+
+impl KvDtype {
+    /// Bytes per stored element.
+    pub fn bytes(self) -> usize {
+        match self {
+            KvDtype::F32 => 4,
+            KvDtype::F16 => 2,
+        }
+    }
+
+    /// The name used on the command line and in Python (`f32`, `f16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KvDtype::F32 => "f32",
+            KvDtype::F16 => "f16",
+        }
+    }
+}
+
+impl std::str::FromStr for KvDtype {
+    type Err = RuntimeError;
+
+    fn from_str(s: &str) -> Result<KvDtype> {
+        match s {
+            "f32" | "float32" => Ok(KvDtype::F32),
+            "f16" | "float16" => Ok(KvDtype::F16),
+            _ => Err(invalid(
+                "kv cache dtype",
+                format!("{s:?} (expected f32 or f16)"),
+            )),
+        }
+    }
 }
 
 /// One layer's keys and values of one sequence, valid for positions `0..len`.
@@ -25,10 +71,10 @@ pub enum KvLayerView<'a> {
         len: usize,
     },
     /// A pool of `[block][kv_head][block_size][head_dim]` and the sequence's blocks in position
-    /// order (what `kernels::attention_paged_f32` reads).
+    /// order (what `kernels::attention_paged` reads), stored as [`KvDtype`] says.
     Paged {
-        keys: &'a [f32],
-        values: &'a [f32],
+        keys: KvData<'a>,
+        values: KvData<'a>,
         block_table: &'a [u32],
         block_size: usize,
         len: usize,

@@ -28,7 +28,7 @@ pub use embed::{EmbedOptions, Embedder, Embeddings, Pooling, SentenceConfig};
 pub use encoder::{Activation, EncoderArch, EncoderConfig, EncoderModel};
 pub use engine::{Engine, EngineConfig, EngineDone, EngineEvent, EngineRequest, RequestId, Sink};
 pub use error::{Result, RuntimeError};
-pub use kv_cache::{DenseKvCache, KvCache, KvLayerView, KvShape};
+pub use kv_cache::{DenseKvCache, KvCache, KvDtype, KvLayerView, KvShape};
 pub use llm::{
     default_model_path, load_llm, load_llm_with_progress, load_model, torchnative_home, Completion,
     Counters, Flow, GenerationConfig, Llm, LoadOptions, Next, Session, SessionOptions, Timings,

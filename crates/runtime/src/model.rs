@@ -1209,7 +1209,7 @@ fn attend(view: &KvLayerView, q: &[f32], out: &mut [f32], p: AttentionParams) ->
             ..
         } => {
             let pp = paged_params(&p, block_size, keys.len());
-            kernels::attention_paged_f32(q, keys, values, block_table, out, pp)
+            kernels::attention_paged(q, keys, values, block_table, out, pp)
         }
     }
     .map_err(|e| RuntimeError::Kernel(e.to_string()))
@@ -1259,7 +1259,7 @@ fn attend_batch(
         }
     };
     let mut seqs = Vec::with_capacity(chunks.len());
-    let mut pool: Option<(&[f32], &[f32])> = None;
+    let mut pool: Option<(kernels::KvData, kernels::KvData)> = None;
     let mut row0 = 0;
     for ch in chunks {
         let p = params(ch, None);
@@ -1273,8 +1273,7 @@ fn attend_batch(
         else {
             break;
         };
-        let same = |a: &[f32], b: &[f32]| std::ptr::eq(a, b);
-        if pool.is_some_and(|(k, v)| !same(k, keys) || !same(v, values)) {
+        if pool.is_some_and(|(k, v)| !k.same_buffer(&keys) || !v.same_buffer(&values)) {
             break;
         }
         pool = Some((keys, values));
@@ -1286,7 +1285,7 @@ fn attend_batch(
         row0 += ch.tokens.len();
     }
     if let (Some((keys, values)), true) = (pool, seqs.len() == chunks.len()) {
-        return kernels::attention_paged_seqs_f32(q, keys, values, &seqs, out)
+        return kernels::attention_paged_seqs(q, keys, values, &seqs, out)
             .map_err(|e| RuntimeError::Kernel(e.to_string()));
     }
     // A dense cache, or pools that differ: one call per chunk.

@@ -15,7 +15,54 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::error::{invalid, Result, RuntimeError};
-use crate::kv_cache::{check_write, KvCache, KvLayerView, KvShape};
+use half::f16;
+use torchnative_core::kernels::{self, KvData};
+
+use crate::kv_cache::{check_write, KvCache, KvDtype, KvLayerView, KvShape};
+
+/// One layer's keys or values for the whole pool, in the cache's [`KvDtype`].
+enum PoolBuf {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+}
+
+impl PoolBuf {
+    fn new(dtype: KvDtype, len: usize) -> PoolBuf {
+        match dtype {
+            KvDtype::F32 => PoolBuf::F32(vec![0.0; len]),
+            KvDtype::F16 => PoolBuf::F16(vec![f16::ZERO; len]),
+        }
+    }
+
+    fn data(&self) -> KvData<'_> {
+        match self {
+            PoolBuf::F32(b) => KvData::F32(b),
+            PoolBuf::F16(b) => KvData::F16(b),
+        }
+    }
+
+    /// `self[at..at + src.len()] = src` (rounded to nearest even for f16).
+    fn store(&mut self, at: usize, src: &[f32]) {
+        match self {
+            PoolBuf::F32(b) => b[at..at + src.len()].copy_from_slice(src),
+            PoolBuf::F16(b) => kernels::f32_to_f16(src, &mut b[at..at + src.len()]),
+        }
+    }
+
+    fn copy_within(&mut self, from: std::ops::Range<usize>, to: usize) {
+        match self {
+            PoolBuf::F32(b) => b.copy_within(from, to),
+            PoolBuf::F16(b) => b.copy_within(from, to),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            PoolBuf::F32(b) => b.len() * 4,
+            PoolBuf::F16(b) => b.len() * 2,
+        }
+    }
+}
 
 /// Counters of the prefix cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,7 +89,8 @@ pub struct PagedKvCache {
     /// Positions one sequence may hold.
     max_len: usize,
     /// Per layer: keys and values, `[block][kv_head][block_size][head_dim]`.
-    pool: Vec<(Vec<f32>, Vec<f32>)>,
+    pool: Vec<(PoolBuf, PoolBuf)>,
+    dtype: KvDtype,
     tables: Vec<Vec<u32>>,
     lens: Vec<usize>,
     refs: Vec<u32>,
@@ -88,13 +136,15 @@ fn chain_hash(parent: u64, tokens: &[u32]) -> u64 {
 
 impl PagedKvCache {
     /// A pool of `n_blocks` blocks of `block_size` positions (16, 32 or 64: a divisor of the
-    /// attention kernel's 64-key blocks) for `n_seqs` sequences of at most `max_len` positions.
+    /// attention kernel's 64-key blocks) for `n_seqs` sequences of at most `max_len` positions,
+    /// storing keys and values as `dtype`.
     pub fn new(
         shape: KvShape,
         block_size: usize,
         n_blocks: usize,
         n_seqs: usize,
         max_len: usize,
+        dtype: KvDtype,
     ) -> Result<PagedKvCache> {
         if ![16, 32, 64].contains(&block_size) {
             return Err(invalid(
@@ -117,7 +167,7 @@ impl PagedKvCache {
             .checked_mul(shape.n_kv_heads * block_size * shape.head_dim)
             .ok_or_else(|| invalid("paged kv cache", "pool size overflows"))?;
         let total_bytes = per_layer
-            .checked_mul(2 * 4 * shape.n_layers)
+            .checked_mul(2 * dtype.bytes() * shape.n_layers)
             .ok_or_else(|| invalid("paged kv cache", "pool size overflows"))?;
         const LIMIT: usize = 1 << 40;
         if total_bytes > LIMIT {
@@ -132,8 +182,14 @@ impl PagedKvCache {
             n_blocks,
             max_len,
             pool: (0..shape.n_layers)
-                .map(|_| (vec![0.0; per_layer], vec![0.0; per_layer]))
+                .map(|_| {
+                    (
+                        PoolBuf::new(dtype, per_layer),
+                        PoolBuf::new(dtype, per_layer),
+                    )
+                })
                 .collect(),
+            dtype,
             tables: vec![Vec::new(); n_seqs],
             lens: vec![0; n_seqs],
             refs: vec![0; n_blocks],
@@ -151,8 +207,13 @@ impl PagedKvCache {
     }
 
     /// Bytes of one block in every layer.
-    pub fn bytes_per_block(shape: KvShape, block_size: usize) -> usize {
-        2 * 4 * shape.n_layers * shape.n_kv_heads * block_size * shape.head_dim
+    pub fn bytes_per_block(shape: KvShape, block_size: usize, dtype: KvDtype) -> usize {
+        2 * dtype.bytes() * shape.n_layers * shape.n_kv_heads * block_size * shape.head_dim
+    }
+
+    /// How keys and values are stored.
+    pub fn dtype(&self) -> KvDtype {
+        self.dtype
     }
 
     pub fn block_size(&self) -> usize {
@@ -485,8 +546,8 @@ impl KvCache for PagedKvCache {
                 let src = t * row + h * head_dim;
                 let dst = self.offset(b, h, p % bs);
                 let (keys, values) = &mut self.pool[layer];
-                keys[dst..dst + head_dim].copy_from_slice(&k[src..src + head_dim]);
-                values[dst..dst + head_dim].copy_from_slice(&v[src..src + head_dim]);
+                keys.store(dst, &k[src..src + head_dim]);
+                values.store(dst, &v[src..src + head_dim]);
             }
         }
         Ok(())
@@ -517,8 +578,8 @@ impl KvCache for PagedKvCache {
             ));
         }
         Ok(KvLayerView::Paged {
-            keys,
-            values,
+            keys: keys.data(),
+            values: values.data(),
             block_table: &self.tables[seq],
             block_size: self.block_size,
             len,
@@ -526,7 +587,7 @@ impl KvCache for PagedKvCache {
     }
 
     fn bytes(&self) -> usize {
-        self.pool.iter().map(|(k, v)| (k.len() + v.len()) * 4).sum()
+        self.pool.iter().map(|(k, v)| k.bytes() + v.bytes()).sum()
     }
 
     fn rope_floor(&self, seq: usize) -> Option<usize> {
@@ -575,7 +636,10 @@ mod tests {
         };
         let b = block_table[p / block_size] as usize;
         let o = ((b * 2 + h) * block_size + p % block_size) * 3;
-        keys[o..o + 3].to_vec()
+        match keys {
+            KvData::F32(k) => k[o..o + 3].to_vec(),
+            KvData::F16(k) => k[o..o + 3].iter().map(|x| x.to_f32()).collect(),
+        }
     }
 
     fn fill(c: &mut PagedKvCache, seq: usize, pos0: usize, n: usize) {
@@ -601,7 +665,7 @@ mod tests {
 
     #[test]
     fn a_sequence_picks_up_blocks_another_computed_after_it_started() {
-        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 96).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 96, KvDtype::F32).unwrap();
         let tokens: Vec<u32> = (0..70).collect();
         // Both start together; sequence 1 computes its first block itself, then waits.
         assert_eq!(c.attach_prefix(0, &tokens).unwrap(), 0);
@@ -640,7 +704,7 @@ mod tests {
 
     #[test]
     fn writes_read_back_through_block_tables() {
-        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 64).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 64, KvDtype::F32).unwrap();
         fill(&mut c, 0, 0, 20);
         fill(&mut c, 1, 0, 5);
         fill(&mut c, 0, 20, 13);
@@ -667,8 +731,51 @@ mod tests {
     }
 
     #[test]
+    fn an_f16_pool_stores_rounded_values_in_half_the_bytes_and_copies_on_write() {
+        let f32_pool = PagedKvCache::new(shape(), 16, 8, 2, 64, KvDtype::F32).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 8, 2, 64, KvDtype::F16).unwrap();
+        assert_eq!(c.dtype(), KvDtype::F16);
+        assert_eq!(2 * c.bytes(), f32_pool.bytes());
+        assert_eq!(
+            2 * PagedKvCache::bytes_per_block(shape(), 16, KvDtype::F16),
+            PagedKvCache::bytes_per_block(shape(), 16, KvDtype::F32)
+        );
+        // Values f16 cannot hold exactly: each reads back as its nearest-even rounding.
+        let value = |p: usize, i: usize| (p * 100 + i) as f32 / 7.0 + 0.01;
+        let k: Vec<f32> = (0..40 * 6).map(|i| value(i / 6, i % 6)).collect();
+        let v: Vec<f32> = k.iter().map(|x| -x).collect();
+        for l in 0..2 {
+            c.write(l, 0, 0, &k, &v).unwrap();
+        }
+        c.commit(0, 40).unwrap();
+        let rounded = |x: f32| half::f16::from_f32(x).to_f32();
+        assert_ne!(rounded(value(7, 4)), value(7, 4), "a value f16 rounds");
+        for p in [0, 7, 17, 39] {
+            let want: Vec<f32> = (3..6).map(|i| rounded(value(p, i))).collect();
+            assert_eq!(read(&c, 1, 0, p, 1), want, "position {p}");
+        }
+        // Shared blocks, then a write into one: the copy keeps the other positions' values.
+        let tokens: Vec<u32> = (0..40).collect();
+        c.register_full_blocks(0, &tokens).unwrap();
+        assert_eq!(c.attach_prefix(1, &tokens).unwrap(), 32);
+        c.truncate(1, 20).unwrap();
+        let (k2, v2) = (vec![0.5f32; 6], vec![0.25f32; 6]);
+        for l in 0..2 {
+            c.write(l, 1, 20, &k2, &v2).unwrap();
+        }
+        c.commit(1, 21).unwrap();
+        assert_eq!(read(&c, 0, 1, 20, 0), vec![0.5; 3]);
+        assert_eq!(read(&c, 0, 1, 19, 1), read(&c, 0, 0, 19, 1));
+        assert_eq!(
+            read(&c, 0, 0, 20, 0),
+            (0..3).map(|i| rounded(value(20, i))).collect::<Vec<_>>()
+        );
+        check_counters(&c);
+    }
+
+    #[test]
     fn only_sequences_with_the_same_rope_floor_share_blocks() {
-        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64, KvDtype::F32).unwrap();
         let tokens: Vec<u32> = (0..40).collect();
         c.set_rope_floor(0, Some(40)).unwrap();
         fill(&mut c, 0, 0, 40);
@@ -691,7 +798,7 @@ mod tests {
 
     #[test]
     fn only_sequences_with_the_same_salt_share_blocks() {
-        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 8, 3, 64, KvDtype::F32).unwrap();
         let tokens: Vec<u32> = (0..40).collect();
         c.set_prefix_salt(0, 77).unwrap();
         fill(&mut c, 0, 0, 40);
@@ -719,7 +826,7 @@ mod tests {
 
     #[test]
     fn prefixes_are_shared_copied_on_write_and_cached_after_release() {
-        let mut c = PagedKvCache::new(shape(), 16, 6, 3, 64).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 6, 3, 64, KvDtype::F32).unwrap();
         let tokens: Vec<u32> = (0..40).collect();
         fill(&mut c, 0, 0, 40);
         c.register_full_blocks(0, &tokens).unwrap();
@@ -770,7 +877,7 @@ mod tests {
 
     #[test]
     fn exhaustion_and_bad_input_are_errors() {
-        let mut c = PagedKvCache::new(shape(), 16, 2, 2, 64).unwrap();
+        let mut c = PagedKvCache::new(shape(), 16, 2, 2, 64, KvDtype::F32).unwrap();
         fill(&mut c, 0, 0, 32);
         let (k, v) = kv(0, 1);
         assert!(c
@@ -780,8 +887,8 @@ mod tests {
             .contains("in use"));
         assert!(c.write(0, 0, 64, &k, &v).is_err(), "past max_len");
         assert!(c.write(0, 5, 0, &k, &v).is_err(), "bad sequence");
-        assert!(PagedKvCache::new(shape(), 24, 2, 2, 64).is_err());
-        assert!(PagedKvCache::new(shape(), 16, 0, 2, 64).is_err());
+        assert!(PagedKvCache::new(shape(), 24, 2, 2, 64, KvDtype::F32).is_err());
+        assert!(PagedKvCache::new(shape(), 16, 0, 2, 64, KvDtype::F32).is_err());
         assert_eq!(c.blocks_needed(1, 33), 3);
     }
 }

@@ -45,6 +45,42 @@ pub struct AttentionParams {
     pub softcap: Option<f32>,
 }
 
+/// One layer's keys or values as the cache stores them: f32, or f16 (half the bytes to read;
+/// llama.cpp's default cache type). The kernels widen f16 rows to f32 a key block at a time
+/// (exactly: every f16 is an f32) and run the f32 code on them, so an f16 cache gives the bits
+/// an f32 cache holding the same (rounded) values gives.
+#[derive(Debug, Clone, Copy)]
+pub enum KvData<'a> {
+    /// Stored as f32.
+    F32(&'a [f32]),
+    /// Stored as f16 (rounded to nearest even when written).
+    F16(&'a [half::f16]),
+}
+
+impl KvData<'_> {
+    /// Elements held.
+    pub fn len(&self) -> usize {
+        match self {
+            KvData::F32(s) => s.len(),
+            KvData::F16(s) => s.len(),
+        }
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether both are the same buffer.
+    pub fn same_buffer(&self, other: &KvData<'_>) -> bool {
+        match (self, other) {
+            (KvData::F32(a), KvData::F32(b)) => std::ptr::eq(*a, *b),
+            (KvData::F16(a), KvData::F16(b)) => std::ptr::eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
 /// Scratch length `attention_f32` needs for `p`: 0 — each task keeps its key-block scores on
 /// the stack. The parameter is kept so the signature stays stable if that changes.
 pub fn attention_scratch_len(_p: &AttentionParams) -> usize {
@@ -54,8 +90,8 @@ pub fn attention_scratch_len(_p: &AttentionParams) -> usize {
 /// Checks every length and parameter of an attention call; the error names the value.
 fn validate(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: KvData<'_>,
+    v: KvData<'_>,
     out: &[f32],
     p: &AttentionParams,
 ) -> Result<(), KernelError> {
@@ -164,14 +200,49 @@ pub fn attention_f32(
     scratch: &mut [f32],
     p: AttentionParams,
 ) -> Result<(), KernelError> {
-    attention_f32_with(active_isa(), q, k_cache, v_cache, out, scratch, p)
+    attention_with(
+        active_isa(),
+        q,
+        KvData::F32(k_cache),
+        KvData::F32(v_cache),
+        out,
+        scratch,
+        p,
+    )
 }
 
+/// [`attention_f32`] over a cache stored as [`KvData`] (f32 or f16): the bits of
+/// `attention_f32` on the widened keys and values.
+pub fn attention(
+    q: &[f32],
+    k_cache: KvData<'_>,
+    v_cache: KvData<'_>,
+    out: &mut [f32],
+    scratch: &mut [f32],
+    p: AttentionParams,
+) -> Result<(), KernelError> {
+    attention_with(active_isa(), q, k_cache, v_cache, out, scratch, p)
+}
+
+#[cfg(test)]
 pub(crate) fn attention_f32_with(
     isa: Isa,
     q: &[f32],
     k_cache: &[f32],
     v_cache: &[f32],
+    out: &mut [f32],
+    scratch: &mut [f32],
+    p: AttentionParams,
+) -> Result<(), KernelError> {
+    let (k, v) = (KvData::F32(k_cache), KvData::F32(v_cache));
+    attention_with(isa, q, k, v, out, scratch, p)
+}
+
+pub(crate) fn attention_with(
+    isa: Isa,
+    q: &[f32],
+    k_cache: KvData<'_>,
+    v_cache: KvData<'_>,
     out: &mut [f32],
     _scratch: &mut [f32],
     p: AttentionParams,
@@ -249,8 +320,8 @@ const PAGED_BLOCK_SIZES: [usize; 3] = [16, 32, 64];
 /// Checks every length, parameter and used block-table entry of a paged call.
 fn validate_paged(
     q: &[f32],
-    keys: &[f32],
-    values: &[f32],
+    keys: KvData<'_>,
+    values: KvData<'_>,
     block_table: &[u32],
     out: &[f32],
     pp: &PagedAttentionParams,
@@ -321,14 +392,42 @@ pub fn attention_paged_f32(
     out: &mut [f32],
     p: PagedAttentionParams,
 ) -> Result<(), KernelError> {
-    attention_paged_f32_with(active_isa(), q, keys, values, block_table, out, p)
+    let (k, v) = (KvData::F32(keys), KvData::F32(values));
+    attention_paged_with(active_isa(), q, k, v, block_table, out, p)
 }
 
+/// [`attention_paged_f32`] over a pool stored as [`KvData`] (f32 or f16): the bits of
+/// `attention_paged_f32` on the widened keys and values.
+pub fn attention_paged(
+    q: &[f32],
+    keys: KvData<'_>,
+    values: KvData<'_>,
+    block_table: &[u32],
+    out: &mut [f32],
+    p: PagedAttentionParams,
+) -> Result<(), KernelError> {
+    attention_paged_with(active_isa(), q, keys, values, block_table, out, p)
+}
+
+#[cfg(test)]
 pub(crate) fn attention_paged_f32_with(
     isa: Isa,
     q: &[f32],
     keys: &[f32],
     values: &[f32],
+    block_table: &[u32],
+    out: &mut [f32],
+    pp: PagedAttentionParams,
+) -> Result<(), KernelError> {
+    let (k, v) = (KvData::F32(keys), KvData::F32(values));
+    attention_paged_with(isa, q, k, v, block_table, out, pp)
+}
+
+pub(crate) fn attention_paged_with(
+    isa: Isa,
+    q: &[f32],
+    keys: KvData<'_>,
+    values: KvData<'_>,
     block_table: &[u32],
     out: &mut [f32],
     pp: PagedAttentionParams,
@@ -369,14 +468,40 @@ pub fn attention_paged_seqs_f32(
     seqs: &[PagedSeq<'_>],
     out: &mut [f32],
 ) -> Result<(), KernelError> {
-    attention_paged_seqs_f32_with(active_isa(), q, keys, values, seqs, out)
+    let (k, v) = (KvData::F32(keys), KvData::F32(values));
+    attention_paged_seqs_with(active_isa(), q, k, v, seqs, out)
 }
 
+/// [`attention_paged_seqs_f32`] over a pool stored as [`KvData`] (f32 or f16): the bits of
+/// `attention_paged_seqs_f32` on the widened keys and values.
+pub fn attention_paged_seqs(
+    q: &[f32],
+    keys: KvData<'_>,
+    values: KvData<'_>,
+    seqs: &[PagedSeq<'_>],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    attention_paged_seqs_with(active_isa(), q, keys, values, seqs, out)
+}
+
+#[cfg(test)]
 pub(crate) fn attention_paged_seqs_f32_with(
     isa: Isa,
     q: &[f32],
     keys: &[f32],
     values: &[f32],
+    seqs: &[PagedSeq<'_>],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    let (k, v) = (KvData::F32(keys), KvData::F32(values));
+    attention_paged_seqs_with(isa, q, k, v, seqs, out)
+}
+
+pub(crate) fn attention_paged_seqs_with(
+    isa: Isa,
+    q: &[f32],
+    keys: KvData<'_>,
+    values: KvData<'_>,
     seqs: &[PagedSeq<'_>],
     out: &mut [f32],
 ) -> Result<(), KernelError> {
@@ -505,15 +630,15 @@ impl KvLayout<'_> {
     /// The caller validated the call: positions `a + r0..a + r1` are below `kv_len`, so their
     /// table entries exist and point inside the pool.
     #[inline(always)]
-    unsafe fn block_rows(
+    unsafe fn block_rows<E>(
         &self,
-        base: *const f32,
+        base: *const E,
         hd: usize,
         kvh: usize,
         a: usize,
         r0: usize,
         r1: usize,
-    ) -> BlockRows {
+    ) -> BlockRows<E> {
         match *self {
             KvLayout::Contiguous { capacity } => BlockRows {
                 page: [unsafe { base.add((kvh * capacity + a) * hd) }; PAGES],
@@ -552,17 +677,17 @@ impl KvLayout<'_> {
 /// The rows of one 64-key block: relative position `r` (0..64) is at
 /// `page[r >> shift] + (r & mask) * hd`; rows of one page are contiguous.
 #[derive(Clone, Copy)]
-struct BlockRows {
-    page: [*const f32; PAGES],
+struct BlockRows<E = f32> {
+    page: [*const E; PAGES],
     shift: u32,
     mask: usize,
     hd: usize,
 }
 
-impl BlockRows {
+impl<E> BlockRows<E> {
     /// Start of the row of relative position `r`.
     #[inline(always)]
-    unsafe fn row(&self, r: usize) -> *const f32 {
+    unsafe fn row(&self, r: usize) -> *const E {
         debug_assert!(r < KEY_BLOCK);
         unsafe {
             self.page
@@ -574,8 +699,89 @@ impl BlockRows {
     /// The contiguous run of rows from relative position `r`: its start and length (up to
     /// the end of `r`'s page, at most `max`).
     #[inline(always)]
-    unsafe fn run(&self, r: usize, max: usize) -> (*const f32, usize) {
+    unsafe fn run(&self, r: usize, max: usize) -> (*const E, usize) {
         (unsafe { self.row(r) }, ((r | self.mask) + 1 - r).min(max))
+    }
+}
+
+/// Rows `r0..r1` of kv head `kvh`'s 64-key block at position `a`, as f32: an f32 cache's in
+/// place; an f16 cache's widened into `wide` (room for [`KEY_BLOCK`] rows of `hd`), each
+/// relative row `r` at `wide + r * hd`.
+///
+/// # Safety
+/// As [`KvLayout::block_rows`]; where `data` is f16, `wide` holds `KEY_BLOCK * hd` floats
+/// that nothing else reads or writes meanwhile.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn kv_rows<S: Simd>(
+    data: KvData<'_>,
+    layout: &KvLayout<'_>,
+    hd: usize,
+    kvh: usize,
+    a: usize,
+    r0: usize,
+    r1: usize,
+    wide: *mut f32,
+) -> BlockRows {
+    unsafe {
+        match data {
+            KvData::F32(s) => layout.block_rows(s.as_ptr(), hd, kvh, a, r0, r1),
+            KvData::F16(s) => {
+                let src = layout.block_rows(s.as_ptr().cast::<u16>(), hd, kvh, a, r0, r1);
+                let mut r = r0;
+                while r < r1 {
+                    let (rows, n) = src.run(r, r1 - r);
+                    widen_f16::<S>(rows, wide.add(r * hd), n * hd);
+                    r += n;
+                }
+                BlockRows {
+                    page: [wide.cast_const(); PAGES],
+                    shift: KEY_BLOCK.trailing_zeros(),
+                    mask: KEY_BLOCK - 1,
+                    hd,
+                }
+            }
+        }
+    }
+}
+
+/// `dst[..n] = src[..n]` widened from f16 (exact).
+#[inline(always)]
+unsafe fn widen_f16<S: Simd>(src: *const u16, dst: *mut f32, n: usize) {
+    unsafe {
+        let mut i = 0;
+        while i + S::W <= n {
+            S::store(dst.add(i), S::load_f16(src.add(i)));
+            i += S::W;
+        }
+        if i < n {
+            S::store_partial(dst.add(i), n - i, S::load_f16_partial(src.add(i), n - i));
+        }
+    }
+}
+
+thread_local! {
+    /// Per thread: room for an f16 cache's current key and value blocks widened to f32
+    /// (grown once, kept for the thread's next calls).
+    static WIDE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A task's widening room: `2 * KEY_BLOCK * hd` floats (keys, then values) when `k` or `v` is
+/// f16, else empty. Hand it back with [`put_wide`].
+fn take_wide(k: KvData<'_>, v: KvData<'_>, hd: usize) -> Vec<f32> {
+    if matches!((k, v), (KvData::F32(_), KvData::F32(_))) {
+        return Vec::new();
+    }
+    let mut w = WIDE.take();
+    if w.len() < 2 * KEY_BLOCK * hd {
+        w.resize(2 * KEY_BLOCK * hd, 0.0);
+    }
+    w
+}
+
+fn put_wide(w: Vec<f32>) {
+    if w.capacity() > 0 {
+        WIDE.set(w);
     }
 }
 
@@ -583,8 +789,8 @@ impl BlockRows {
 fn run_attention(
     isa: Isa,
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: KvData<'_>,
+    v: KvData<'_>,
     layout: KvLayout<'_>,
     out: &mut [f32],
     p: &AttentionParams,
@@ -642,8 +848,8 @@ const MAX_GROUP: usize = 16;
 /// (the whole cache or pool, laid out as `layout` says).
 struct GroupTask<'a> {
     q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
+    k: KvData<'a>,
+    v: KvData<'a>,
     layout: KvLayout<'a>,
     kvh: usize,
     keys_start: usize,
@@ -710,12 +916,10 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
     let mut run_sum = [0.0f32; MAX_GROUP];
     let mut scores = [0.0f32; MAX_GROUP * ROW];
     let mut kt = [0.0f32; DIM_CHUNK * 16];
-    let (kp, vp, qp, sp) = (
-        t.k.as_ptr(),
-        t.v.as_ptr(),
-        t.q.as_ptr(),
-        scores.as_mut_ptr(),
-    );
+    let (qp, sp) = (t.q.as_ptr(), scores.as_mut_ptr());
+    let mut wide = take_wide(t.k, t.v, hd);
+    let wk = wide.as_mut_ptr();
+    let wv = wk.wrapping_add(KEY_BLOCK * hd);
     let mut b0 = t.keys_start;
     while b0 < keys_end {
         let a = b0 / KEY_BLOCK * KEY_BLOCK;
@@ -723,8 +927,8 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
         let len = b1 - b0;
         // Key `b0 + j` is row `r0 + j` of this 64-key block.
         let r0 = b0 - a;
-        let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
-        let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
+        let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
+        let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
         // Scores of keys b0 + j.., W at a time: one FMA chain over the head dims per lane.
         let mut j = 0;
         while j < len {
@@ -818,6 +1022,7 @@ unsafe fn group_attention<S: Simd>(t: GroupTask<'_>, out: &mut [f32]) {
         }
         b0 = b1;
     }
+    put_wide(wide);
     for (h, o) in out.chunks_exact_mut(hd).enumerate() {
         let inv = 1.0 / run_sum[h];
         for x in o {
@@ -868,8 +1073,8 @@ impl OutPtr {
 fn blocked_attention(
     level: Isa,
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: KvData<'_>,
+    v: KvData<'_>,
     layout: KvLayout<'_>,
     out: &mut [f32],
     p: &AttentionParams,
@@ -928,8 +1133,8 @@ unsafe fn run_blocked_task(level: Isa, task: &BlockedTask<'_>) {
 /// pool, laid out as `layout` says.
 struct BlockedTask<'a> {
     q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
+    k: KvData<'a>,
+    v: KvData<'a>,
     layout: KvLayout<'a>,
     out: OutPtr,
     p: &'a AttentionParams,
@@ -988,6 +1193,9 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
     let mut probs = std::mem::MaybeUninit::<[f32; KB * 16]>::uninit();
     let probs = probs.as_mut_ptr().cast::<f32>();
     let mut denom = [0f32; MAX_VECTORS];
+    let mut wide = take_wide(t.k, t.v, hd);
+    let wk = wide.as_mut_ptr();
+    let wv = wk.wrapping_add(KEY_BLOCK * hd);
 
     let mut v0 = 0;
     while v0 < n_vec {
@@ -1021,9 +1229,8 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let len = (a + KB).min(keys_end) - kb;
             // Key `kb + j` is row `r0 + j` of this 64-key block.
             let r0 = kb - a;
-            let (kp, vp) = (t.k.as_ptr(), t.v.as_ptr());
-            let krows = t.layout.block_rows(kp, hd, t.kvh, a, r0, r0 + len);
-            let vrows = t.layout.block_rows(vp, hd, t.kvh, a, r0, r0 + len);
+            let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
+            let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
             let block = KeyBlock {
                 krows: &krows,
                 vrows: &vrows,
@@ -1098,6 +1305,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
         }
         v0 += lanes;
     }
+    put_wide(wide);
 }
 
 /// Most query vectors (lanes) for which [`few_lanes_block`] runs: at `L` vectors its scores

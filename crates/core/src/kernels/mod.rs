@@ -31,8 +31,9 @@ mod threads;
 mod tests;
 
 pub use attention::{
-    attention_f32, attention_paged_f32, attention_paged_seqs_f32, attention_scratch_len,
-    AttentionParams, PagedAttentionParams, PagedSeq,
+    attention, attention_f32, attention_paged, attention_paged_f32, attention_paged_seqs,
+    attention_paged_seqs_f32, attention_scratch_len, AttentionParams, KvData, PagedAttentionParams,
+    PagedSeq,
 };
 pub use cast::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_bf16_one, f32_to_f16};
 pub use cpu::{active_isa, detected_isa, supported_isas, Isa};

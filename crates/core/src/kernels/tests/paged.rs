@@ -435,3 +435,130 @@ fn paged_attention_of_many_sequences_refuses_bad_batches_naming_the_sequence() {
     let err = run(&[seq(0, 0, 3), other]).unwrap_err().to_string();
     assert!(err.contains("sequence 1 has other heads"), "{err}");
 }
+
+/// `x` rounded to f16 and back (NaN stays NaN).
+fn through_f16(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect()
+}
+
+fn to_f16(x: &[f32]) -> Vec<half::f16> {
+    x.iter().map(|&v| half::f16::from_f32(v)).collect()
+}
+
+#[test]
+fn attention_over_an_f16_cache_equals_f32_on_the_widened_values() {
+    use crate::kernels::attention::{
+        attention_paged_seqs_with, attention_paged_with, attention_with,
+    };
+    use crate::kernels::{KvData, PagedSeq};
+    // Blocked path (head_dim 64, GQA 3), the per-group path (softcap; head_dim 40 with partial
+    // vectors), sliding window; pool block sizes 16 and 64.
+    let mut cases = Vec::new();
+    let mut seed = 1000;
+    for (n_heads, n_kv_heads, head_dim, softcap) in
+        [(9, 3, 64, None), (6, 2, 64, Some(1.5)), (6, 2, 40, None)]
+    {
+        for (window, block_size) in [(None, 16), (Some(45), 64)] {
+            seed += 1;
+            let mut c = Case::new(
+                n_heads, n_kv_heads, head_dim, 150, block_size, window, softcap, seed,
+            );
+            for buf in [&mut c.k, &mut c.v, &mut c.pool_k, &mut c.pool_v] {
+                *buf = through_f16(buf);
+            }
+            cases.push(c);
+        }
+    }
+    let first_diff =
+        |got: &[f32], want: &[f32]| (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits());
+    with_thread_counts(|threads| {
+        for isa in supported_isas() {
+            for c in &cases {
+                let (k16, v16) = (to_f16(&c.k), to_f16(&c.v));
+                let (pk16, pv16) = (to_f16(&c.pool_k), to_f16(&c.pool_v));
+                let r = c.row_len();
+                for (q_pos0, n_q, kv_len) in
+                    [(149, 1, 150), (0, 150, 150), (70, 7, 77), (64, 64, 150)]
+                {
+                    let want = c.contiguous(isa, q_pos0, n_q, kv_len);
+                    let q = &c.q[q_pos0 * r..(q_pos0 + n_q) * r];
+                    let label = format!(
+                        "{isa:?} threads={threads} {:?} B={} q_pos0={q_pos0} n_q={n_q} kv_len={kv_len}",
+                        c.p, c.block_size
+                    );
+                    let mut dense = vec![f32::NAN; n_q * r];
+                    let p = AttentionParams {
+                        n_q,
+                        q_pos0,
+                        kv_len,
+                        ..c.p
+                    };
+                    let (k, v) = (KvData::F16(&k16), KvData::F16(&v16));
+                    attention_with(isa, q, k, v, &mut dense, &mut [], p).unwrap();
+                    if let Some(i) = first_diff(&dense, &want) {
+                        panic!(
+                            "{label}: dense f16 element {i}: {:e} vs {:e}",
+                            dense[i], want[i]
+                        );
+                    }
+                    let table = &c.table[..kv_len.div_ceil(c.block_size)];
+                    let pp = c.params(q_pos0, n_q, kv_len);
+                    let (k, v) = (KvData::F16(&pk16), KvData::F16(&pv16));
+                    let mut paged = vec![f32::NAN; n_q * r];
+                    attention_paged_with(isa, q, k, v, table, &mut paged, pp).unwrap();
+                    if let Some(i) = first_diff(&paged, &want) {
+                        panic!(
+                            "{label}: paged f16 element {i}: {:e} vs {:e}",
+                            paged[i], want[i]
+                        );
+                    }
+                    // The many-sequences entry: this chunk beside a decode row of the same pool.
+                    let seqs = [
+                        PagedSeq {
+                            row0: 0,
+                            block_table: table,
+                            p: pp,
+                        },
+                        PagedSeq {
+                            row0: n_q,
+                            block_table: &c.table,
+                            p: c.params(149, 1, 150),
+                        },
+                    ];
+                    let mut qq = q.to_vec();
+                    qq.extend_from_slice(&c.q[149 * r..150 * r]);
+                    let mut both = vec![f32::NAN; (n_q + 1) * r];
+                    attention_paged_seqs_with(isa, &qq, k, v, &seqs, &mut both).unwrap();
+                    if let Some(i) = first_diff(&both[..n_q * r], &want) {
+                        panic!(
+                            "{label}: batched f16 element {i}: {:e} vs {:e}",
+                            both[i], want[i]
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn attention_over_an_f16_cache_refuses_a_short_pool_naming_it() {
+    use crate::kernels::{attention_paged, KvData};
+    let c = Case::new(6, 2, 64, 40, 16, None, None, 1100);
+    let pk16 = to_f16(&c.pool_k[..c.pool_k.len() - 1]);
+    let pv16 = to_f16(&c.pool_v);
+    let r = c.row_len();
+    let mut out = vec![0.0; r];
+    let (k, v) = (KvData::F16(&pk16), KvData::F16(&pv16));
+    let err = attention_paged(
+        &c.q[39 * r..40 * r],
+        k,
+        v,
+        &c.table,
+        &mut out,
+        c.params(39, 1, 40),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("keys has"), "{err}");
+}
