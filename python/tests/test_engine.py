@@ -51,6 +51,20 @@ def test_concurrent_requests_equal_each_run_alone(llm, engine):
     assert stats["generated_tokens"] >= sum(len(s.result.tokens) for s in streams)
 
 
+def test_an_f16_kv_cache_gives_the_same_answers_under_load_as_alone(llm):
+    messages = [[{"role": "user", "content": q}] for q in QUESTIONS[:4]]
+    busy = torchnative.Engine(llm, max_running=4, batch_tokens=24, kv_cache_dtype="f16")
+    streams = [busy.submit(m, max_new_tokens=24) for m in messages]
+    texts = [s.text() for s in streams]
+    alone = torchnative.Engine(llm, max_running=1, kv_cache_dtype="f16")
+    for m, text, s in zip(messages, texts, streams):
+        want = alone.submit(m, max_new_tokens=24)
+        assert text == want.text()
+        assert s.result.tokens == want.result.tokens
+    with pytest.raises(ValueError, match="kv_cache_dtype"):
+        torchnative.Engine(llm, kv_cache_dtype="bf16")
+
+
 def test_seeded_sampling_and_closing_a_stream(llm, engine):
     a = engine.submit("Once upon a time", max_new_tokens=16, do_sample=True, temperature=0.9, seed=3)
     b = llm.generate("Once upon a time", max_new_tokens=16, do_sample=True, temperature=0.9, seed=3)

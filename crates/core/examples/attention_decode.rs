@@ -1,8 +1,9 @@
-//! Time of one decode-shaped attention call (one query, SmolLM2's heads) on one thread.
+//! Time of one decode-shaped attention call (one query, SmolLM2's heads) on one thread, over
+//! an f32 cache and over the same cache in f16.
 //!
 //! `cargo run --release -p torchnative-core --example attention_decode -- [KV_LEN ...]`
 use std::time::Instant;
-use torchnative_core::kernels::{self, AttentionParams};
+use torchnative_core::kernels::{self, AttentionParams, KvData};
 
 fn main() {
     kernels::set_num_threads(1).unwrap();
@@ -39,19 +40,27 @@ fn main() {
             sliding_window: None,
             softcap: None,
         };
+        let (k16, v16) = (to_f16(&k), to_f16(&v));
         let reps = 20_000_000 / kv_len;
-        let mut best = f64::MAX;
-        for _ in 0..5 {
-            let t = Instant::now();
-            for _ in 0..reps / 5 {
-                kernels::attention_f32(&q, &k, &v, &mut out, &mut [], p).unwrap();
+        let mut line = format!("kv_len {kv_len}:");
+        for (name, kd, vd) in [
+            ("f32", KvData::F32(&k), KvData::F32(&v)),
+            ("f16", KvData::F16(&k16), KvData::F16(&v16)),
+        ] {
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let t = Instant::now();
+                for _ in 0..reps / 5 {
+                    kernels::attention(&q, kd, vd, &mut out, &mut [], p).unwrap();
+                }
+                best = best.min(t.elapsed().as_secs_f64() / (reps / 5) as f64);
             }
-            best = best.min(t.elapsed().as_secs_f64() / (reps / 5) as f64);
+            line += &format!(" {name} {:.2} us per call (out[0] {})", best * 1e6, out[0]);
         }
-        println!(
-            "kv_len {kv_len}: {:.2} us per call (out[0] {})",
-            best * 1e6,
-            out[0]
-        );
+        println!("{line}");
     }
+}
+
+fn to_f16(x: &[f32]) -> Vec<half::f16> {
+    x.iter().map(|&v| half::f16::from_f32(v)).collect()
 }
