@@ -294,6 +294,9 @@ mod x86 {
     use super::super::{Line, QActs};
     use super::{block_lines, LANES};
 
+    /// Lines ahead of the current block that [`lanes_32`] prefetches.
+    const PREFETCH_LINES: usize = 48;
+
     /// One group of 16 weight rows (`group`, [`super::group_lines`] lines) against activation
     /// rows `i0 .. i0 + R`: lane `l` of `out[j]` is weight row `l`'s output for row `i0 + j`.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -313,6 +316,12 @@ mod x86 {
         let mut acc = [_mm512_setzero_ps(); R];
         for b in 0..nb {
             let (s, half, c) = block_lines(min, cl, b);
+            // The weights stream from memory once per step at few rows: ask for the lines
+            // PREFETCH_LINES ahead (into the next group at the end; a prefetch never faults).
+            for l in 0..=cl {
+                let ahead = group.wrapping_add(c + l + PREFETCH_LINES);
+                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+            }
             let sl = _mm512_load_si512(group.add(s).cast());
             let d = _mm512_cvtph_ps(if half == 0 {
                 _mm512_castsi512_si256(sl)
