@@ -716,6 +716,27 @@ fn block_scale(xb: &[f32]) -> f32 {
     amax / 127.0
 }
 
+/// [`quantize_q8x32_scalar`] for the SIMD quantizers' rare blocks (a NaN, an infinity, a
+/// subnormal scale), kept out of line: inlined, its 32 scalar loads were hoisted above the
+/// SIMD path's branch and ran for every block.
+#[cold]
+#[inline(never)]
+pub(crate) fn quantize_q8x32_scalar_cold(x: &[f32], qs: &mut [i8], ds: &mut [[f32; 2]]) {
+    quantize_q8x32_scalar(x, qs, ds)
+}
+
+/// [`quantize_q8x256_scalar`] out of line, as [`quantize_q8x32_scalar_cold`].
+#[cold]
+#[inline(never)]
+pub(crate) fn quantize_q8x256_scalar_cold(
+    x: &[f32],
+    qs: &mut [i8],
+    ds: &mut [[f32; 2]],
+    sums16: &mut [i32],
+) {
+    quantize_q8x256_scalar(x, qs, ds, sums16)
+}
+
 /// Quantize whole 32-blocks: `d = amax / 127`, `q = round(x / d)`, `ds = [d, d * sum(q)]`.
 pub(crate) fn quantize_q8x32_scalar(x: &[f32], qs: &mut [i8], ds: &mut [[f32; 2]]) {
     for ((xb, qb), ds) in x.chunks_exact(32).zip(qs.chunks_exact_mut(32)).zip(ds) {

@@ -161,7 +161,7 @@ pub(crate) unsafe fn quantize_q8x32_neon(x: &[f32], qs: &mut [i8], ds: &mut [[f3
                 let s = q.iter().fold(vdupq_n_s32(0), |s, &v| vaddq_s32(s, v));
                 ds[b] = [d, d * vaddvq_s32(s) as f32];
             }
-            None => super::quantize_q8x32_scalar(
+            None => super::quantize_q8x32_scalar_cold(
                 &x[32 * b..32 * b + 32],
                 &mut qs[32 * b..32 * b + 32],
                 &mut ds[b..b + 1],
@@ -191,7 +191,7 @@ pub(crate) unsafe fn quantize_q8x256_neon(
                 }
                 ds[b] = [d, 0.0];
             }
-            None => super::quantize_q8x256_scalar(
+            None => super::quantize_q8x256_scalar_cold(
                 &x[256 * b..256 * b + 256],
                 &mut qs[256 * b..256 * b + 256],
                 &mut ds[b..b + 1],

@@ -179,7 +179,7 @@ pub(crate) unsafe fn quantize_q8x32_avx512(x: &[f32], qs: &mut [i8], ds: &mut [[
                 let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q[0], q[1]));
                 ds[b] = [d, d * sum as f32];
             }
-            None => super::quantize_q8x32_scalar(
+            None => super::quantize_q8x32_scalar_cold(
                 &x[32 * b..32 * b + 32],
                 &mut qs[32 * b..32 * b + 32],
                 &mut ds[b..b + 1],
@@ -208,7 +208,7 @@ pub(crate) unsafe fn quantize_q8x256_avx512(
                 }
                 ds[b] = [d, 0.0];
             }
-            None => super::quantize_q8x256_scalar(
+            None => super::quantize_q8x256_scalar_cold(
                 &x[256 * b..256 * b + 256],
                 &mut qs[256 * b..256 * b + 256],
                 &mut ds[b..b + 1],
@@ -295,7 +295,7 @@ pub(crate) unsafe fn quantize_q8x32_avx2(x: &[f32], qs: &mut [i8], ds: &mut [[f3
                     _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
                 ds[b] = [d, d * hsum_i32(sum) as f32];
             }
-            None => super::quantize_q8x32_scalar(
+            None => super::quantize_q8x32_scalar_cold(
                 &x[32 * b..32 * b + 32],
                 &mut qs[32 * b..32 * b + 32],
                 &mut ds[b..b + 1],
@@ -325,7 +325,7 @@ pub(crate) unsafe fn quantize_q8x256_avx2(
                 }
                 ds[b] = [d, 0.0];
             }
-            None => super::quantize_q8x256_scalar(
+            None => super::quantize_q8x256_scalar_cold(
                 &x[256 * b..256 * b + 256],
                 &mut qs[256 * b..256 * b + 256],
                 &mut ds[b..b + 1],
