@@ -224,20 +224,6 @@ pub fn attention(
     attention_with(active_isa(), q, k_cache, v_cache, out, scratch, p)
 }
 
-#[cfg(test)]
-pub(crate) fn attention_f32_with(
-    isa: Isa,
-    q: &[f32],
-    k_cache: &[f32],
-    v_cache: &[f32],
-    out: &mut [f32],
-    scratch: &mut [f32],
-    p: AttentionParams,
-) -> Result<(), KernelError> {
-    let (k, v) = (KvData::F32(k_cache), KvData::F32(v_cache));
-    attention_with(isa, q, k, v, out, scratch, p)
-}
-
 pub(crate) fn attention_with(
     isa: Isa,
     q: &[f32],
@@ -409,20 +395,6 @@ pub fn attention_paged(
     attention_paged_with(active_isa(), q, keys, values, block_table, out, p)
 }
 
-#[cfg(test)]
-pub(crate) fn attention_paged_f32_with(
-    isa: Isa,
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    block_table: &[u32],
-    out: &mut [f32],
-    pp: PagedAttentionParams,
-) -> Result<(), KernelError> {
-    let (k, v) = (KvData::F32(keys), KvData::F32(values));
-    attention_paged_with(isa, q, k, v, block_table, out, pp)
-}
-
 pub(crate) fn attention_paged_with(
     isa: Isa,
     q: &[f32],
@@ -482,19 +454,6 @@ pub fn attention_paged_seqs(
     out: &mut [f32],
 ) -> Result<(), KernelError> {
     attention_paged_seqs_with(active_isa(), q, keys, values, seqs, out)
-}
-
-#[cfg(test)]
-pub(crate) fn attention_paged_seqs_f32_with(
-    isa: Isa,
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    seqs: &[PagedSeq<'_>],
-    out: &mut [f32],
-) -> Result<(), KernelError> {
-    let (k, v) = (KvData::F32(keys), KvData::F32(values));
-    attention_paged_seqs_with(isa, q, k, v, seqs, out)
 }
 
 pub(crate) fn attention_paged_seqs_with(
@@ -727,11 +686,15 @@ unsafe fn kv_rows<S: Simd>(
         match data {
             KvData::F32(s) => layout.block_rows(s.as_ptr(), hd, kvh, a, r0, r1),
             KvData::F16(s) => {
-                let src = layout.block_rows(s.as_ptr().cast::<u16>(), hd, kvh, a, r0, r1);
+                let src = layout.block_rows(s.as_ptr(), hd, kvh, a, r0, r1);
                 let mut r = r0;
                 while r < r1 {
                     let (rows, n) = src.run(r, r1 - r);
-                    widen_f16::<S>(rows, wide.add(r * hd), n * hd);
+                    let dst = std::slice::from_raw_parts_mut(wide.add(r * hd), n * hd);
+                    super::cast::f16_to_f32_simd::<S>(
+                        std::slice::from_raw_parts(rows, n * hd),
+                        dst,
+                    );
                     r += n;
                 }
                 BlockRows {
@@ -741,21 +704,6 @@ unsafe fn kv_rows<S: Simd>(
                     hd,
                 }
             }
-        }
-    }
-}
-
-/// `dst[..n] = src[..n]` widened from f16 (exact).
-#[inline(always)]
-unsafe fn widen_f16<S: Simd>(src: *const u16, dst: *mut f32, n: usize) {
-    unsafe {
-        let mut i = 0;
-        while i + S::W <= n {
-            S::store(dst.add(i), S::load_f16(src.add(i)));
-            i += S::W;
-        }
-        if i < n {
-            S::store_partial(dst.add(i), n - i, S::load_f16_partial(src.add(i), n - i));
         }
     }
 }

@@ -57,7 +57,7 @@ pub(crate) fn f16_to_f32_scalar(src: &[f16], dst: &mut [f32]) {
 }
 
 #[inline(always)]
-unsafe fn f16_to_f32_simd<S: Simd>(src: &[f16], dst: &mut [f32]) {
+pub(super) unsafe fn f16_to_f32_simd<S: Simd>(src: &[f16], dst: &mut [f32]) {
     let n = dst.len();
     let ps = src.as_ptr() as *const u16;
     let pd = dst.as_mut_ptr();

@@ -2,7 +2,8 @@
 //! q_pos0 > 0, softcap, every ISA.
 
 use super::{assert_close, Rng, U};
-use crate::kernels::attention::attention_f32_with;
+use crate::kernels::attention::attention_with;
+use crate::kernels::KvData;
 use crate::kernels::{attention_f32, supported_isas, AttentionParams};
 
 /// Naive attention in f64. Returns per output element (value, tolerance) where the tolerance
@@ -91,7 +92,16 @@ fn check(p: AttentionParams, seed: u64) {
     let want = naive_attention(&q, &k, &v, &p);
     for isa in supported_isas() {
         let mut out = vec![f32::NAN; q.len()];
-        attention_f32_with(isa, &q, &k, &v, &mut out, &mut [], p).unwrap();
+        attention_with(
+            isa,
+            &q,
+            KvData::F32(&k),
+            KvData::F32(&v),
+            &mut out,
+            &mut [],
+            p,
+        )
+        .unwrap();
         for (idx, &(w, tol)) in want.iter().enumerate() {
             assert_close(out[idx], w, tol, &format!("{isa:?} {p:?} out[{idx}]"));
         }

@@ -4,8 +4,9 @@
 //! compared with itself.
 
 use super::{Rng, THREADS};
-use crate::kernels::attention::attention_f32_with;
+use crate::kernels::attention::attention_with;
 use crate::kernels::linear::{linear_with, Dims, WeightElem};
+use crate::kernels::KvData;
 use crate::kernels::{self, set_num_threads, supported_isas, AttentionParams, Isa};
 use half::{bf16, f16};
 
@@ -85,11 +86,11 @@ impl Prompt {
             kv_len,
             ..self.p
         };
-        attention_f32_with(
+        attention_with(
             isa,
             &self.q[q_pos0 * r..(q_pos0 + n_q) * r],
-            &self.k,
-            &self.v,
+            KvData::F32(&self.k),
+            KvData::F32(&self.v),
             &mut out,
             &mut [],
             p,

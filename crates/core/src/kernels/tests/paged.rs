@@ -5,9 +5,9 @@
 //! and off the blocked path, sliding window, softcap and chunked-prefill query ranges.
 
 use super::{Rng, THREADS};
-use crate::kernels::attention::{attention_f32_with, attention_paged_f32_with};
+use crate::kernels::attention::{attention_paged_seqs_with, attention_paged_with, attention_with};
 use crate::kernels::{
-    self, attention_paged_f32, set_num_threads, supported_isas, AttentionParams, Isa,
+    self, attention_paged_f32, set_num_threads, supported_isas, AttentionParams, Isa, KvData,
     PagedAttentionParams,
 };
 
@@ -135,7 +135,8 @@ impl Case {
             ..self.p
         };
         let q = &self.q[q_pos0 * r..(q_pos0 + n_q) * r];
-        attention_f32_with(isa, q, &self.k, &self.v, &mut out, &mut [], p).unwrap();
+        let (k, v) = (KvData::F32(&self.k), KvData::F32(&self.v));
+        attention_with(isa, q, k, v, &mut out, &mut [], p).unwrap();
         out
     }
 
@@ -144,7 +145,8 @@ impl Case {
         let mut out = vec![f32::NAN; n_q * r];
         let p = self.params(q_pos0, n_q, kv_len);
         let q = &self.q[q_pos0 * r..(q_pos0 + n_q) * r];
-        attention_paged_f32_with(isa, q, &self.pool_k, &self.pool_v, table, &mut out, p).unwrap();
+        let (k, v) = (KvData::F32(&self.pool_k), KvData::F32(&self.pool_v));
+        attention_paged_with(isa, q, k, v, table, &mut out, p).unwrap();
         out
     }
 
@@ -329,7 +331,6 @@ fn shared_pool(cases: &[Case]) -> (Vec<f32>, Vec<f32>, Vec<Vec<u32>>, usize) {
 
 #[test]
 fn paged_attention_of_many_sequences_in_one_call_equals_each_alone() {
-    use crate::kernels::attention::attention_paged_seqs_f32_with;
     use crate::kernels::PagedSeq;
     // Decode rows (one query), prefill chunks (several, across a 16-query block), a chunk that
     // starts mid-sequence, sliding window; then a softcap case (the per-sequence path).
@@ -376,8 +377,15 @@ fn paged_attention_of_many_sequences_in_one_call_equals_each_alone() {
             with_thread_counts(|threads| {
                 for isa in supported_isas() {
                     let mut out = vec![f32::NAN; q.len()];
-                    attention_paged_seqs_f32_with(isa, &q, &keys, &values, &seqs, &mut out)
-                        .unwrap();
+                    attention_paged_seqs_with(
+                        isa,
+                        &q,
+                        KvData::F32(&keys),
+                        KvData::F32(&values),
+                        &seqs,
+                        &mut out,
+                    )
+                    .unwrap();
                     for (i, (c, s)) in cases.iter().zip(&seqs).enumerate() {
                         let alone = c.paged(isa, &c.table, s.p.q_pos0, s.p.n_q, s.p.kv_len);
                         let got = &out[s.row0 * r..(s.row0 + s.p.n_q) * r];
@@ -447,10 +455,7 @@ fn to_f16(x: &[f32]) -> Vec<half::f16> {
 
 #[test]
 fn attention_over_an_f16_cache_equals_f32_on_the_widened_values() {
-    use crate::kernels::attention::{
-        attention_paged_seqs_with, attention_paged_with, attention_with,
-    };
-    use crate::kernels::{KvData, PagedSeq};
+    use crate::kernels::PagedSeq;
     // Blocked path (head_dim 64, GQA 3), the per-group path (softcap; head_dim 40 with partial
     // vectors), sliding window; pool block sizes 16 and 64.
     let mut cases = Vec::new();
@@ -543,7 +548,7 @@ fn attention_over_an_f16_cache_equals_f32_on_the_widened_values() {
 
 #[test]
 fn attention_over_an_f16_cache_refuses_a_short_pool_naming_it() {
-    use crate::kernels::{attention_paged, KvData};
+    use crate::kernels::attention_paged;
     let c = Case::new(6, 2, 64, 40, 16, None, None, 1100);
     let pk16 = to_f16(&c.pool_k[..c.pool_k.len() - 1]);
     let pv16 = to_f16(&c.pool_v);
