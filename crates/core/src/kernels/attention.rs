@@ -697,12 +697,11 @@ unsafe fn kv_rows<S: Simd>(
                     );
                     r += n;
                 }
-                BlockRows {
-                    page: [wide.cast_const(); PAGES],
-                    shift: KEY_BLOCK.trailing_zeros(),
-                    mask: KEY_BLOCK - 1,
-                    hd,
-                }
+                // `wide` is a contiguous cache of one kv head holding this key block.
+                let block = KvLayout::Contiguous {
+                    capacity: KEY_BLOCK,
+                };
+                block.block_rows(wide.cast_const(), hd, 0, 0, r0, r1)
             }
         }
     }
