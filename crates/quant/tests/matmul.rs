@@ -528,6 +528,47 @@ fn interleaved_copy_gives_the_same_bits_on_every_path() {
     }
 }
 
+/// The largest products the few-rows kernels can meet: every code at its maximum (all bits
+/// set) against activations that quantize to +-127, of one sign and of alternating signs. The
+/// AVX2 kernels sum a block's byte pairs in 16 bits; a saturating sum would show here.
+#[test]
+fn interleaved_kernels_hold_the_largest_block_sums_exactly() {
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0] {
+        let (rows, cols) = (20, 128);
+        let mut data = vec![0xffu8; rows * ty.row_bytes(cols).unwrap()];
+        for block in data.chunks_exact_mut(ty.type_size()) {
+            for &off in f16_scale_offsets(ty) {
+                block[off..off + 2].copy_from_slice(&half::f16::from_f32(0.5).to_le_bytes());
+            }
+        }
+        let w = PackedMatrix::new(ty, &data, rows, cols);
+        let iw = InterleavedMatrix::build(&w).unwrap();
+        let wi = PackedMatrix {
+            interleaved: Some(&iw),
+            ..w
+        };
+        let m = 6;
+        let x: Vec<f32> = (0..m * cols)
+            .map(|k| match k / cols {
+                0 => 1.0,
+                1 => -1.0,
+                2 => [1.0, -1.0][k % 2],
+                3 => [-1.0, 1.0][k % 2],
+                4 => [1.0, 1.0, -1.0, -1.0][k % 4],
+                _ => 3.0 * [1.0, -1.0][(k / 16) % 2],
+            })
+            .collect();
+        let want = run(KernelPath::Scalar, &w, &x, m);
+        assert!(want.iter().all(|v| v.is_finite()), "{ty}: {want:?}");
+        for path in available_kernel_paths() {
+            for mi in 1..=m {
+                let got = run(path, &wi, &x[..mi * cols], mi);
+                assert_bits_eq(&format!("{ty} {path:?} m {mi}"), &got, &want[..mi * rows]);
+            }
+        }
+    }
+}
+
 #[test]
 fn interleaving_refuses_other_types_and_other_matrices() {
     let mut rng = Rng::new(5);
@@ -542,7 +583,10 @@ fn interleaving_refuses_other_types_and_other_matrices() {
     let built = InterleavedMatrix::new(&w).unwrap();
     assert_eq!(
         built.is_some(),
-        best_kernel_path() == KernelPath::Avx512Vnni,
+        matches!(
+            best_kernel_path(),
+            KernelPath::Avx512Vnni | KernelPath::Avx2 | KernelPath::Avx512
+        ),
         "interleaved exactly when the best path reads it"
     );
     let iw = InterleavedMatrix::build(&w).unwrap();

@@ -8,7 +8,8 @@
 //! (lane `l` = row `l`), so one `vpdpbusd` against 4 activation bytes broadcast to all lanes
 //! adds 4 products to each of the 16 rows' sums: no tree, nothing to transpose, the decode
 //! (a mask and a shift for 4-bit codes) shared by every activation row, and the rows' f16
-//! scales one load. Each output is still [`super::gemm::reference_dot`]'s arithmetic (exact
+//! scales one load. AVX2 without VNNI reads the same lines as two halves of 8 lanes, with
+//! `vpmaddubsw` in place of `vpdpbusd`. Each output is still [`super::gemm::reference_dot`]'s arithmetic (exact
 //! integer block sums, then the same f32 steps in block order), so the bits equal every other
 //! path's: batch invariance is kept.
 //!
@@ -55,9 +56,14 @@ fn interleavable(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0)
 }
 
-/// Whether `path` has kernels that read the interleaved layout.
+/// Whether `path` has kernels that read the interleaved layout: AVX-512 VNNI, and AVX2
+/// without VNNI (also run by AVX-512 without VNNI). AVX-VNNI keeps the file's layout.
 pub(crate) fn path_reads_interleaved(path: KernelPath) -> bool {
-    cfg!(target_arch = "x86_64") && path == KernelPath::Avx512Vnni
+    cfg!(target_arch = "x86_64")
+        && matches!(
+            path,
+            KernelPath::Avx512Vnni | KernelPath::Avx2 | KernelPath::Avx512
+        )
 }
 
 /// Where block `b`'s data starts within a group: (scale line, which half of it holds `d`,
@@ -231,9 +237,11 @@ impl InterleavedMatrix {
 /// Safety: the caller validated `w` against `iw` ([`InterleavedMatrix::matches`]), `a` (`m`
 /// rows of `cols` in the 32-block format with `sums32` filled), that `out` points at
 /// `m * rows` floats of which this task alone writes rows `lo..hi` of each output row, and
-/// that the CPU runs AVX-512 VNNI.
+/// that the CPU runs `path`, one for which [`path_reads_interleaved`] holds.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemv_rows(
+    path: KernelPath,
     iw: &InterleavedMatrix,
     a: &super::QActs,
     m: usize,
@@ -246,15 +254,32 @@ pub(crate) unsafe fn gemv_rows(
     type F<const R: usize> =
         unsafe fn(*const Line, usize, &super::QActs, usize) -> [[f32; LANES]; R];
     macro_rules! pick {
-        ($r:literal) => {
+        ($kernel:ident, $r:literal) => {
             match iw.ty {
-                Q4_0 => x86::lanes_32::<{ k::Q4_0 }, $r> as F<$r>,
-                Q4_1 => x86::lanes_32::<{ k::Q4_1 }, $r>,
-                _ => x86::lanes_32::<{ k::Q8_0 }, $r>,
+                Q4_0 => x86::$kernel::<{ k::Q4_0 }, $r> as F<$r>,
+                Q4_1 => x86::$kernel::<{ k::Q4_1 }, $r>,
+                _ => x86::$kernel::<{ k::Q8_0 }, $r>,
             }
         };
     }
-    let (f8, f4, f2, f1) = (pick!(8), pick!(4), pick!(2), pick!(1));
+    debug_assert!(path_reads_interleaved(path));
+    // AVX2 has half the registers of AVX-512 for twice the vectors per group: no 8-row
+    // kernel (its sums would spill), two 4-row calls instead.
+    let (f8, f4, f2, f1) = if path == KernelPath::Avx512Vnni {
+        (
+            Some(pick!(lanes_32, 8)),
+            pick!(lanes_32, 4),
+            pick!(lanes_32, 2),
+            pick!(lanes_32, 1),
+        )
+    } else {
+        (
+            None,
+            pick!(lanes_32_avx2, 4),
+            pick!(lanes_32_avx2, 2),
+            pick!(lanes_32_avx2, 1),
+        )
+    };
     let (rows, nb) = (iw.rows, iw.cols / 32);
     let store = |v: &[[f32; LANES]], i: usize, r0: usize, n: usize| {
         for (j, v) in v.iter().enumerate() {
@@ -268,7 +293,7 @@ pub(crate) unsafe fn gemv_rows(
         let mut i = 0;
         while i < m {
             let left = m - i;
-            if left >= 8 {
+            if let (true, Some(f8)) = (left >= 8, f8) {
                 store(&f8(group, nb, a, i), i, r0, n);
                 i += 8;
             } else if left >= 4 {
@@ -386,6 +411,103 @@ mod x86 {
         let mut out = [[0f32; LANES]; R];
         for (o, v) in out.iter_mut().zip(acc) {
             _mm512_storeu_ps(o.as_mut_ptr(), v);
+        }
+        out
+    }
+
+    /// [`lanes_32`]'s arithmetic on AVX2 without VNNI (`vpmaddubsw`, then `vpmaddwd` against
+    /// ones): a group's 16 rows in two passes of 8 lanes (the low and high 32 bytes of each
+    /// line; the second pass finds the group's lines in L1).
+    ///
+    /// 4-bit codes sum their 8 byte-pair products per block in 16 bits (at most
+    /// 8 * 2 * 15 * 128 = 30720, no saturation), so `vpmaddwd` runs once per block. Q8_0
+    /// dots `|w|` with `sign(x, w)` (pairs at most 2 * 128 * 127) and needs no offset: the
+    /// same exact integer as `w + 128` against `x` less `128 * sum(x)`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn lanes_32_avx2<const KIND: u8, const R: usize>(
+        group: *const Line,
+        nb: usize,
+        a: &QActs,
+        i0: usize,
+    ) -> [[f32; LANES]; R] {
+        let (_, _, min, _, shift) = layout(KIND);
+        let cl = if KIND == Q8_0 { 8 } else { 4 };
+        let cols = a.cols;
+        let nibble = _mm256_set1_epi8(0x0f);
+        let ones = _mm256_set1_epi16(1);
+        let x: [*const u8; R] = std::array::from_fn(|j| a.qs.as_ptr().add((i0 + j) * cols).cast());
+        let bcast = |p: *const u8| _mm256_set1_epi32(p.cast::<i32>().read_unaligned());
+        // The 32 bytes of line `l` that hold rows `8h .. 8h + 8`.
+        let half_line = |l: usize, h: usize| group.add(l).cast::<u8>().add(32 * h);
+        let mut out = [[0f32; LANES]; R];
+        for h in 0..2 {
+            let mut acc = [_mm256_setzero_ps(); R];
+            for b in 0..nb {
+                let (s, half, c) = block_lines(min, cl, b);
+                if h == 0 {
+                    for l in 0..=cl {
+                        let ahead = group.wrapping_add(c + l + PREFETCH_LINES);
+                        _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                    }
+                }
+                // f16 `d` of the 8 rows (Q4_1: `m` 32 bytes further).
+                let sl = half_line(s, 0).add(32 * half + 16 * h);
+                let d = _mm256_cvtph_ps(_mm_load_si128(sl.cast()));
+                let mut isum = [_mm256_setzero_si256(); R];
+                if KIND == Q8_0 {
+                    for q in 0..8 {
+                        let ws = _mm256_xor_si256(
+                            _mm256_load_si256(half_line(c + q, h).cast()),
+                            _mm256_set1_epi8(-128),
+                        );
+                        let wa = _mm256_sign_epi8(ws, ws);
+                        for j in 0..R {
+                            let xv = _mm256_sign_epi8(bcast(x[j].add(b * 32 + 4 * q)), ws);
+                            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones);
+                            isum[j] = _mm256_add_epi32(isum[j], p);
+                        }
+                    }
+                } else {
+                    let mut s16 = [_mm256_setzero_si256(); R];
+                    for q in 0..4 {
+                        let v = _mm256_load_si256(half_line(c + q, h).cast());
+                        let lo = _mm256_and_si256(v, nibble);
+                        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble);
+                        for j in 0..R {
+                            let xl = bcast(x[j].add(b * 32 + 4 * q));
+                            let xh = bcast(x[j].add(b * 32 + 16 + 4 * q));
+                            s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(lo, xl));
+                            s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(hi, xh));
+                        }
+                    }
+                    for j in 0..R {
+                        isum[j] = _mm256_madd_epi16(s16[j], ones);
+                    }
+                }
+                let mn = if min {
+                    _mm256_cvtph_ps(_mm_load_si128(sl.add(32).cast()))
+                } else {
+                    _mm256_setzero_ps()
+                };
+                for j in 0..R {
+                    let k = (i0 + j) * nb + b;
+                    let isum = if min || KIND == Q8_0 {
+                        isum[j]
+                    } else {
+                        let offset = *a.sums32.get_unchecked(k) << shift;
+                        _mm256_sub_epi32(isum[j], _mm256_set1_epi32(offset))
+                    };
+                    let [dx, dsum] = *a.ds.get_unchecked(k);
+                    let scale = _mm256_mul_ps(_mm256_set1_ps(dx), d);
+                    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[j]);
+                    if min {
+                        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dsum), mn, acc[j]);
+                    }
+                }
+            }
+            for (o, v) in out.iter_mut().zip(acc) {
+                _mm256_storeu_ps(o.as_mut_ptr().add(8 * h), v);
+            }
         }
         out
     }

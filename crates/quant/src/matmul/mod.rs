@@ -652,7 +652,7 @@ fn run_jobs(path: KernelPath, jobs: &mut [Option<Job>], m: usize, acts: &QActs) 
                     if let (true, Some(iw)) =
                         (interleaved::path_reads_interleaved(path), w.interleaved)
                     {
-                        unsafe { interleaved::gemv_rows(iw, acts, m, out, lo, hi) };
+                        unsafe { interleaved::gemv_rows(path, iw, acts, m, out, lo, hi) };
                         return;
                     }
                     unsafe { gemv::gemv_rows(w, job.row_bytes, acts, m, out, lo, hi, kind) };
