@@ -1186,7 +1186,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
                 kb,
             };
             // Few query vectors (decode): keys in the lanes, where the level can transpose.
-            if lanes <= KEYS_IN_LANES_MAX {
+            if lanes <= KEYS_IN_LANES_MAX.min(S::W / 2) {
                 let state = (&mut run_max, &mut run_sum);
                 if few_lanes_block::<S>(&block, hd, qt, lanes, &pos, &start, p.scale, state, acc) {
                     kb += len;
@@ -1194,7 +1194,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
                 }
             }
             // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
-            // FMA latency when few lanes are queries (decode on levels without `transpose16`).
+            // FMA latency when few lanes are queries (decode on levels without `Simd::transpose`).
             let mut j = 0;
             while j < len {
                 let n = SCORE_KEYS.min(len - j);
@@ -1255,8 +1255,12 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
     put_wide(wide);
 }
 
-/// Most query vectors (lanes) for which [`few_lanes_block`] runs: at `L` vectors its scores
-/// cost about `4 + L` vector operations per key and head dim, the lanes-as-queries loop's 16.
+/// Groups of `W` keys whose scores [`keys_in_lanes`] computes side by side.
+const KEY_GROUPS: usize = 2;
+
+/// Most query vectors (lanes) for which [`few_lanes_block`] runs (and at most half a
+/// level's lanes): per `W` keys and head dim its scores cost about `W / 4 + L` vector
+/// operations (transpose, then `L` FMAs), the lanes-as-queries loop's `W`.
 const KEYS_IN_LANES_MAX: usize = 8;
 
 /// One 64-key block of a blocked task, as its loop sees it: key `kb + j` is row `r0 + j`.
@@ -1269,7 +1273,7 @@ struct KeyBlock<'a> {
 }
 
 /// [`blocked_task`]'s work on one key block when only `lanes` lanes are query vectors (decode:
-/// one query, the heads of a GQA group), with keys in the lanes instead: scores 16 keys at a
+/// one query, the heads of a GQA group), with keys in the lanes instead: scores `W` keys at a
 /// time from keys transposed in registers, then scale, mask, block maximum, `exp` and the
 /// probability sums per query vector over its row of keys, and the value sums of all vectors
 /// from one load of each value row. Every value is the one the lanes-as-queries loop
@@ -1277,7 +1281,7 @@ struct KeyBlock<'a> {
 /// order, the same `exp` of the same difference, each value sum's chain in key order), and
 /// the lanes past `lanes` get the last vector's values as there, so the task's state and
 /// output bits are unchanged; only idle lanes are no longer computed. Returns false, having
-/// changed nothing, where the level has no 16-lane transpose or `lanes` is above
+/// changed nothing, where the level has no transpose or `lanes` is above
 /// [`KEYS_IN_LANES_MAX`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -1322,23 +1326,25 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
     (run_max, run_sum): (&mut S::V, &mut S::V),
     acc: *mut f32,
 ) -> bool {
-    // A query vector's row of scores (then probabilities), room for a whole last vector.
-    const ROW: usize = KEY_BLOCK + 16;
+    // A query vector's row of scores (then probabilities), room for whole last key groups.
+    const ROW: usize = KEY_BLOCK + KEY_GROUPS * 16;
     let mut rows = std::mem::MaybeUninit::<[f32; KEYS_IN_LANES_MAX * ROW]>::uninit();
     let rows = rows.as_mut_ptr().cast::<f32>();
     let row = |l: usize| unsafe { rows.add(l * ROW) };
     unsafe {
         let mut j = 0;
         while j < b.len {
-            let n = 16.min(b.len - j);
-            let keys: [*const f32; 16] =
-                std::array::from_fn(|x| b.krows.row(b.r0 + j + x.min(n - 1)));
+            // Keys past the block's end repeat its last key (their scores go unread).
+            let last = b.len - 1;
+            let keys: [[*const f32; 16]; KEY_GROUPS] = std::array::from_fn(|g| {
+                std::array::from_fn(|x| b.krows.row(b.r0 + (j + g * S::W + x).min(last)))
+            });
             if !keys_in_lanes::<S, L>(&keys, hd, qt, rows.add(j), ROW) {
                 return false;
             }
-            j += n;
+            j += KEY_GROUPS * S::W;
         }
-        // From here on S::W == 16: the transposes ran.
+        // Rows hold whole vectors of scores up to `len` rounded up to `W` (within `ROW`).
         let neg_inf = S::splat(f32::NEG_INFINITY);
         let mut j = 0;
         while j < b.len {
@@ -1419,41 +1425,14 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
 ) {
     let (v, r0, len) = (b.vrows, b.r0, b.len);
     unsafe {
-        let mut e = 0;
-        while e + 4 * S::W <= hd {
-            // Loops, not `array::from_fn`: a closure does not inherit the target features.
-            let mut r = [[S::splat(0.0); 4]; G];
-            for (g, r) in r.iter_mut().enumerate() {
-                let f = S::splat(factors[g]);
-                for (x, r) in r.iter_mut().enumerate() {
-                    *r = S::mul(S::load(acc[g].add(e + x * S::W)), f);
-                }
-            }
-            let mut j = 0;
-            while j < len {
-                let (rows, n) = v.run(r0 + j, len - j);
-                for i in 0..n {
-                    let row = rows.add(i * hd + e);
-                    let mut vv = [S::splat(0.0); 4];
-                    for (x, v) in vv.iter_mut().enumerate() {
-                        *v = S::load(row.add(x * S::W));
-                    }
-                    for (g, r) in r.iter_mut().enumerate() {
-                        let w = S::splat(*probs[g].add((j + i) * stride));
-                        for (x, r) in r.iter_mut().enumerate() {
-                            *r = S::fma(w, vv[x], *r);
-                        }
-                    }
-                }
-                j += n;
-            }
-            for (g, r) in r.iter().enumerate() {
-                for (x, r) in r.iter().enumerate() {
-                    S::store(acc[g].add(e + x * S::W), *r);
-                }
-            }
-            e += 4 * S::W;
-        }
+        // G rows of 4 accumulators, G probabilities and a value vector: within AVX-512's 32
+        // registers, but AVX2's 16 hold that only up to G = 3 (a spilled accumulator puts a
+        // store and a load on its chain at every key); 2 vectors a chunk there instead.
+        let mut e = if S::W >= 16 || G <= 3 {
+            pv_chunks::<S, G, 4>(acc, factors, probs, stride, hd, b)
+        } else {
+            pv_chunks::<S, G, 2>(acc, factors, probs, stride, hd, b)
+        };
         while e < hd {
             let mut r = [S::splat(0.0); G];
             for (g, r) in r.iter_mut().enumerate() {
@@ -1478,34 +1457,94 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
     }
 }
 
-/// Raw (unscaled) scores of 16 keys (`keys`: row pointers, head dims contiguous) for query
-/// vectors `0..L` of `qt` (`qt[d * W + l]`): `out[l * stride + x]` for key `x`, each the chain
-/// `acc = fma(q[d], k[d], acc)` over d in order. False where the level has no 16-lane
+/// [`pv_lanes`] over chunks of `X` vectors of head dims, as many whole chunks as fit in
+/// `hd`; returns the head dims done. Each accumulator's chain is the same whatever `X`.
+#[inline(always)]
+unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
+    acc: &[*mut f32; 4],
+    factors: &[f32; 4],
+    probs: &[*const f32; 4],
+    stride: usize,
+    hd: usize,
+    b: &KeyBlock<'_>,
+) -> usize {
+    let (v, r0, len) = (b.vrows, b.r0, b.len);
+    let mut e = 0;
+    unsafe {
+        while e + X * S::W <= hd {
+            // Loops, not `array::from_fn`: a closure does not inherit the target features.
+            let mut r = [[S::splat(0.0); X]; G];
+            for (g, r) in r.iter_mut().enumerate() {
+                let f = S::splat(factors[g]);
+                for (x, r) in r.iter_mut().enumerate() {
+                    *r = S::mul(S::load(acc[g].add(e + x * S::W)), f);
+                }
+            }
+            let mut j = 0;
+            while j < len {
+                let (rows, n) = v.run(r0 + j, len - j);
+                for i in 0..n {
+                    let row = rows.add(i * hd + e);
+                    // The G probabilities, then one value vector at a time: G * X
+                    // accumulators + G + 1 registers.
+                    let mut w = [S::splat(0.0); G];
+                    for (g, w) in w.iter_mut().enumerate() {
+                        *w = S::splat(*probs[g].add((j + i) * stride));
+                    }
+                    for x in 0..X {
+                        let v = S::load(row.add(x * S::W));
+                        for (g, r) in r.iter_mut().enumerate() {
+                            r[x] = S::fma(w[g], v, r[x]);
+                        }
+                    }
+                }
+                j += n;
+            }
+            for (g, r) in r.iter().enumerate() {
+                for (x, r) in r.iter().enumerate() {
+                    S::store(acc[g].add(e + x * S::W), *r);
+                }
+            }
+            e += X * S::W;
+        }
+    }
+    e
+}
+
+/// Raw (unscaled) scores of [`KEY_GROUPS`] groups of `W` keys (`keys[g][..W]`: row pointers,
+/// head dims contiguous) for query vectors `0..L` of `qt` (`qt[d * W + l]`):
+/// `out[l * stride + g * W + x]` for key `x` of group `g`, each the chain
+/// `acc = fma(q[d], k[d], acc)` over d in order. The groups' chains run side by side: one
+/// group has only `L` chains, too few to cover the FMA latency. False where the level has no
 /// transpose.
 #[inline(always)]
 unsafe fn keys_in_lanes<S: Simd, const L: usize>(
-    keys: &[*const f32; 16],
+    keys: &[[*const f32; 16]; KEY_GROUPS],
     hd: usize,
     qt: *const f32,
     out: *mut f32,
     stride: usize,
 ) -> bool {
     unsafe {
-        let mut acc = [S::splat(0.0); L];
+        let mut acc = [[S::splat(0.0); L]; KEY_GROUPS];
         let mut d0 = 0;
         while d0 < hd {
-            let Some(kt) = S::transpose16(keys, d0) else {
-                return false;
-            };
-            for (dd, &k) in kt.iter().enumerate() {
-                for (l, a) in acc.iter_mut().enumerate() {
-                    *a = S::fma(S::splat(*qt.add((d0 + dd) * S::W + l)), k, *a);
+            for (keys, acc) in keys.iter().zip(&mut acc) {
+                let Some(kt) = S::transpose(keys, d0) else {
+                    return false;
+                };
+                for (dd, &k) in kt.iter().enumerate().take(S::TRANSPOSE_COLS) {
+                    for (l, a) in acc.iter_mut().enumerate() {
+                        *a = S::fma(S::splat(*qt.add((d0 + dd) * S::W + l)), k, *a);
+                    }
                 }
             }
-            d0 += 16;
+            d0 += S::TRANSPOSE_COLS;
         }
-        for (l, &a) in acc.iter().enumerate() {
-            S::store(out.add(l * stride), a);
+        for (g, acc) in acc.iter().enumerate() {
+            for (l, &a) in acc.iter().enumerate() {
+                S::store(out.add(l * stride + g * S::W), a);
+            }
         }
     }
     true

@@ -54,10 +54,13 @@ pub(crate) trait Simd: Copy {
     unsafe fn select_less(a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Self::V;
     unsafe fn hsum(a: Self::V) -> f32;
     unsafe fn hmax(a: Self::V) -> f32;
-    /// Columns `c0 .. c0 + 16` of 16 rows as 16 vectors (vector `c`, lane `r` =
-    /// `rows[r][c0 + c]`), on levels with 16 lanes; `None` elsewhere.
+    /// Columns [`Simd::TRANSPOSE_COLS`] at a time that [`Simd::transpose`] gives.
+    const TRANSPOSE_COLS: usize = 16;
+    /// Columns `c0 .. c0 + TRANSPOSE_COLS` of the first `W` rows as vectors (vector `c`, lane
+    /// `r` = `rows[r][c0 + c]`; the array's later vectors are unspecified), on levels with 16
+    /// or 8 lanes; `None` elsewhere.
     #[inline(always)]
-    unsafe fn transpose16(_rows: &[*const f32; 16], _c0: usize) -> Option<[Self::V; 16]> {
+    unsafe fn transpose(_rows: &[*const f32; 16], _c0: usize) -> Option<[Self::V; 16]> {
         None
     }
     /// [`Simd::hsum`] of 16 vectors: the same tree per vector, so the same bits, but a level
@@ -234,7 +237,7 @@ impl Simd for Avx512 {
     /// Four rounds of 16 shuffles: pairs of rows interleaved, then quads, then 128-bit lanes
     /// twice.
     #[inline(always)]
-    unsafe fn transpose16(rows: &[*const f32; 16], c0: usize) -> Option<[__m512; 16]> {
+    unsafe fn transpose(rows: &[*const f32; 16], c0: usize) -> Option<[__m512; 16]> {
         // Loops, not `array::from_fn`: a closure does not inherit the target features, so
         // its intrinsics would be out-of-line calls.
         let mut r = [_mm512_setzero_ps(); 16];
@@ -275,7 +278,7 @@ impl Simd for Avx512 {
     #[inline(always)]
     unsafe fn hsum16(a: &[__m512; 16]) -> [f32; 16] {
         // Level 1: 256-bit halves; vector pair (2p, 2p+1) -> [a2p's 8 sums, a2p+1's 8].
-        // (Loops, not `array::from_fn`, so the intrinsics inline: see `transpose16`.)
+        // (Loops, not `array::from_fn`, so the intrinsics inline: see `transpose`.)
         let mut l1 = [_mm512_setzero_ps(); 8];
         for (p, l) in l1.iter_mut().enumerate() {
             let (x, y) = (a[2 * p], a[2 * p + 1]);
@@ -323,6 +326,37 @@ pub(crate) struct Avx2;
 impl Simd for Avx2 {
     type V = __m256;
     const W: usize = 8;
+    /// One 8 x 8 transpose: 8 columns a call keep the result in half the 16 registers.
+    const TRANSPOSE_COLS: usize = 8;
+    #[inline(always)]
+    unsafe fn transpose(rows: &[*const f32; 16], c0: usize) -> Option<[__m256; 16]> {
+        // Loops, not `array::from_fn`: see the AVX-512 `transpose`.
+        let mut r = [_mm256_setzero_ps(); 8];
+        for (v, row) in r.iter_mut().zip(rows) {
+            *v = _mm256_loadu_ps(row.add(c0));
+        }
+        // t[2i] = [a0 b0 a1 b1 | a4 b4 a5 b5], t[2i+1] = [a2 b2 a3 b3 | a6 b6 a7 b7].
+        let mut t = [_mm256_setzero_ps(); 8];
+        for i in 0..4 {
+            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        // u[4g + c] = column c (low 128 bits) and c + 4 (high) of rows 4g .. 4g + 4.
+        let mut u = [_mm256_setzero_ps(); 8];
+        for g in 0..2 {
+            let b = 4 * g;
+            u[b] = _mm256_shuffle_ps::<0x44>(t[b], t[b + 2]);
+            u[b + 1] = _mm256_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+            u[b + 2] = _mm256_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+            u[b + 3] = _mm256_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+        }
+        let mut out = [_mm256_setzero_ps(); 16];
+        for c in 0..4 {
+            out[c] = _mm256_permute2f128_ps::<0x20>(u[c], u[4 + c]);
+            out[4 + c] = _mm256_permute2f128_ps::<0x31>(u[c], u[4 + c]);
+        }
+        Some(out)
+    }
     #[inline(always)]
     unsafe fn splat(x: f32) -> __m256 {
         _mm256_set1_ps(x)

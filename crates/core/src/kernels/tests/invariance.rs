@@ -159,12 +159,14 @@ fn attention_rows_do_not_depend_on_chunking_threads_or_capacity() {
 
 #[test]
 fn attention_rows_same_with_keys_in_lanes() {
-    // Decode calls of GQA groups 2 and 8 (few query lanes: keys go in the lanes) against
-    // chunked prefill (queries in the lanes), head dims with a remainder below 64 and two
-    // rounds of 64.
+    // Decode calls of GQA groups 2, 3 and 8 (few query lanes: keys go in the lanes, on AVX2
+    // up to 4 of its 8) against chunked prefill (queries in the lanes), head dims with a
+    // remainder below 64 and two rounds of 64.
     let mut pr = Prompt::new(8, 4, 80, 120, 330);
     pr.p.sliding_window = Some(50);
     pr.check("group 2, head_dim 80");
+    let pr = Prompt::new(9, 3, 64, 130, 332);
+    pr.check("group 3, head_dim 64");
     let pr = Prompt::new(16, 2, 128, 100, 331);
     pr.check("group 8, head_dim 128");
 }
