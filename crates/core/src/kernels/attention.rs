@@ -1423,42 +1423,24 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
     hd: usize,
     b: &KeyBlock<'_>,
 ) {
-    let (v, r0, len) = (b.vrows, b.r0, b.len);
     unsafe {
         // G rows of 4 accumulators, G probabilities and a value vector: within AVX-512's 32
         // registers, but AVX2's 16 hold that only up to G = 3 (a spilled accumulator puts a
         // store and a load on its chain at every key); 2 vectors a chunk there instead.
-        let mut e = if S::W >= 16 || G <= 3 {
-            pv_chunks::<S, G, 4>(acc, factors, probs, stride, hd, b)
+        let e = if S::W >= 16 || G <= 3 {
+            pv_chunks::<S, G, 4>(acc, factors, probs, stride, hd, b, 0)
         } else {
-            pv_chunks::<S, G, 2>(acc, factors, probs, stride, hd, b)
+            pv_chunks::<S, G, 2>(acc, factors, probs, stride, hd, b, 0)
         };
-        while e < hd {
-            let mut r = [S::splat(0.0); G];
-            for (g, r) in r.iter_mut().enumerate() {
-                *r = S::mul(S::load(acc[g].add(e)), S::splat(factors[g]));
-            }
-            let mut j = 0;
-            while j < len {
-                let (rows, n) = v.run(r0 + j, len - j);
-                for i in 0..n {
-                    let vv = S::load(rows.add(i * hd + e));
-                    for (g, r) in r.iter_mut().enumerate() {
-                        *r = S::fma(S::splat(*probs[g].add((j + i) * stride)), vv, *r);
-                    }
-                }
-                j += n;
-            }
-            for (g, r) in r.iter().enumerate() {
-                S::store(acc[g].add(e), *r);
-            }
-            e += S::W;
-        }
+        // The head dims left, a vector at a time.
+        pv_chunks::<S, G, 1>(acc, factors, probs, stride, hd, b, e);
     }
 }
 
-/// [`pv_lanes`] over chunks of `X` vectors of head dims, as many whole chunks as fit in
-/// `hd`; returns the head dims done. Each accumulator's chain is the same whatever `X`.
+/// [`pv_lanes`] over chunks of `X` vectors of head dims from head dim `from`, as many whole
+/// chunks as fit in `hd`; returns the head dim it stopped at. Each accumulator's chain is the
+/// same whatever `X`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
     acc: &[*mut f32; 4],
@@ -1467,9 +1449,10 @@ unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
     stride: usize,
     hd: usize,
     b: &KeyBlock<'_>,
+    from: usize,
 ) -> usize {
     let (v, r0, len) = (b.vrows, b.r0, b.len);
-    let mut e = 0;
+    let mut e = from;
     unsafe {
         while e + X * S::W <= hd {
             // Loops, not `array::from_fn`: a closure does not inherit the target features.
