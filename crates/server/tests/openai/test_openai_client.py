@@ -44,6 +44,7 @@ class Server:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError(f"server did not start: {line!r} {err}")
         self.base = f"http://{m.group(1)}"
+        self.ready = line
 
     def client(self, **kw) -> openai.OpenAI:
         kw.setdefault("api_key", "unused")
@@ -117,6 +118,33 @@ def test_sixteen_concurrent_greedy_requests_equal_each_alone(server):
     with cf.ThreadPoolExecutor(16) as pool:
         together = list(pool.map(lambda q: chat(client, q).choices[0].message.content, questions))
     assert together == alone
+
+
+def test_an_f16_kv_pool_holds_twice_the_positions_and_answers_alike_under_load():
+    """`--kv-cache-dtype f16`: the same `--kv-cache-mib` holds twice the blocks of f32, and 8
+    concurrent greedy requests over the f16 pool each get the answer they get alone."""
+    blocks = {}
+    for dtype in ("f32", "f16"):
+        s = Server("--parallel", "4", "--ctx-per-request", "512", "--kv-cache-mib", "24",
+                   "--kv-cache-dtype", dtype)
+        try:
+            assert f"of {dtype})" in s.ready, s.ready
+            blocks[dtype] = (s.metric("torchnative_kv_blocks_used")
+                             + s.metric("torchnative_kv_blocks_free"))
+            if dtype == "f16":
+                client = s.client()
+                questions = [f"Name one animal that starts with the letter {c}." for c in "ABCDEFGH"]
+                alone = [chat(client, q).choices[0].message.content for q in questions]
+                with cf.ThreadPoolExecutor(8) as pool:
+                    together = list(pool.map(
+                        lambda q: chat(client, q).choices[0].message.content, questions))
+                assert together == alone
+        finally:
+            s.close()
+    assert blocks["f32"] > 0 and blocks["f16"] == 2 * blocks["f32"], blocks
+    bad = subprocess.run([CLI, "serve", MODEL, "--port", "0", "--kv-cache-dtype", "bf16"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "--kv-cache-dtype" in bad.stderr, bad.stderr
 
 
 def test_stream_with_usage_joins_to_the_same_text(server):
