@@ -67,7 +67,10 @@ fn run_with_lora_adapters_and_their_scales() {
     let dir = work.join("adapter");
     write_adapter(&dir);
     let d = dir.to_str().unwrap();
-    let base = ["run", m, "Name a colour.", "--max-tokens", "12", "--json"];
+    // Six tokens: greedy tokens are compared, and two stacked adapters differ from one of twice
+    // the scale by rounding, so the answers compared must have margins far above it (scales
+    // 0.9 to 1.1 all give these six tokens; at 8, or at 12 tokens, near-ties flipped on AVX2).
+    let base = ["run", m, "Name a colour.", "--max-tokens", "6", "--json"];
     let with = |extra: &[&str]| tokens(&[&base[..], extra].concat());
     let plain = with(&[]);
     let zero = format!("{d}:0");
@@ -76,11 +79,11 @@ fn run_with_lora_adapters_and_their_scales() {
         plain,
         "scale 0 must leave the output"
     );
-    let strong = format!("{d}:8");
-    let adapted = with(&["--lora", &strong]);
+    let whole = format!("{d}:1");
+    let adapted = with(&["--lora", &whole]);
     assert_ne!(adapted, plain, "the adapter did not change the output");
     // Repeatable: two halves add up to the whole (same tokens under greedy decoding).
-    let half = format!("{d}:4");
+    let half = format!("{d}:0.5");
     assert_eq!(with(&["--lora", &half, "--lora", &half]), adapted);
 
     let out = bin()
