@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
@@ -44,8 +45,18 @@ def test_other_threads_run_while_generating(llm):
     assert during > 0.1 * rate * elapsed, (during, rate, elapsed)
 
 
+@pytest.fixture
+def sigint_handled():
+    """Python's own SIGINT handler for the test. A process started as a background job of a
+    non-interactive shell (`cmd &`) inherits SIGINT ignored, Python then leaves it ignored, and
+    `_thread.interrupt_main` does nothing: Ctrl-C cannot interrupt anything there."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("how", ["generate", "session"])
-def test_ctrl_c_interrupts_a_generation(llm, how):
+def test_ctrl_c_interrupts_a_generation(llm, how, sigint_handled):
     # Forced to run to its limit: far longer than the interrupt delay.
     kw = dict(max_new_tokens=1500, min_new_tokens=1500)
     session = llm.session(n_ctx=2048)
