@@ -547,9 +547,10 @@ fn interleaved_kernels_hold_the_largest_block_sums_exactly() {
             interleaved: Some(&iw),
             ..w
         };
-        let m = 6;
+        // Past 8 rows: the 8-row kernels (and a second 6-row pattern after them).
+        let m = 12;
         let x: Vec<f32> = (0..m * cols)
-            .map(|k| match k / cols {
+            .map(|k| match (k / cols) % 6 {
                 0 => 1.0,
                 1 => -1.0,
                 2 => [1.0, -1.0][k % 2],
