@@ -524,7 +524,8 @@ pub(crate) fn matmul_f32_with(
     }
 }
 
-/// Scalar reference for `matmul_f32` (also the path when SIMD is disabled).
+/// Scalar reference for `matmul_f32` (also the path when SIMD is disabled): each output
+/// rounded once from an f64 sum.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn matmul_scalar(
     m: usize,
@@ -542,12 +543,19 @@ pub(crate) fn matmul_scalar(
 ) {
     for i in 0..m {
         for j in 0..n {
-            let mut acc = 0.0f32;
+            // Exact products summed in f64, rounded once: one f32 chain over a long k (49,152
+            // in an LM head's input gradient) drifted 100x further from float64 than the
+            // blocked SIMD paths.
+            let mut acc = 0.0f64;
             for p in 0..k {
-                acc += a[i * a_rs + p * a_cs] * b[p * b_rs + j * b_cs];
+                acc += a[i * a_rs + p * a_cs] as f64 * b[p * b_rs + j * b_cs] as f64;
             }
             let cij = &mut c[i * c_rs + j];
-            *cij = if beta == 0.0 { acc } else { acc + beta * *cij };
+            *cij = if beta == 0.0 {
+                acc as f32
+            } else {
+                (acc + beta as f64 * *cij as f64) as f32
+            };
         }
     }
 }

@@ -209,6 +209,32 @@ fn matmul_strided_matches_f64() {
     }
 }
 
+/// The scalar level rounds each output once: over a long k (an LM head's input gradient sums
+/// 49,152 products) it is the float64 sum rounded to f32, where one f32 chain drifts by ~1e-4.
+#[test]
+fn scalar_matmul_rounds_each_output_once_over_a_long_k() {
+    let mut rng = Rng::new(23);
+    let (m, k, n) = (2, 49_152, 3);
+    let a = rng.vec(m * k);
+    let b = rng.vec(k * n);
+    let mut c = vec![0f32; m * n];
+    matmul_f32_with(Isa::Scalar, m, k, n, &a, k, 1, &b, n, 1, &mut c, n, 0.0);
+    let mut chain_off = 0f64;
+    for i in 0..m {
+        for j in 0..n {
+            let (mut exact, mut chain) = (0f64, 0f32);
+            for p in 0..k {
+                exact += a[i * k + p] as f64 * b[p * n + j] as f64;
+                chain += a[i * k + p] * b[p * n + j];
+            }
+            assert_eq!(c[i * n + j], exact as f32, "({i},{j})");
+            chain_off = chain_off.max((chain as f64 - exact).abs());
+        }
+    }
+    // What the old single f32 chain gave here: far from one rounding.
+    assert!(chain_off > 1e-4, "{chain_off}");
+}
+
 #[test]
 #[should_panic(expected = "too short")]
 fn matmul_rejects_short_buffers() {
