@@ -46,9 +46,10 @@ pub struct AttentionParams {
 }
 
 /// One layer's keys or values as the cache stores them: f32, or f16 (half the bytes to read;
-/// llama.cpp's default cache type). The kernels widen f16 rows to f32 a key block at a time
-/// (exactly: every f16 is an f32) and run the f32 code on them, so an f16 cache gives the bits
-/// an f32 cache holding the same (rounded) values gives.
+/// llama.cpp's default cache type). The kernels widen f16 rows to f32 (exactly: every f16 is
+/// an f32), a key block at a time into a buffer or, in decode's keys-in-lanes path, in their
+/// loads, and run the f32 code on them, so an f16 cache gives the bits an f32 cache holding
+/// the same (rounded) values gives.
 #[derive(Debug, Clone, Copy)]
 pub enum KvData<'a> {
     /// Stored as f32.
@@ -663,6 +664,44 @@ impl<E> BlockRows<E> {
     }
 }
 
+/// A cache element the decode kernels ([`few_lanes_block`]) read in place: f32 as stored,
+/// f16 widened in its loads. Widening is exact, so the vectors, and every bit after them, are
+/// those of the rows widened into a buffer first ([`kv_rows`]); reading in place saves that
+/// buffer's store and reload.
+trait KvElem: Copy {
+    /// `S::W` elements from `p`, as f32.
+    unsafe fn load<S: Simd>(p: *const Self) -> S::V;
+    /// [`Simd::transpose`] of rows of this element.
+    unsafe fn transpose<S: Simd>(rows: &[*const Self; 16], c0: usize) -> Option<[S::V; 16]>;
+}
+
+impl KvElem for f32 {
+    #[inline(always)]
+    unsafe fn load<S: Simd>(p: *const f32) -> S::V {
+        unsafe { S::load(p) }
+    }
+    #[inline(always)]
+    unsafe fn transpose<S: Simd>(rows: &[*const f32; 16], c0: usize) -> Option<[S::V; 16]> {
+        unsafe { S::transpose(rows, c0) }
+    }
+}
+
+impl KvElem for half::f16 {
+    #[inline(always)]
+    unsafe fn load<S: Simd>(p: *const half::f16) -> S::V {
+        unsafe { S::load_f16(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn transpose<S: Simd>(rows: &[*const half::f16; 16], c0: usize) -> Option<[S::V; 16]> {
+        // Loop, not `array::map`: see `Simd::transpose`.
+        let mut r = [std::ptr::null::<u16>(); 16];
+        for (r, row) in r.iter_mut().zip(rows) {
+            *r = row.cast();
+        }
+        unsafe { S::transpose_f16(&r, c0) }
+    }
+}
+
 /// Rows `r0..r1` of kv head `kvh`'s 64-key block at position `a`, as f32: an f32 cache's in
 /// place; an f16 cache's widened into `wide` (room for [`KEY_BLOCK`] rows of `hd`), each
 /// relative row `r` at `wide + r * hd`.
@@ -1176,6 +1215,48 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let len = (a + KB).min(keys_end) - kb;
             // Key `kb + j` is row `r0 + j` of this 64-key block.
             let r0 = kb - a;
+            // Few query vectors (decode): keys in the lanes, where the level can transpose,
+            // reading an f16 cache in place (widened in the loads).
+            if lanes <= KEYS_IN_LANES_MAX.min(S::W / 2) {
+                let state = (&mut run_max, &mut run_sum);
+                let args = (
+                    hd,
+                    qt.cast_const(),
+                    lanes,
+                    &pos,
+                    &start,
+                    p.scale,
+                    state,
+                    acc,
+                );
+                let done = if let (KvData::F16(k), KvData::F16(v)) = (t.k, t.v) {
+                    let krows = t.layout.block_rows(k.as_ptr(), hd, t.kvh, a, r0, r0 + len);
+                    let vrows = t.layout.block_rows(v.as_ptr(), hd, t.kvh, a, r0, r0 + len);
+                    let block = KeyBlock {
+                        krows: &krows,
+                        vrows: &vrows,
+                        r0,
+                        len,
+                        kb,
+                    };
+                    few_lanes_block::<S, half::f16>(&block, args)
+                } else {
+                    let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
+                    let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
+                    let block = KeyBlock {
+                        krows: &krows,
+                        vrows: &vrows,
+                        r0,
+                        len,
+                        kb,
+                    };
+                    few_lanes_block::<S, f32>(&block, args)
+                };
+                if done {
+                    kb += len;
+                    continue;
+                }
+            }
             let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
             let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
             let block = KeyBlock {
@@ -1185,14 +1266,6 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
                 len,
                 kb,
             };
-            // Few query vectors (decode): keys in the lanes, where the level can transpose.
-            if lanes <= KEYS_IN_LANES_MAX.min(S::W / 2) {
-                let state = (&mut run_max, &mut run_sum);
-                if few_lanes_block::<S>(&block, hd, qt, lanes, &pos, &start, p.scale, state, acc) {
-                    kb += len;
-                    continue;
-                }
-            }
             // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
             // FMA latency when few lanes are queries (decode on levels without `Simd::transpose`).
             let mut j = 0;
@@ -1238,7 +1311,7 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             S::store(factors.as_mut_ptr(), factor);
             for (l, &f) in factors.iter().enumerate().take(lanes) {
                 let (a, p) = (acc.add(l * hd), probs.add(l).cast_const());
-                pv_lanes::<S, 1>(&[a; 4], &[f; 4], &[p; 4], S::W, hd, &block);
+                pv_lanes::<S, f32, 1>(&[a; 4], &[f; 4], &[p; 4], S::W, hd, &block);
             }
             kb += len;
         }
@@ -1264,9 +1337,9 @@ const KEY_GROUPS: usize = 2;
 const KEYS_IN_LANES_MAX: usize = 8;
 
 /// One 64-key block of a blocked task, as its loop sees it: key `kb + j` is row `r0 + j`.
-struct KeyBlock<'a> {
-    krows: &'a BlockRows,
-    vrows: &'a BlockRows,
+struct KeyBlock<'a, E = f32> {
+    krows: &'a BlockRows<E>,
+    vrows: &'a BlockRows<E>,
     r0: usize,
     len: usize,
     kb: usize,
@@ -1283,22 +1356,14 @@ struct KeyBlock<'a> {
 /// output bits are unchanged; only idle lanes are no longer computed. Returns false, having
 /// changed nothing, where the level has no transpose or `lanes` is above
 /// [`KEYS_IN_LANES_MAX`].
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn few_lanes_block<S: Simd>(
-    b: &KeyBlock<'_>,
-    hd: usize,
-    qt: *const f32,
-    lanes: usize,
-    pos: &[f32; 16],
-    start: &[f32; 16],
-    scale: f32,
-    state: (&mut S::V, &mut S::V),
-    acc: *mut f32,
+unsafe fn few_lanes_block<S: Simd, E: KvElem>(
+    b: &KeyBlock<'_, E>,
+    (hd, qt, lanes, pos, start, scale, state, acc): FewLanesArgs<'_, S>,
 ) -> bool {
     macro_rules! go {
         ($l:literal) => {
-            unsafe { few_lanes_block_n::<S, $l>(b, hd, qt, pos, start, scale, state, acc) }
+            unsafe { few_lanes_block_n::<S, E, $l>(b, hd, qt, pos, start, scale, state, acc) }
         };
     }
     match lanes {
@@ -1314,10 +1379,24 @@ unsafe fn few_lanes_block<S: Simd>(
     }
 }
 
+/// [`few_lanes_block`]'s arguments past the block: head dim, transposed queries, lanes in
+/// use, their positions and first visible keys, the score scale, the running softmax state
+/// (maximum, sum) and the value accumulators.
+type FewLanesArgs<'a, S> = (
+    usize,
+    *const f32,
+    usize,
+    &'a [f32; 16],
+    &'a [f32; 16],
+    f32,
+    (&'a mut <S as Simd>::V, &'a mut <S as Simd>::V),
+    *mut f32,
+);
+
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
-    b: &KeyBlock<'_>,
+unsafe fn few_lanes_block_n<S: Simd, E: KvElem, const L: usize>(
+    b: &KeyBlock<'_, E>,
     hd: usize,
     qt: *const f32,
     pos: &[f32; 16],
@@ -1336,10 +1415,10 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
         while j < b.len {
             // Keys past the block's end repeat its last key (their scores go unread).
             let last = b.len - 1;
-            let keys: [[*const f32; 16]; KEY_GROUPS] = std::array::from_fn(|g| {
+            let keys: [[*const E; 16]; KEY_GROUPS] = std::array::from_fn(|g| {
                 std::array::from_fn(|x| b.krows.row(b.r0 + (j + g * S::W + x).min(last)))
             });
-            if !keys_in_lanes::<S, L>(&keys, hd, qt, rows.add(j), ROW) {
+            if !keys_in_lanes::<S, E, L>(&keys, hd, qt, rows.add(j), ROW) {
                 return false;
             }
             j += KEY_GROUPS * S::W;
@@ -1399,10 +1478,10 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
             let fs: [f32; 4] = std::array::from_fn(|x| factors[l0 + x.min(g - 1)]);
             let ps: [*const f32; 4] = std::array::from_fn(|x| row(l0 + x.min(g - 1)).cast_const());
             match g {
-                1 => pv_lanes::<S, 1>(&accs, &fs, &ps, 1, hd, b),
-                2 => pv_lanes::<S, 2>(&accs, &fs, &ps, 1, hd, b),
-                3 => pv_lanes::<S, 3>(&accs, &fs, &ps, 1, hd, b),
-                _ => pv_lanes::<S, 4>(&accs, &fs, &ps, 1, hd, b),
+                1 => pv_lanes::<S, E, 1>(&accs, &fs, &ps, 1, hd, b),
+                2 => pv_lanes::<S, E, 2>(&accs, &fs, &ps, 1, hd, b),
+                3 => pv_lanes::<S, E, 3>(&accs, &fs, &ps, 1, hd, b),
+                _ => pv_lanes::<S, E, 4>(&accs, &fs, &ps, 1, hd, b),
             }
             l0 += g;
         }
@@ -1415,25 +1494,25 @@ unsafe fn few_lanes_block_n<S: Simd, const L: usize>(
 /// contiguous run of value rows at a time). Each value row is loaded once for all `G`; every
 /// accumulator keeps its own chain. `hd` is a multiple of `W`.
 #[inline(always)]
-unsafe fn pv_lanes<S: Simd, const G: usize>(
+unsafe fn pv_lanes<S: Simd, E: KvElem, const G: usize>(
     acc: &[*mut f32; 4],
     factors: &[f32; 4],
     probs: &[*const f32; 4],
     stride: usize,
     hd: usize,
-    b: &KeyBlock<'_>,
+    b: &KeyBlock<'_, E>,
 ) {
     unsafe {
         // G rows of 4 accumulators, G probabilities and a value vector: within AVX-512's 32
         // registers, but AVX2's 16 hold that only up to G = 3 (a spilled accumulator puts a
         // store and a load on its chain at every key); 2 vectors a chunk there instead.
         let e = if S::W >= 16 || G <= 3 {
-            pv_chunks::<S, G, 4>(acc, factors, probs, stride, hd, b, 0)
+            pv_chunks::<S, E, G, 4>(acc, factors, probs, stride, hd, b, 0)
         } else {
-            pv_chunks::<S, G, 2>(acc, factors, probs, stride, hd, b, 0)
+            pv_chunks::<S, E, G, 2>(acc, factors, probs, stride, hd, b, 0)
         };
         // The head dims left, a vector at a time.
-        pv_chunks::<S, G, 1>(acc, factors, probs, stride, hd, b, e);
+        pv_chunks::<S, E, G, 1>(acc, factors, probs, stride, hd, b, e);
     }
 }
 
@@ -1442,13 +1521,13 @@ unsafe fn pv_lanes<S: Simd, const G: usize>(
 /// same whatever `X`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
+unsafe fn pv_chunks<S: Simd, E: KvElem, const G: usize, const X: usize>(
     acc: &[*mut f32; 4],
     factors: &[f32; 4],
     probs: &[*const f32; 4],
     stride: usize,
     hd: usize,
-    b: &KeyBlock<'_>,
+    b: &KeyBlock<'_, E>,
     from: usize,
 ) -> usize {
     let (v, r0, len) = (b.vrows, b.r0, b.len);
@@ -1475,7 +1554,7 @@ unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
                         *w = S::splat(*probs[g].add((j + i) * stride));
                     }
                     for x in 0..X {
-                        let v = S::load(row.add(x * S::W));
+                        let v = E::load::<S>(row.add(x * S::W));
                         for (g, r) in r.iter_mut().enumerate() {
                             r[x] = S::fma(w[g], v, r[x]);
                         }
@@ -1501,8 +1580,8 @@ unsafe fn pv_chunks<S: Simd, const G: usize, const X: usize>(
 /// group has only `L` chains, too few to cover the FMA latency. False where the level has no
 /// transpose.
 #[inline(always)]
-unsafe fn keys_in_lanes<S: Simd, const L: usize>(
-    keys: &[[*const f32; 16]; KEY_GROUPS],
+unsafe fn keys_in_lanes<S: Simd, E: KvElem, const L: usize>(
+    keys: &[[*const E; 16]; KEY_GROUPS],
     hd: usize,
     qt: *const f32,
     out: *mut f32,
@@ -1513,7 +1592,7 @@ unsafe fn keys_in_lanes<S: Simd, const L: usize>(
         let mut d0 = 0;
         while d0 < hd {
             for (keys, acc) in keys.iter().zip(&mut acc) {
-                let Some(kt) = S::transpose(keys, d0) else {
+                let Some(kt) = E::transpose::<S>(keys, d0) else {
                     return false;
                 };
                 for (dd, &k) in kt.iter().enumerate().take(S::TRANSPOSE_COLS) {

@@ -63,6 +63,12 @@ pub(crate) trait Simd: Copy {
     unsafe fn transpose(_rows: &[*const f32; 16], _c0: usize) -> Option<[Self::V; 16]> {
         None
     }
+    /// [`Simd::transpose`] of f16 rows, widened in the loads (exactly: every f16 is an f32),
+    /// so the vectors are `transpose`'s of the rows widened first.
+    #[inline(always)]
+    unsafe fn transpose_f16(_rows: &[*const u16; 16], _c0: usize) -> Option<[Self::V; 16]> {
+        None
+    }
     /// [`Simd::hsum`] of 16 vectors: the same tree per vector, so the same bits, but a level
     /// may reduce several vectors with one instruction (a tile's outputs in one pass).
     #[inline(always)]
@@ -244,34 +250,15 @@ impl Simd for Avx512 {
         for (v, row) in r.iter_mut().zip(rows) {
             *v = _mm512_loadu_ps(row.add(c0));
         }
-        // t[2i] = [a0 b0 a1 b1] per 128-bit lane, t[2i+1] = [a2 b2 a3 b3] (a, b = rows 2i, 2i+1).
-        let mut t = [_mm512_setzero_ps(); 16];
-        for i in 0..8 {
-            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        Some(transpose_avx512(&r))
+    }
+    #[inline(always)]
+    unsafe fn transpose_f16(rows: &[*const u16; 16], c0: usize) -> Option<[__m512; 16]> {
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (v, row) in r.iter_mut().zip(rows) {
+            *v = Self::load_f16(row.add(c0));
         }
-        // u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 4.
-        let mut u = [_mm512_setzero_ps(); 16];
-        for g in 0..4 {
-            let b = 4 * g;
-            u[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
-            u[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
-            u[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
-            u[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
-        }
-        let mut out = [_mm512_setzero_ps(); 16];
-        for c in 0..4 {
-            // v: lanes 0 and 2 of groups 0, 1 (v0) or 2, 3 (v1); w: lanes 1 and 3.
-            let v0 = _mm512_shuffle_f32x4::<0x88>(u[c], u[4 + c]);
-            let w0 = _mm512_shuffle_f32x4::<0xDD>(u[c], u[4 + c]);
-            let v1 = _mm512_shuffle_f32x4::<0x88>(u[8 + c], u[12 + c]);
-            let w1 = _mm512_shuffle_f32x4::<0xDD>(u[8 + c], u[12 + c]);
-            out[c] = _mm512_shuffle_f32x4::<0x88>(v0, v1);
-            out[8 + c] = _mm512_shuffle_f32x4::<0xDD>(v0, v1);
-            out[4 + c] = _mm512_shuffle_f32x4::<0x88>(w0, w1);
-            out[12 + c] = _mm512_shuffle_f32x4::<0xDD>(w0, w1);
-        }
-        Some(out)
+        Some(transpose_avx512(&r))
     }
     /// Each level halves two vectors' partial sums with two shuffles and one add, so 16
     /// vectors take 45 instructions instead of 16 separate trees.
@@ -322,6 +309,68 @@ impl Simd for Avx512 {
 #[derive(Clone, Copy)]
 pub(crate) struct Avx2;
 
+/// [`Simd::transpose`]'s shuffles on AVX-512: four rounds of 16 (pairs of rows interleaved,
+/// then quads, then 128-bit lanes twice).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_avx512(r: &[__m512; 16]) -> [__m512; 16] {
+    // t[2i] = [a0 b0 a1 b1] per 128-bit lane, t[2i+1] = [a2 b2 a3 b3] (a, b = rows 2i, 2i+1).
+    let mut t = [_mm512_setzero_ps(); 16];
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 4.
+    let mut u = [_mm512_setzero_ps(); 16];
+    for g in 0..4 {
+        let b = 4 * g;
+        u[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
+        u[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+        u[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+        u[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+    }
+    let mut out = [_mm512_setzero_ps(); 16];
+    for c in 0..4 {
+        // v: lanes 0 and 2 of groups 0, 1 (v0) or 2, 3 (v1); w: lanes 1 and 3.
+        let v0 = _mm512_shuffle_f32x4::<0x88>(u[c], u[4 + c]);
+        let w0 = _mm512_shuffle_f32x4::<0xDD>(u[c], u[4 + c]);
+        let v1 = _mm512_shuffle_f32x4::<0x88>(u[8 + c], u[12 + c]);
+        let w1 = _mm512_shuffle_f32x4::<0xDD>(u[8 + c], u[12 + c]);
+        out[c] = _mm512_shuffle_f32x4::<0x88>(v0, v1);
+        out[8 + c] = _mm512_shuffle_f32x4::<0xDD>(v0, v1);
+        out[4 + c] = _mm512_shuffle_f32x4::<0x88>(w0, w1);
+        out[12 + c] = _mm512_shuffle_f32x4::<0xDD>(w0, w1);
+    }
+    out
+}
+
+/// [`Simd::transpose`]'s shuffles on AVX2: one 8 x 8 transpose.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_avx2(r: &[__m256; 8]) -> [__m256; 16] {
+    // t[2i] = [a0 b0 a1 b1 | a4 b4 a5 b5], t[2i+1] = [a2 b2 a3 b3 | a6 b6 a7 b7].
+    let mut t = [_mm256_setzero_ps(); 8];
+    for i in 0..4 {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4g + c] = column c (low 128 bits) and c + 4 (high) of rows 4g .. 4g + 4.
+    let mut u = [_mm256_setzero_ps(); 8];
+    for g in 0..2 {
+        let b = 4 * g;
+        u[b] = _mm256_shuffle_ps::<0x44>(t[b], t[b + 2]);
+        u[b + 1] = _mm256_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+        u[b + 2] = _mm256_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+        u[b + 3] = _mm256_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+    }
+    let mut out = [_mm256_setzero_ps(); 16];
+    for c in 0..4 {
+        out[c] = _mm256_permute2f128_ps::<0x20>(u[c], u[4 + c]);
+        out[4 + c] = _mm256_permute2f128_ps::<0x31>(u[c], u[4 + c]);
+    }
+    out
+}
+
 #[cfg(target_arch = "x86_64")]
 impl Simd for Avx2 {
     type V = __m256;
@@ -335,27 +384,15 @@ impl Simd for Avx2 {
         for (v, row) in r.iter_mut().zip(rows) {
             *v = _mm256_loadu_ps(row.add(c0));
         }
-        // t[2i] = [a0 b0 a1 b1 | a4 b4 a5 b5], t[2i+1] = [a2 b2 a3 b3 | a6 b6 a7 b7].
-        let mut t = [_mm256_setzero_ps(); 8];
-        for i in 0..4 {
-            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        Some(transpose_avx2(&r))
+    }
+    #[inline(always)]
+    unsafe fn transpose_f16(rows: &[*const u16; 16], c0: usize) -> Option<[__m256; 16]> {
+        let mut r = [_mm256_setzero_ps(); 8];
+        for (v, row) in r.iter_mut().zip(rows) {
+            *v = Self::load_f16(row.add(c0));
         }
-        // u[4g + c] = column c (low 128 bits) and c + 4 (high) of rows 4g .. 4g + 4.
-        let mut u = [_mm256_setzero_ps(); 8];
-        for g in 0..2 {
-            let b = 4 * g;
-            u[b] = _mm256_shuffle_ps::<0x44>(t[b], t[b + 2]);
-            u[b + 1] = _mm256_shuffle_ps::<0xEE>(t[b], t[b + 2]);
-            u[b + 2] = _mm256_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
-            u[b + 3] = _mm256_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
-        }
-        let mut out = [_mm256_setzero_ps(); 16];
-        for c in 0..4 {
-            out[c] = _mm256_permute2f128_ps::<0x20>(u[c], u[4 + c]);
-            out[4 + c] = _mm256_permute2f128_ps::<0x31>(u[c], u[4 + c]);
-        }
-        Some(out)
+        Some(transpose_avx2(&r))
     }
     #[inline(always)]
     unsafe fn splat(x: f32) -> __m256 {
