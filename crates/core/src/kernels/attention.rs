@@ -1209,6 +1209,16 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
         let mut run_max = neg_inf;
         let mut run_sum = S::splat(0.0);
 
+        let few = lanes <= KEYS_IN_LANES_MAX.min(S::W / 2);
+        let fl = FewLanes {
+            hd,
+            qt: qt.cast_const(),
+            lanes,
+            pos: &pos,
+            start: &start,
+            scale: p.scale,
+        };
+
         let mut kb = keys_start;
         while kb < keys_end {
             let a = kb / KB * KB;
@@ -1217,55 +1227,22 @@ unsafe fn blocked_task<S: Simd>(t: &BlockedTask<'_>) {
             let r0 = kb - a;
             // Few query vectors (decode): keys in the lanes, where the level can transpose,
             // reading an f16 cache in place (widened in the loads).
-            if lanes <= KEYS_IN_LANES_MAX.min(S::W / 2) {
-                let state = (&mut run_max, &mut run_sum);
-                let args = (
-                    hd,
-                    qt.cast_const(),
-                    lanes,
-                    &pos,
-                    &start,
-                    p.scale,
-                    state,
-                    acc,
-                );
-                let done = if let (KvData::F16(k), KvData::F16(v)) = (t.k, t.v) {
-                    let krows = t.layout.block_rows(k.as_ptr(), hd, t.kvh, a, r0, r0 + len);
-                    let vrows = t.layout.block_rows(v.as_ptr(), hd, t.kvh, a, r0, r0 + len);
-                    let block = KeyBlock {
-                        krows: &krows,
-                        vrows: &vrows,
-                        r0,
-                        len,
-                        kb,
-                    };
-                    few_lanes_block::<S, half::f16>(&block, args)
-                } else {
-                    let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
-                    let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
-                    let block = KeyBlock {
-                        krows: &krows,
-                        vrows: &vrows,
-                        r0,
-                        len,
-                        kb,
-                    };
-                    few_lanes_block::<S, f32>(&block, args)
-                };
-                if done {
+            if let (true, KvData::F16(k), KvData::F16(v)) = (few, t.k, t.v) {
+                let krows = t.layout.block_rows(k.as_ptr(), hd, t.kvh, a, r0, r0 + len);
+                let vrows = t.layout.block_rows(v.as_ptr(), hd, t.kvh, a, r0, r0 + len);
+                let block = KeyBlock::new(&krows, &vrows, r0, len, kb);
+                if few_lanes_block::<S, half::f16>(&block, fl, (&mut run_max, &mut run_sum), acc) {
                     kb += len;
                     continue;
                 }
             }
             let krows = kv_rows::<S>(t.k, &t.layout, hd, t.kvh, a, r0, r0 + len, wk);
             let vrows = kv_rows::<S>(t.v, &t.layout, hd, t.kvh, a, r0, r0 + len, wv);
-            let block = KeyBlock {
-                krows: &krows,
-                vrows: &vrows,
-                r0,
-                len,
-                kb,
-            };
+            let block = KeyBlock::new(&krows, &vrows, r0, len, kb);
+            if few && few_lanes_block::<S, f32>(&block, fl, (&mut run_max, &mut run_sum), acc) {
+                kb += len;
+                continue;
+            }
             // Scores, SCORE_KEYS keys at a time: independent FMA chains enough to cover the
             // FMA latency when few lanes are queries (decode on levels without `Simd::transpose`).
             let mut j = 0;
@@ -1345,6 +1322,24 @@ struct KeyBlock<'a, E = f32> {
     kb: usize,
 }
 
+impl<'a, E> KeyBlock<'a, E> {
+    fn new(
+        krows: &'a BlockRows<E>,
+        vrows: &'a BlockRows<E>,
+        r0: usize,
+        len: usize,
+        kb: usize,
+    ) -> Self {
+        KeyBlock {
+            krows,
+            vrows,
+            r0,
+            len,
+            kb,
+        }
+    }
+}
+
 /// [`blocked_task`]'s work on one key block when only `lanes` lanes are query vectors (decode:
 /// one query, the heads of a GQA group), with keys in the lanes instead: scores `W` keys at a
 /// time from keys transposed in registers, then scale, mask, block maximum, `exp` and the
@@ -1359,8 +1354,18 @@ struct KeyBlock<'a, E = f32> {
 #[inline(always)]
 unsafe fn few_lanes_block<S: Simd, E: KvElem>(
     b: &KeyBlock<'_, E>,
-    (hd, qt, lanes, pos, start, scale, state, acc): FewLanesArgs<'_, S>,
+    fl: FewLanes<'_>,
+    state: (&mut S::V, &mut S::V),
+    acc: *mut f32,
 ) -> bool {
+    let FewLanes {
+        hd,
+        qt,
+        lanes,
+        pos,
+        start,
+        scale,
+    } = fl;
     macro_rules! go {
         ($l:literal) => {
             unsafe { few_lanes_block_n::<S, E, $l>(b, hd, qt, pos, start, scale, state, acc) }
@@ -1379,19 +1384,17 @@ unsafe fn few_lanes_block<S: Simd, E: KvElem>(
     }
 }
 
-/// [`few_lanes_block`]'s arguments past the block: head dim, transposed queries, lanes in
-/// use, their positions and first visible keys, the score scale, the running softmax state
-/// (maximum, sum) and the value accumulators.
-type FewLanesArgs<'a, S> = (
-    usize,
-    *const f32,
-    usize,
-    &'a [f32; 16],
-    &'a [f32; 16],
-    f32,
-    (&'a mut <S as Simd>::V, &'a mut <S as Simd>::V),
-    *mut f32,
-);
+/// What [`few_lanes_block`] reads of its task: the head dim, the transposed queries
+/// (`qt[d * W + l]`), the lanes in use, and per lane its position and first visible key.
+#[derive(Clone, Copy)]
+struct FewLanes<'a> {
+    hd: usize,
+    qt: *const f32,
+    lanes: usize,
+    pos: &'a [f32; 16],
+    start: &'a [f32; 16],
+    scale: f32,
+}
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
