@@ -304,11 +304,6 @@ impl Simd for Avx512 {
     }
 }
 
-/// AVX2 + FMA + F16C with 8 lanes.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-pub(crate) struct Avx2;
-
 /// [`Simd::transpose`]'s shuffles on AVX-512: four rounds of 16 (pairs of rows interleaved,
 /// then quads, then 128-bit lanes twice).
 #[cfg(target_arch = "x86_64")]
@@ -343,6 +338,11 @@ unsafe fn transpose_avx512(r: &[__m512; 16]) -> [__m512; 16] {
     }
     out
 }
+
+/// AVX2 + FMA + F16C with 8 lanes.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2;
 
 /// [`Simd::transpose`]'s shuffles on AVX2: one 8 x 8 transpose.
 #[cfg(target_arch = "x86_64")]
