@@ -1385,7 +1385,8 @@ unsafe fn few_lanes_block<S: Simd, E: KvElem>(
 }
 
 /// What [`few_lanes_block`] reads of its task: the head dim, the transposed queries
-/// (`qt[d * W + l]`), the lanes in use, and per lane its position and first visible key.
+/// (`qt[d * W + l]`), the lanes in use, per lane its position and first visible key, and the
+/// score scale.
 #[derive(Clone, Copy)]
 struct FewLanes<'a> {
     hd: usize,
