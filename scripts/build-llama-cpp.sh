@@ -4,7 +4,10 @@
 # everything lives under $TORCHNATIVE_HOME/llama.cpp-0.3.36/. A second run does nothing.
 # Prints the bin dir (llama-bench, llama-quantize, llama-simple, llama-tokenize, llama-perplexity,
 # llama-server, and libllama.so / libggml*.so next to them) on stdout.
-#   scripts/build-llama-cpp.sh [--avx2]
+#   scripts/build-llama-cpp.sh [--tests | --avx2]
+# --tests builds only what the test suite runs (libllama, llama-bench, llama-quantize,
+# llama-tokenize): the server and the benchmark-only tools are a third of a cold build. A full
+# build (no argument) satisfies --tests too, and builds on what --tests left in the build dir.
 # --avx2 builds a second copy (llama-bench only, in build-avx2/) for CPUs without AVX-512:
 # AVX2 + FMA + F16C, AVX-512 off, the peer of our TORCHNATIVE_ISA=avx2 kernels.
 set -euo pipefail
@@ -15,11 +18,21 @@ jobs="${LLAMA_CPP_JOBS:-2}"
 variant=native
 if [ "${1:-}" = "--avx2" ]; then
   variant=avx2
+elif [ "${1:-}" = "--tests" ]; then
+  variant=tests
 elif [ -n "${1:-}" ]; then
-  echo "build-llama-cpp: unknown argument '$1' (expected --avx2 or nothing)" >&2
+  echo "build-llama-cpp: unknown argument '$1' (expected --tests, --avx2 or nothing)" >&2
   exit 2
 fi
-if [ "$variant" = native ]; then
+if [ "$variant" = tests ]; then
+  # The same build dir and configuration as the full build below, fewer targets.
+  build="$root/build"
+  stamp="$root/.torchnative-built-tests-v1"
+  [ -f "$root/.torchnative-built-v2" ] && stamp="$root/.torchnative-built-v2"
+  features=(-DGGML_NATIVE=ON)
+  tools=(llama-bench llama-quantize llama-tokenize llama)
+  server=ON
+elif [ "$variant" = native ]; then
   build="$root/build"
   # v2: + llama-server (the peer of bench/serve). The build dir is kept, so a v1 cache only
   # compiles the server's targets.
@@ -83,7 +96,8 @@ nice -n 19 "$venv/bin/cmake" -S "$src/vendor/llama.cpp" -B "$build" -G Ninja \
 nice -n 19 "$venv/bin/cmake" --build "$build" -j "$jobs" --target "${tools[@]}" >&2
 
 for tool in "${tools[@]}"; do
-  [ -x "$bin/$tool" ] || { echo "build-llama-cpp: $bin/$tool missing after build" >&2; exit 1; }
+  [ "$tool" = llama ] && tool=libllama.so
+  [ -e "$bin/$tool" ] || { echo "build-llama-cpp: $bin/$tool missing after build" >&2; exit 1; }
 done
 touch "$stamp"
 echo "$bin"
