@@ -1,5 +1,11 @@
-//! Deliberate bugs for mutation tests (feature `fault-injection`, never in normal builds): each
-//! fault breaks the forward pass the way a real bug would, and the parity tests must catch it.
+//! Deliberate bugs for the mutation tests (`tests/mutations.rs`): each fault breaks the forward
+//! pass the way a real bug would, and the parity tests must catch it.
+//!
+//! A run-time switch, off unless a test calls [`set`]: every build carries the checks, so the
+//! mutation tests run in the same test build as everything else (no second compile of the
+//! runtime with a feature). A check is one relaxed atomic load at a few places per layer and
+//! chunk, never inside a kernel's loop. Nothing but a test may call [`set`]: the module is
+//! hidden from the docs and no binary or binding reaches it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -24,6 +30,7 @@ pub fn set(fault: Option<Fault>) {
     ACTIVE.store(fault.map_or(0, |f| f as u32), Ordering::SeqCst);
 }
 
+#[inline(always)]
 pub(crate) fn on(fault: Fault) -> bool {
     ACTIVE.load(Ordering::Relaxed) & fault as u32 != 0
 }

@@ -6,7 +6,7 @@ pub mod embed;
 pub mod encoder;
 pub mod engine;
 pub mod error;
-#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
 pub mod faults;
 pub mod kv_cache;
 mod llm;

@@ -11,24 +11,7 @@ use torchnative_formats::{Activation, Architecture, DecoderConfig, RopeScaling};
 use torchnative_quant::ActivationScratch;
 
 use crate::error::{invalid, Result, RuntimeError};
-#[cfg(feature = "fault-injection")]
 use crate::faults::{on as fault_on, Fault};
-
-/// Without the `fault-injection` feature every fault is off and the checks compile away.
-#[cfg(not(feature = "fault-injection"))]
-#[derive(Clone, Copy)]
-enum Fault {
-    FlippedRopePairing,
-    NonCausalMask,
-    CacheFrontierOffByOne,
-    WrongKvHeadMapping,
-}
-
-#[cfg(not(feature = "fault-injection"))]
-#[inline(always)]
-fn fault_on(_: Fault) -> bool {
-    false
-}
 use crate::kv_cache::{KvCache, KvLayerView, KvShape};
 use crate::lora::{self, ActiveLora, LoraModule, LoraRows};
 use crate::rope::{dynamic_ntk, dynamic_ntk_inv_freq, inv_freq, local_inv_freq, long_inv_freq};

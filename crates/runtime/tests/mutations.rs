@@ -1,5 +1,5 @@
 //! Mutation tests: the parity harness must fail when the forward pass has one of the classic
-//! bugs. Each fault is injected (feature `fault-injection`) into a model that passes without it.
+//! bugs. Each fault is switched on at run time (`faults::set`) in a model that passes without it.
 
 mod common;
 
