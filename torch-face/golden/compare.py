@@ -8,15 +8,30 @@ with one rule (``judge.py``), so a regression or a gap shows up as a named case.
 Usage::
 
     python3 torch-face/golden/compare.py --oracle PY --face PY [--module NAME ...] [--filter REGEX]
-        [--allow-refused] [--report FILE] [--json FILE] [--self-test] [--workdir DIR]
+        [--slice N] [--allow-refused] [--report FILE] [--json FILE] [--self-test]
+        [--wrong-derivatives EPS] [--oracle-cache DIR | --no-oracle-cache] [--workdir DIR]
         [--reuse-oracle] [--case-timeout S] [--show N]
 
 ``--oracle`` / ``--face`` are command prefixes split with shlex, so
 ``--face "env PYTHONPATH=/path/to/face python3"`` works.  Each side runs ``run_side.py`` in
-one process over all selected cases; the oracle runs a second process for the float64
-reference pass (``--ref64``).  The three run in parallel.  A side that dies or stalls
-(no new result for ``--case-timeout`` seconds) has the case it was on recorded as an error
-and is restarted after it, so one crash costs one case.
+one process over all selected cases; the oracle runs two more processes, the float64
+reference pass (``--ref64``) and the float32 pass of float64 cases (``--ref32``).  The four run
+in parallel.  A side that dies or stalls (no new result for ``--case-timeout`` seconds) has the
+case it was on recorded as an error and is restarted after it, so one crash costs one case.
+
+The oracle cache (``oracle_cache.py``): upstream's results of the three oracle passes are kept
+per case in ``--oracle-cache DIR`` (default ``$TORCHNATIVE_HOME/oracle-cache/golden`` when
+TORCHNATIVE_HOME is set, else off; ``--no-oracle-cache``: off), keyed by the oracle's
+fingerprint, run_side.py's source and the case itself; only the cases it lacks run on the
+oracle, and one line says how many results came from it and how many were computed.  The
+face is never cached.  ``--reuse-oracle`` (with ``--workdir``) is the older spelling of
+``--oracle-cache WORKDIR/oracle-cache``.
+
+``--slice N`` runs about 1/N of the selected cases (``slicing.py``: kept when sha256 of the name
+is 0 mod N), plus, for every family and every ATen overload some selected case declares that
+no kept case covers, the case with the smallest hash that does; the summary, ``--report`` and
+``--json`` say it was a slice and how many cases of each family it left out.  ``ratchet.py``
+judges only the cases a run holds.
 
 Categories: agree; disagree (different result, or different exception type); refused (the
 face raised NotImplementedError where upstream did not); error (a side crashed, stalled or
@@ -31,7 +46,6 @@ patched bugs, a refusal, a crash, a hang) gets exactly the expected verdicts; wi
 cases) for docs/STATUS.md; ``--json FILE`` writes every case's category and reason.
 """
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -48,6 +62,8 @@ sys.path.insert(0, HERE)
 
 from cases import load_cases, select  # noqa: E402
 import judge as J  # noqa: E402
+import oracle_cache  # noqa: E402
+import slicing  # noqa: E402
 
 RUN_SIDE = os.path.join(HERE, "run_side.py")
 # float64 cases, whose reference comes from a float32 pass (run_side.py --ref32)
@@ -58,18 +74,22 @@ class SideRun:
     """Runs run_side.py under one interpreter, restarting after crashes and stalls."""
 
     def __init__(self, label, cmd, names, workdir, filt, ref64, case_timeout, modules=None,
-                 max_restarts=200, script=None, extra=()):
+                 max_restarts=200, script=None, extra=(), names_file=None):
         # script/extra: another side script with run_side.py's --out/--start/header protocol
-        # and its own extra arguments (opinfo_sweep.py runs opinfo_side.py this way)
+        # and its own extra arguments (opinfo_sweep.py runs opinfo_side.py this way);
+        # names_file: passed as --names (run_side.py runs only those cases)
         self.script, self.extra = script or RUN_SIDE, list(extra)
         self.label, self.cmd, self.names, self.modules = label, cmd, names, modules
         self.workdir, self.filt, self.ref64 = workdir, filt, ref64
         self.case_timeout, self.max_restarts = case_timeout, max_restarts
+        self.names_file = names_file
         self.results = {}
+        self.synthetic = set()  # names whose record the harness wrote (crash, stall): not cached
         self.header = None
         self.fatal = None
         self.wall = 0.0
         self.restarts = 0
+        self.cached = 0  # results that came from the oracle cache
         self.log = os.path.join(workdir, label + ".log")
 
     def _attempt(self, start, k):
@@ -79,6 +99,8 @@ class SideRun:
             argv += ["--module", m]
         if self.filt:
             argv += ["--filter", self.filt]
+        if self.names_file:
+            argv += ["--names", self.names_file]
         if self.ref64 == "ref32":
             argv.append("--ref32")
         elif self.ref64:
@@ -151,10 +173,12 @@ class SideRun:
             name = self.names[done]
             self.results[name] = {"name": name, "harness": "side process %s while running "
                                   "this case (rc=%s)" % (why or "died", rc)}
+            self.synthetic.add(name)
             self.restarts += 1
             if self.restarts > self.max_restarts:
                 for n in self.names[done + 1:]:
                     self.results[n] = {"name": n, "harness": "not run: too many side crashes"}
+                    self.synthetic.add(n)
                 break
             start = done + 1
             if start >= total:
@@ -162,46 +186,88 @@ class SideRun:
         self.wall = time.time() - t0
 
 
-def digest(cases):
-    h = hashlib.sha256()
-    for c in cases:
-        h.update(c["name"].encode() + b"\0" + c["code"].encode() + b"\0")
-    return h.hexdigest()
+ORACLE_PASSES = ("oracle", "oracle-ref64", "oracle-ref32")
 
 
-def run_sides(args, cases, ref_names, workdir):
+def _write_names(workdir, label, names):
+    path = os.path.join(workdir, label + ".names.json")
+    with open(path, "w") as fh:
+        json.dump(names, fh)
+    return path
+
+
+def _ref_flag(ref):
+    return "--ref32" if ref == "ref32" else "--ref64" if ref else ""
+
+
+def run_sides(args, cases, ref_names, workdir, store=None, oracle_sides=None):
+    """Runs the three oracle passes and the face over ``cases`` in parallel; {label: SideRun}.
+
+    ``store`` (an oracle_cache.Store): oracle results it holds are taken from it, only the
+    missing cases run on the oracle, and what they produce is added (the face always runs).
+    ``oracle_sides``: the oracle passes of an earlier call over the same cases, reused as they
+    are (the derivative self-test runs the face twice against one oracle run)."""
     names = [c["name"] for c in cases]
-    dig = digest(cases)
+    byname = {c["name"]: c for c in cases}
     sides = {}
     oracle_cmd = shlex.split(args.oracle)
     face_cmd = shlex.split(args.face) if args.face else oracle_cmd
     ref32_names = [n for n in ref_names if F64_NAME.search(n)]
     plan = [("oracle", oracle_cmd, names, False), ("oracle-ref64", oracle_cmd, ref_names, True),
             ("oracle-ref32", oracle_cmd, ref32_names, "ref32"), ("face", face_cmd, names, False)]
-    threads = []
+    threads, hits, keys = [], {}, {}
     for label, cmd, nm, ref in plan:
-        s = SideRun(label, cmd, nm, workdir, args.filter, ref, args.case_timeout, args.module)
+        if label != "face" and oracle_sides is not None:
+            sides[label] = oracle_sides[label]
+            continue
+        todo, hits[label] = nm, {}
+        if store is not None and label != "face":
+            keys[label] = {n: store.key("golden", label, _ref_flag(ref), byname[n]) for n in nm}
+            header = store.get(store.key("golden-header", label, _ref_flag(ref)))
+            if header is not None:
+                for n in nm:
+                    rec = store.get(keys[label][n])
+                    if rec is not None:
+                        hits[label][n] = rec
+            todo = [n for n in nm if n not in hits[label]]
+        s = SideRun(label, cmd, todo, workdir, args.filter, ref, args.case_timeout, args.module,
+                    names_file=_write_names(workdir, label, todo))
         sides[label] = s
-        cached = os.path.join(workdir, label + ".merged.json")
-        if args.reuse_oracle and label != "face" and os.path.exists(cached):
-            with open(cached) as fh:
-                d = json.load(fh)
-            if d.get("digest") == dig and d["names"] == nm:
-                s.results, s.header, s.wall = d["results"], d["header"], 0.0
-                print("golden: reusing %s results from %s" % (label, cached))
-                continue
+        if store is not None and label != "face" and not todo and header is not None:
+            s.header = dict(header, cases=0)
+            continue
         th = threading.Thread(target=s.run, daemon=True)
         th.start()
         threads.append(th)
     for th in threads:
         th.join()
-    for label in ("oracle", "oracle-ref64", "oracle-ref32"):
+    for label, cmd, nm, ref in plan:
+        if label not in hits:
+            continue
         s = sides[label]
-        if s.fatal is None and s.header is not None:
-            with open(os.path.join(workdir, label + ".merged.json"), "w") as fh:
-                json.dump({"digest": dig, "names": s.names, "header": s.header,
-                           "results": s.results}, fh)
+        if store is not None and label != "face" and s.fatal is None:
+            for n in s.names:
+                if n in s.results and n not in s.synthetic:
+                    store.put(keys[label][n], s.results[n])
+            if s.header is not None:
+                store.put(store.key("golden-header", label, _ref_flag(ref)), s.header)
+        s.results.update(hits[label])
+        s.cached = len(hits[label])
+        s.names = nm
+    if store is not None:
+        store.save()
     return sides
+
+
+def cache_line(sides, store, message, tool="golden"):
+    """One line: how many oracle results came from the cache and how many were computed."""
+    passes = [sides[p] for p in ORACLE_PASSES if p in sides]
+    cached = sum(s.cached for s in passes)
+    computed = sum(len(s.names) - s.cached for s in passes)
+    if store is None:
+        return "%s: %s: %d oracle results computed" % (tool, message, computed)
+    return "%s: oracle results: %d from the cache, %d computed (%s)" % (
+        tool, cached, computed, store.path)
 
 
 def with_f64_estimates(oracle, ref64, ref32):
@@ -248,7 +314,7 @@ def summarize(cases, verdicts, oracle):
     return fam, tot, covered, declared, fam_cov, fam_decl
 
 
-def wrong_face_check(args, workdir):
+def wrong_face_check(args, workdir, store=None):
     """End to end: upstream with plausible bugs patched in (wrong_face.py) as the face; every
     targeted case must get its expected category, untouched cases must agree."""
     import types
@@ -258,10 +324,10 @@ def wrong_face_check(args, workdir):
     missing = set(W.EXPECT) - {c["name"] for c in cases}
     ns = types.SimpleNamespace(
         oracle=args.oracle, face="%s %s" % (args.oracle, shlex.quote(os.path.join(HERE, "wrong_face.py"))),
-        filter=regex, module=None, case_timeout=min(args.case_timeout, 10.0), reuse_oracle=False)
+        filter=regex, module=None, case_timeout=min(args.case_timeout, 10.0))
     sub = os.path.join(workdir, "wrong-face")
     os.makedirs(sub, exist_ok=True)
-    sides = run_sides(ns, cases, [c["name"] for c in cases if c.get("ref64")], sub)
+    sides = run_sides(ns, cases, [c["name"] for c in cases if c.get("ref64")], sub, store)
     ok = not missing and not any(s.fatal for s in sides.values())
     ref = with_f64_estimates(sides["oracle"].results, sides["oracle-ref64"].results,
                              sides["oracle-ref32"].results)
@@ -298,10 +364,11 @@ def _nonzero_gradient(out):
     return False
 
 
-def wrong_derivatives_check(args, cases, workdir):
+def wrong_derivatives_check(args, cases, workdir, store=None, cache_msg=""):
     """The derivative self-test: the face runs the grad family twice, as it is and with every
     backward formula's gradient scaled by 1 + args.wrong_derivatives; each case that agrees as
-    it is and has a non-zero upstream gradient must stop agreeing."""
+    it is and has a non-zero upstream gradient must stop agreeing.  The oracle runs once (its
+    results from ``store`` where it has them)."""
     import types
     cases = [c for c in cases if c["family"] == "grad"]
     if not cases:
@@ -310,8 +377,9 @@ def wrong_derivatives_check(args, cases, workdir):
     ref_names = [c["name"] for c in cases if c.get("ref64")]
     base = dict(oracle=args.oracle, filter=args.filter, module=["grad"],
                 case_timeout=args.case_timeout)
-    sides = run_sides(types.SimpleNamespace(face=args.face, reuse_oracle=False, **base),
-                      cases, ref_names, workdir)
+    sides = run_sides(types.SimpleNamespace(face=args.face, **base), cases, ref_names, workdir,
+                      store)
+    print(cache_line(sides, store, cache_msg))
     for label, s in sides.items():
         if s.fatal:
             print("golden: %s" % s.fatal, file=sys.stderr)
@@ -320,8 +388,8 @@ def wrong_derivatives_check(args, cases, workdir):
     ref = with_f64_estimates(oracle, sides["oracle-ref64"].results, sides["oracle-ref32"].results)
     plain = judge_all(cases, oracle, sides["face"].results, ref)
     wrong_face = "env TORCHNATIVE_AUTOGRAD_PERTURB=%r %s" % (args.wrong_derivatives, args.face)
-    perturbed_sides = run_sides(types.SimpleNamespace(face=wrong_face, reuse_oracle=True, **base),
-                                cases, ref_names, workdir)
+    perturbed_sides = run_sides(types.SimpleNamespace(face=wrong_face, **base),
+                                cases, ref_names, workdir, oracle_sides=sides)
     if perturbed_sides["face"].fatal:
         print("golden: %s" % perturbed_sides["face"].fatal, file=sys.stderr)
         return 2
@@ -351,12 +419,18 @@ def write_report(path, args, cases, verdicts, sides, summary, show=60):
     lines = []
     lines.append("### Golden comparison (`torch-face/golden`)")
     lines.append("")
-    lines.append("`python3 torch-face/golden/compare.py --oracle %s --face %s%s` (%s): "
+    sl = getattr(args, "slice_info", None)
+    lines.append("`python3 torch-face/golden/compare.py --oracle %s --face %s%s%s` (%s): "
                  "oracle torch %s, face torch %s." % (
                      args.oracle, args.face or args.oracle,
                      " --filter '%s'" % args.filter if args.filter else "",
+                     " --slice %d" % sl["n"] if sl else "",
                      time.strftime("%Y-%m-%d"), oh.get("torch", "?"), fh_.get("torch", "?")))
     lines.append("")
+    if sl:
+        lines.append("**A slice**, not every case: %s (kept by sha256 of the name; every family "
+                     "and declared overload keeps at least one case)." % slicing.describe(sl))
+        lines.append("")
     lines.append("| Family | Cases | Agree | Disagree | Refused | Errors | Overloads agreeing / declared |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
     for name in sorted(fam):
@@ -373,9 +447,11 @@ def write_report(path, args, cases, verdicts, sides, summary, show=60):
                  "upstream returns a value. Refused = the face raised NotImplementedError.")
     lines.append("")
     lines.append("Runtime: oracle %s (float64 reference pass %s, float32 pass of float64 cases "
-                 "%s), face %s." % (
+                 "%s), face %s; %d of %d oracle results from the oracle cache." % (
                      fmt_secs(sides["oracle"].wall), fmt_secs(sides["oracle-ref64"].wall),
-                     fmt_secs(sides["oracle-ref32"].wall), fmt_secs(sides["face"].wall)))
+                     fmt_secs(sides["oracle-ref32"].wall), fmt_secs(sides["face"].wall),
+                     sum(sides[p].cached for p in ORACLE_PASSES),
+                     sum(len(sides[p].names) for p in ORACLE_PASSES)))
     bad = [(c["name"], verdicts[c["name"]]) for c in cases if verdicts[c["name"]][0] != J.AGREE]
     if bad:
         per_op = {}
@@ -414,8 +490,13 @@ def main(argv=None):
     ap.add_argument("--self-test", action="store_true",
                     help="inject misimplementations into the face results; all must be rejected")
     ap.add_argument("--workdir", default=None, help="keep side outputs and logs here")
+    oracle_cache.add_options(ap, "golden")
     ap.add_argument("--reuse-oracle", action="store_true",
-                    help="reuse the oracle results in --workdir from an earlier run")
+                    help="(older spelling) use --workdir/oracle-cache as the oracle cache, "
+                         "unless --oracle-cache names one")
+    ap.add_argument("--slice", type=int, default=None, metavar="N",
+                    help="run about 1/N of the selected cases, chosen by sha256 of the name, "
+                         "keeping at least one case of every family and declared overload")
     ap.add_argument("--case-timeout", type=float, default=120.0,
                     help="seconds without a new result before a side is killed (default 120)")
     ap.add_argument("--show", type=int, default=40, help="non-agreeing cases to print")
@@ -430,6 +511,12 @@ def main(argv=None):
         ap.error("--face is required (except with --self-test)")
     if args.reuse_oracle and not args.workdir:
         ap.error("--reuse-oracle needs --workdir")
+    if args.reuse_oracle and not args.oracle_cache:
+        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
+    if args.oracle_cache and args.no_oracle_cache:
+        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+    if args.slice is not None and args.slice < 1:
+        ap.error("--slice N needs N >= 1, not %d" % args.slice)
     if args.filter:
         try:
             re.compile(args.filter)
@@ -443,14 +530,22 @@ def main(argv=None):
     if not cases:
         print("golden: no case matches --filter %r" % args.filter, file=sys.stderr)
         return 2
+    args.slice_info = None
+    if args.slice is not None:
+        cases, args.slice_info = slicing.slice_cases(cases, args.slice)
+        print("golden: %s (by sha256 of the name; every family and declared overload kept)" %
+              slicing.describe(args.slice_info))
     ref_names = [c["name"] for c in cases if c.get("ref64")]
     t0 = time.time()
+    # cache_msg says why there is no cache (off, or the oracle cannot be fingerprinted)
+    store, cache_msg = oracle_cache.open_store(args, "golden", shlex.split(args.oracle),
+                                               ["torch"], RUN_SIDE)
     workdir = args.workdir or tempfile.mkdtemp(prefix="golden-")
     os.makedirs(workdir, exist_ok=True)
     try:
         if args.wrong_derivatives is not None:
-            return wrong_derivatives_check(args, cases, workdir)
-        return _main(args, cases, ref_names, workdir, t0)
+            return wrong_derivatives_check(args, cases, workdir, store, cache_msg)
+        return _main(args, cases, ref_names, workdir, t0, store, cache_msg)
     finally:
         # a temporary workdir goes, unless a side crashed or failed (its logs say why)
         if not args.workdir and not KEEP:
@@ -460,8 +555,9 @@ def main(argv=None):
 KEEP = []
 
 
-def _main(args, cases, ref_names, workdir, t0):
-    sides = run_sides(args, cases, ref_names, workdir)
+def _main(args, cases, ref_names, workdir, t0, store=None, cache_msg=""):
+    sides = run_sides(args, cases, ref_names, workdir, store)
+    print(cache_line(sides, store, cache_msg))
     if any(s.fatal or s.restarts for s in sides.values()):
         KEEP.append(workdir)
     for label in ("oracle", "oracle-ref64", "oracle-ref32"):
@@ -479,6 +575,8 @@ def _main(args, cases, ref_names, workdir, t0):
     oh, fh_ = sides["oracle"].header or {}, sides["face"].header or {}
     print("golden: %d cases, %d with a float64 reference; oracle torch %s, face torch %s" % (
         len(cases), len(ref_names), oh.get("torch", "?"), fh_.get("torch", "?")))
+    if args.slice_info:
+        print("  a %s" % slicing.describe(args.slice_info))
     print("  agree     %6d" % tot[J.AGREE])
     print("  disagree  %6d" % tot[J.DISAGREE])
     print("  refused   %6d   (face raised NotImplementedError)" % tot[J.REFUSED])
@@ -507,13 +605,16 @@ def _main(args, cases, ref_names, workdir, t0):
                                   "category": verdicts[c["name"]][0],
                                   "reason": verdicts[c["name"]][1]} for c in cases],
                        "covered_overloads": sorted(covered),
-                       "declared_overloads": sorted(declared)}, fh, indent=0)
+                       "declared_overloads": sorted(declared),
+                       "slice": args.slice_info,
+                       "selection": {"module": args.module, "filter": args.filter}},
+                      fh, indent=0)
 
     if args.self_test:
         import selftest
         ok = selftest.run(cases, oracle, face, ref, verdicts,
-                          partial=bool(args.filter or args.module))
-        ok = wrong_face_check(args, workdir) and ok
+                          partial=bool(args.filter or args.module or args.slice_info))
+        ok = wrong_face_check(args, workdir, store) and ok
         print("self-test: %s" % ("PASS" if ok else "FAIL"))
         return 0 if ok else 1
 

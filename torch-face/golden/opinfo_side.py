@@ -8,13 +8,14 @@ and through the face, and judging them with ``judge.py``'s rule, finds what our 
 
 Two roles::
 
-    ORACLE opinfo_side.py --role oracle --out FILE [--filter REGEX] [--samples N]
+    ORACLE opinfo_side.py --role oracle --out FILE [--filter REGEX] [--keys FILE] [--samples N]
                           [--dtypes float32,float64,int64,bool] [--sample-timeout S]
     FACE   opinfo_side.py --role face --inputs FILE --out FILE [--start K] [--sample-timeout S]
 
 ``--role oracle`` (upstream only: importing op_db needs upstream's test tree, and
 ``expecttest`` is stubbed when absent since only its TestCase base class is needed).  For each
-OpInfo (selected by ``--filter``, a regex searched in ``name[.variant]``) it
+OpInfo (selected by ``--filter``, a regex searched in ``name[.variant]``, and ``--keys FILE``, a
+JSON list of exact keys: opinfo_sweep.py passes the OpInfos its oracle cache lacks) it
 
 * finds a path the face can resolve, e.g. ``torch.add``, ``torch.nn.functional.relu``,
   ``torch.linalg.norm``, ``torch.Tensor.add``, ``torch.ops.aten.foo.default``: the first
@@ -35,7 +36,8 @@ OpInfo (selected by ``--filter``, a regex searched in ``name[.variant]``) it
   float32 error scaled by 2**-29, the ratio of the two epsilons: the op's conditioning
   amplifies both roundings alike).
 
-Output lines (JSON, flushed per line; the first is a header)::
+Output lines (JSON, flushed per line; the first is a header, whose ``all_keys`` lists every
+OpInfo key of op_db in order, selected or not)::
 
     {"opinfo": KEY, "name": .., "variant": .., "path": P|null, "why": .., "acc": bool,
      "cls": "UnaryUfuncInfo"...}                               # one per OpInfo, before its samples
@@ -368,16 +370,21 @@ def oracle(args):
     filt = re.compile(args.filter) if args.filter else None
     dtypes = [getattr(torch, d) for d in args.dtypes.split(",") if d]
     default_dtype = torch.get_default_dtype()
-    ops = []
+    keys = None
+    if args.keys:
+        with open(args.keys) as fh:
+            keys = set(json.load(fh))
+    ops, all_keys = [], []
     for op in op_db:
         key = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
-        if filt is None or filt.search(key):
+        all_keys.append(key)
+        if (filt is None or filt.search(key)) and (keys is None or key in keys):
             ops.append((key, op))
     with open(args.out, "w", buffering=1) as fh:
         fh.write(json.dumps({"header": True, "role": "oracle", "python": sys.version.split()[0],
                              "torch": torch.__version__, "opinfos": len(ops),
                              "samples": args.samples, "dtypes": args.dtypes,
-                             "import_time": import_time}) + "\n")
+                             "import_time": import_time, "all_keys": all_keys}) + "\n")
         for key, op in ops:
             path, why = op_path(torch, op, index)
             cls = type(op).__name__
@@ -454,7 +461,9 @@ def oracle(args):
                                    "skip": "unencodable result: %s" % e}
                     if "out" in rec and up is not None:
                         kind, v = _call(torch, f, up[0], up[1], up[2], args.sample_timeout)
-                        if kind == "out":
+                        if isinstance(v, Timeout):
+                            rec["ref_timeout"] = True  # not a result to cache
+                        elif kind == "out":
                             try:
                                 rec[refkey] = run_side.encode(torch, v)
                             except Exception:  # noqa: BLE001
@@ -609,6 +618,8 @@ def main(argv=None):
     ap.add_argument("--inputs", help="(face) the oracle's output file")
     ap.add_argument("--start", type=int, default=0, help="(face) skip the first K samples")
     ap.add_argument("--filter", default=None, help="(oracle) regex searched in name[.variant]")
+    ap.add_argument("--keys", default=None,
+                    help="(oracle) JSON file with a list of OpInfo keys: only those")
     ap.add_argument("--samples", type=int, default=8, help="(oracle) samples per OpInfo and dtype")
     ap.add_argument("--dtypes", default=DEFAULT_DTYPES, help="(oracle) comma-separated dtypes")
     ap.add_argument("--sample-timeout", type=float, default=20.0,

@@ -13,14 +13,24 @@ Usage::
 
     python3 torch-face/golden/opinfo_sweep.py --oracle PY --face PY [--filter REGEX]
         [--samples N] [--dtypes float32,float64,int64,bool] [--report FILE] [--json FILE]
-        [--workdir DIR] [--reuse-oracle] [--sample-timeout S] [--case-timeout S]
-        [--fail-on-disagree] [--show N]
+        [--oracle-cache DIR | --no-oracle-cache] [--workdir DIR] [--reuse-oracle]
+        [--sample-timeout S] [--case-timeout S] [--fail-on-disagree] [--show N]
 
 ``--oracle`` / ``--face`` are command prefixes (shlex-split), as for compare.py:
 ``--face "env PYTHONPATH=/path/to/face python3"``.  ``--filter`` is a regex searched in the
 OpInfo key ``name[.variant_test_name]``.  Defaults: 8 samples per OpInfo and dtype, dtypes
 float32, float64, int64, bool (those the OpInfo supports on CPU).  Measured on 2 shared cores
 (2026-12): oracle 65s (with its float64 reference calls), oracle-as-face 16s, 12.6k samples.
+
+The oracle cache (``oracle_cache.py``; ``--oracle-cache DIR``, default
+``$TORCHNATIVE_HOME/oracle-cache/opinfo`` when TORCHNATIVE_HOME is set, else off;
+``--no-oracle-cache``): upstream's lines are kept per OpInfo, keyed by the oracle's fingerprint,
+opinfo_side.py's source (and run_side.py's and judge.py's, which it imports), the OpInfo key,
+``--dtypes``, ``--samples`` and ``--sample-timeout``, plus the list of every op_db key; only
+the OpInfos it lacks run on the oracle (``opinfo_side.py --keys``), and one line says how many
+came from it.  An OpInfo with a call that ran past its timeout is not cached.  The face is
+never cached.  ``--reuse-oracle`` (with ``--workdir``) is the older spelling of
+``--oracle-cache WORKDIR/oracle-cache``.
 
 How (see opinfo_side.py): the oracle process enumerates op_db, encodes each sample's inputs,
 upstream's result and upstream's result on float64-upcast inputs (the tolerance reference),
@@ -61,6 +71,7 @@ sys.path.insert(0, HERE)
 
 import judge as J  # noqa: E402
 from compare import SideRun  # noqa: E402
+import oracle_cache  # noqa: E402
 from opinfo_side import read_lines, runnable  # noqa: E402
 
 SIDE = os.path.join(HERE, "opinfo_side.py")
@@ -73,44 +84,97 @@ NO_VALUES = re.compile(r"^(empty|empty_like|empty_strided|empty_permuted|new_emp
 MISSING_OP = re.compile(r"aten::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?")
 
 
-def run_oracle(args, workdir):
-    """Run (or reuse) the oracle side; (records, header, wall) or raise SystemExit(2)."""
+def _groups(lines):
+    """{OpInfo key: its lines (the OpInfo line, then its sample and skip lines)} of an oracle
+    output, and the keys in the order they appear."""
+    groups, order = {}, []
+    for r in lines:
+        if r.get("header"):
+            continue
+        k = r["opinfo"] if r.get("opinfo") is not None else r.get("op")
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(r)
+    return groups, order
+
+
+def _cacheable(group):
+    """Whether an OpInfo's oracle lines are a result: not when a call or the sample generation
+    ran past its timeout (a loaded machine, not upstream's behaviour)."""
+    return not any(r.get("ref_timeout") or "ran past" in (r.get("skip") or "") for r in group)
+
+
+def _entry_key(store, args, key):
+    return store.key("opinfo", key, args.dtypes, args.samples, args.sample_timeout)
+
+
+def run_oracle(args, workdir, store=None):
+    """The oracle's lines for the selected OpInfos, from ``store`` (an oracle_cache.Store) where
+    it has them and from one oracle run over the rest; (lines, header, wall, file, cached,
+    computed), the lines also written to ``file`` for the face.  Raises SystemExit(2) when the
+    oracle fails."""
     out = os.path.join(workdir, "oracle.jsonl")
-    want = {"filter": args.filter, "samples": args.samples, "dtypes": args.dtypes}
-    meta = os.path.join(workdir, "oracle.meta.json")
-    if args.reuse_oracle and os.path.exists(out) and os.path.exists(meta):
-        with open(meta) as fh:
-            if json.load(fh) == want:
-                print("opinfo: reusing oracle results from %s" % out)
-                lines = read_lines(out)
-                return lines, lines[0], 0.0, out
-    argv = shlex.split(args.oracle) + [SIDE, "--role", "oracle", "--out", out,
-                                       "--samples", str(args.samples), "--dtypes", args.dtypes,
-                                       "--sample-timeout", str(args.sample_timeout)]
-    if args.filter:
-        argv += ["--filter", args.filter]
-    log = os.path.join(workdir, "oracle.log")
-    t0 = time.time()
-    with open(log, "w") as lf:
-        lf.write("$ %s\n" % " ".join(shlex.quote(a) for a in argv))
-        lf.flush()
-        try:
-            rc = subprocess.call(argv, stdout=lf, stderr=subprocess.STDOUT)
-        except OSError as e:
-            print("opinfo: cannot start the oracle: %s" % e, file=sys.stderr)
+    index = store.get(store.key("opinfo-index")) if store is not None else None
+    keys, cached, missing = None, {}, None
+    if index is not None:
+        filt = re.compile(args.filter) if args.filter else None
+        keys = list(dict.fromkeys(k for k in index["all_keys"] if filt is None or filt.search(k)))
+        for k in keys:
+            g = store.get(_entry_key(store, args, k))
+            if g is not None:
+                cached[k] = g
+        missing = [k for k in keys if k not in cached]
+    groups, wall, header = {}, 0.0, index["header"] if index is not None else None
+    if index is None or missing:
+        raw = os.path.join(workdir, "oracle.raw.jsonl")
+        argv = shlex.split(args.oracle) + [SIDE, "--role", "oracle", "--out", raw,
+                                           "--samples", str(args.samples), "--dtypes", args.dtypes,
+                                           "--sample-timeout", str(args.sample_timeout)]
+        if args.filter:
+            argv += ["--filter", args.filter]
+        if missing:
+            kf = os.path.join(workdir, "oracle.keys.json")
+            with open(kf, "w") as fh:
+                json.dump(missing, fh)
+            argv += ["--keys", kf]
+        log = os.path.join(workdir, "oracle.log")
+        t0 = time.time()
+        with open(log, "w") as lf:
+            lf.write("$ %s\n" % " ".join(shlex.quote(a) for a in argv))
+            lf.flush()
+            try:
+                rc = subprocess.call(argv, stdout=lf, stderr=subprocess.STDOUT)
+            except OSError as e:
+                print("opinfo: cannot start the oracle: %s" % e, file=sys.stderr)
+                raise SystemExit(2)
+        wall = time.time() - t0
+        lines = read_lines(raw) if os.path.exists(raw) else []
+        if rc != 0 or not lines or not lines[0].get("header"):
+            tail = open(log).read()[-2000:]
+            last = next((r.get("opinfo") or r.get("op") for r in reversed(lines)
+                         if r.get("opinfo") or r.get("op")), None)
+            print("opinfo: the oracle failed (rc=%s, last OpInfo %s); log %s:\n%s" % (
+                rc, last, log, tail), file=sys.stderr)
             raise SystemExit(2)
-    wall = time.time() - t0
-    lines = read_lines(out) if os.path.exists(out) else []
-    if rc != 0 or not lines or not lines[0].get("header"):
-        tail = open(log).read()[-2000:]
-        last = next((r.get("opinfo") or r.get("op") for r in reversed(lines)
-                     if r.get("opinfo") or r.get("op")), None)
-        print("opinfo: the oracle failed (rc=%s, last OpInfo %s); log %s:\n%s" % (
-            rc, last, log, tail), file=sys.stderr)
-        raise SystemExit(2)
-    with open(meta, "w") as fh:
-        json.dump(want, fh)
-    return lines, lines[0], wall, out
+        header = {k: v for k, v in lines[0].items() if k != "all_keys"}
+        groups, order = _groups(lines)
+        if keys is None:
+            keys = order
+        if store is not None:
+            store.put(store.key("opinfo-index"), {"all_keys": lines[0].get("all_keys", order),
+                                                  "header": header})
+            for k, g in groups.items():
+                if _cacheable(g):
+                    store.put(_entry_key(store, args, k), g)
+            store.save()
+    merged = [dict(header, opinfos=len(keys))]
+    for k in keys:
+        merged.extend(cached.get(k) or groups.get(k) or [])
+    with open(out, "w") as fh:
+        for r in merged:
+            fh.write(json.dumps(r) + "\n")
+    return merged, merged[0], wall, out, len(cached), len(keys) - len(cached)
 
 
 def _strip_data(enc):
@@ -267,8 +331,10 @@ def main(argv=None):
     ap.add_argument("--report", default=None, help="write a markdown report here")
     ap.add_argument("--json", default=None, help="write per-OpInfo rows as JSON here")
     ap.add_argument("--workdir", default=None, help="keep side outputs and logs here")
+    oracle_cache.add_options(ap, "opinfo")
     ap.add_argument("--reuse-oracle", action="store_true",
-                    help="reuse the oracle output in --workdir (same filter/samples/dtypes)")
+                    help="(older spelling) use --workdir/oracle-cache as the oracle cache, "
+                         "unless --oracle-cache names one")
     ap.add_argument("--sample-timeout", type=float, default=20.0,
                     help="seconds per call inside a side (SIGALRM)")
     ap.add_argument("--case-timeout", type=float, default=60.0,
@@ -279,6 +345,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.reuse_oracle and not args.workdir:
         ap.error("--reuse-oracle needs --workdir")
+    if args.reuse_oracle and not args.oracle_cache:
+        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
+    if args.oracle_cache and args.no_oracle_cache:
+        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
     if args.filter:
         try:
             re.compile(args.filter)
@@ -288,8 +358,15 @@ def main(argv=None):
     workdir = args.workdir or tempfile.mkdtemp(prefix="opinfo-")
     os.makedirs(workdir, exist_ok=True)
     keep = bool(args.workdir)
+    store, cache_msg = oracle_cache.open_store(args, "opinfo", shlex.split(args.oracle),
+                                               ["torch"], SIDE)
     try:
-        lines, oh, owall, ofile = run_oracle(args, workdir)
+        lines, oh, owall, ofile, ncached, ncomputed = run_oracle(args, workdir, store)
+        if store is None:
+            print("opinfo: %s: %d OpInfos computed on the oracle" % (cache_msg, ncomputed))
+        else:
+            print("opinfo: oracle results: %d OpInfos from the cache, %d computed (%s)" % (
+                ncached, ncomputed, store.path))
         names = [r["name"] for r in runnable(lines)]
         face = SideRun("face", shlex.split(args.face), names, workdir, None, False,
                        args.case_timeout, script=SIDE,

@@ -7,7 +7,8 @@ needs no torch to decode.
 
 Usage (normally called by compare.py)::
 
-    PY run_side.py --out FILE [--module NAME ...] [--filter REGEX] [--start N] [--ref64|--ref32]
+    PY run_side.py --out FILE [--module NAME ...] [--filter REGEX] [--names FILE] [--start N]
+                   [--ref64|--ref32]
 
 Every selected case (see ``cases/__init__.py``) runs in a fresh namespace holding ``torch``,
 ``F`` (torch.nn.functional), ``math`` and two helpers:
@@ -16,6 +17,11 @@ Every selected case (see ``cases/__init__.py``) runs in a fresh namespace holdin
   float64 reference pass) it returns floating tensors upcast to float64 (complex to
   complex128), so the same values go through the same op in double precision.
 * ``fdt(dtype)``: a floating dtype argument of the op; float64 under ``--ref64``.
+
+``--names FILE`` (a JSON list of case names) keeps only those of the selected cases, in their
+usual order: compare.py passes the cases of a ``--slice`` and, for the oracle, the cases its
+cache does not hold.  A name that is not a selected case is an error (exit 2): the sides must
+load the same case list.
 
 The case sets ``out``.  Exceptions are caught per case.  Only cases with ``ref64`` set run
 under ``--ref64``.  ``--ref32`` is the float32 pass for float64 cases (``ref64`` cases named
@@ -139,12 +145,36 @@ def encode(torch, v, depth=0):
     return {"t": "other", "cls": type(v).__name__, "v": repr(v)[:200]}
 
 
-def main(argv=None):
+def selected_cases(args):
+    """The cases this run executes, in order (needs no torch): --module, --filter, the
+    --ref64/--ref32 pass's subset, then --names (ValueError: a name that is not among them)."""
+    sys.path.insert(0, HERE)
+    from cases import load_cases, select
+
+    selected = select(load_cases(args.module), args.filter, args.ref64 or args.ref32)
+    if args.ref32:
+        selected = [c for c in selected if F64_NAME.search(c["name"])]
+    if args.names:
+        with open(args.names) as fh:
+            names = json.load(fh)
+        have = {c["name"] for c in selected}
+        unknown = [n for n in names if n not in have]
+        if unknown:
+            raise ValueError("--names %s: %d name(s) are not selected cases here, e.g. %r" % (
+                args.names, len(unknown), unknown[0]))
+        want = set(names)
+        selected = [c for c in selected if c["name"] in want]
+    return selected
+
+
+def build_parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="JSON-lines result file to write")
     ap.add_argument("--module", action="append", default=None,
                     help="case file to run (cases/NAME.py; repeatable; default all)")
     ap.add_argument("--filter", default=None, help="regex searched in case names")
+    ap.add_argument("--names", default=None,
+                    help="JSON file with a list of case names: run only those")
     ap.add_argument("--start", type=int, default=0,
                     help="skip the first N selected cases (crash recovery)")
     ap.add_argument("--ref64", action="store_true",
@@ -153,14 +183,16 @@ def main(argv=None):
                     help="float32 pass of the float64 ref64 cases: inputs downcast")
     ap.add_argument("--case-timeout", type=float, default=0,
                     help="seconds per case (SIGALRM; 0 = none; compare.py has its own watchdog)")
-    args = ap.parse_args(argv)
+    return ap
 
-    sys.path.insert(0, HERE)
-    from cases import load_cases, select
 
-    selected = select(load_cases(args.module), args.filter, args.ref64 or args.ref32)
-    if args.ref32:
-        selected = [c for c in selected if F64_NAME.search(c["name"])]
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        selected = selected_cases(args)
+    except ValueError as e:
+        print("run_side: %s" % e, file=sys.stderr)
+        return 2
 
     t0 = time.perf_counter()
     import torch

@@ -10,6 +10,11 @@ record both outputs.  ``--mode run`` (the face): load each saved model with
     {"arch": ..., "cls": ..., "exc": {"type": ..., "msg": ...}, "phase": "config"|"build"|...}
 
 ``--start N`` skips the first N architectures (the driver restarts a side after a crash).
+``--names FILE`` (a JSON list of ``model_type/Class`` names) runs those, in that order, instead
+of every architecture (``--only``'s regex on model types narrows that list); arch_sweep.py
+passes a ``--slice`` and, for upstream, the architectures its oracle cache lacks.  ``--mode
+list`` writes the header only.  The header lists the architectures run (``archs``, which
+records' ``i`` index) and every one there is (``all_archs``).
 """
 import argparse
 import base64
@@ -298,12 +303,16 @@ def output_tensor(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("build", "run"), required=True)
-    ap.add_argument("--dir", required=True)
+    ap.add_argument("--mode", choices=("build", "run", "list"), required=True)
+    ap.add_argument("--dir", default=None, help="(build, run) the saved models")
     ap.add_argument("--out", required=True)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--only", default=None, help="regex on model types")
+    ap.add_argument("--names", default=None,
+                    help="JSON file with a list of model_type/Class names: only those, in order")
     args = ap.parse_args()
+    if args.mode != "list" and not args.dir:
+        ap.error("--mode %s needs --dir" % args.mode)
     warnings.simplefilter("ignore")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import re
@@ -312,7 +321,11 @@ def main():
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     transformers.logging.set_verbosity_error()
-    archs = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()) + ENCODERS
+    all_archs = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()) + ENCODERS
+    archs = all_archs
+    if args.names:
+        with open(args.names) as f:
+            archs = [tuple(n.split("/", 1)) for n in json.load(f)]
     if args.only:
         rx = re.compile(args.only)
         archs = [a for a in archs if rx.search(a[0])]
@@ -321,7 +334,10 @@ def main():
         if args.start == 0:
             fh.write(json.dumps({"header": True, "torch": torch.__version__,
                                  "transformers": transformers.__version__,
-                                 "archs": [a[0] + "/" + a[1] for a in archs]}) + "\n")
+                                 "archs": [a[0] + "/" + a[1] for a in archs],
+                                 "all_archs": [a[0] + "/" + a[1] for a in all_archs]}) + "\n")
+        if args.mode == "list":
+            return 0
         for i, (mt, cls_name) in enumerate(archs):
             if i < args.start:
                 continue

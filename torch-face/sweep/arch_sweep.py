@@ -4,7 +4,26 @@ config (seeded, no download) under upstream, saved with ``save_pretrained``, loa
 ``from_pretrained`` under the face, and run forward on the same ids::
 
     python3 torch-face/sweep/arch_sweep.py --oracle ORACLE_PY --face FACE_PY \\
-        [--only REGEX] [--report FILE] [--json FILE] [--workdir DIR]
+        [--only REGEX] [--slice N] [--report FILE] [--json FILE] [--workdir DIR]
+        [--oracle-cache DIR | --no-oracle-cache] [--reuse-oracle] [--timeout S]
+
+The oracle cache (torch-face/golden/oracle_cache.py; ``--oracle-cache DIR``, default
+``$TORCHNATIVE_HOME/oracle-cache/arch`` when TORCHNATIVE_HOME is set, else off;
+``--no-oracle-cache``): upstream's record of each architecture and the model it saved are kept,
+keyed by the oracle's fingerprint (torch's and transformers' dist-info RECORD, numpy's version),
+arch_side.py's source and the architecture's name, with the list of every architecture;
+only the architectures it lacks are built by upstream (``arch_side.py --names``), the cached
+models are linked into the work directory after their files' sha256 are checked, and one line
+says how many came from the cache.  ``--reuse-oracle`` (with ``--workdir``) is the older
+spelling of ``--oracle-cache WORKDIR/oracle-cache``.
+
+``--slice N`` keeps about 1/N of the architectures (those whose name's sha256 is 0 mod N,
+torch-face/golden/slicing.py) plus at least one of each group: every encoder, the
+architectures the face's tests single out (``SINGLED_OUT``: llama, gpt2) and one of each kind
+(``SLICE_KINDS`` by model-type name: mixture of experts, latent attention, state space,
+hybrids, decoders of encoder-decoders, BERT-style decoders, gemma, qwen, the GPT-2 lineage; a
+composite config, a "_text" part, any other decoder).  The summary and the report say it was a
+slice and how many of each kind it left out.
 
 Categories per architecture:
 
@@ -24,6 +43,7 @@ side could not run, else 0.
 """
 import argparse
 import base64
+import hashlib
 import json
 import math
 import os
@@ -38,19 +58,33 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIDE = os.path.join(HERE, "arch_side.py")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "golden"))
+
+import oracle_cache  # noqa: E402  (torch-face/golden)
+import slicing  # noqa: E402  (torch-face/golden)
+sys.path.insert(0, HERE)
+from arch_side import ENCODERS  # noqa: E402  (stdlib only at import time)
 
 K, U = 4.0, 4.0
 
 
-def run_side(label, cmd, mode, models, out, only, timeout, log):
+def run_side(label, cmd, mode, models, out, only, timeout, log, names=None):
     """Runs arch_side.py until it has written every architecture, restarting after a crash
-    (skipping the architecture it died on, which is recorded as a crash)."""
+    (skipping the architecture it died on, which is recorded as a crash).  ``names``: run
+    those architectures (``model_type/Class``), in order, instead of ``only``'s."""
     total, start, crashes = None, 0, 0
     t0 = time.time()
+    names_file = None
+    if names is not None:
+        names_file = out + ".names.json"
+        with open(names_file, "w") as fh:
+            json.dump(names, fh)
     while True:
         argv = shlex.split(cmd) + [SIDE, "--mode", mode, "--dir", models, "--out", out,
                                    "--start", str(start)]
-        if only:
+        if names_file:
+            argv += ["--names", names_file]
+        elif only:
             argv += ["--only", only]
         with open(log, "a") as lf:
             try:
@@ -143,39 +177,253 @@ def judge(o, f):
     return "agree", "max |diff| %.3g (tolerance %.3g)" % (worst, tol)
 
 
+# The architectures the face's own tests single out (test_transformers_face.py captures a
+# LlamaForCausalLM and refuses a GPT2LMHeadModel; test_training.py trains a LlamaForCausalLM; the
+# default model, SmolLM2, is a llama): a slice always keeps them, and every encoder.
+SINGLED_OUT = ("llama", "gpt2")
+# Kinds of model a slice keeps at least one of: regexes on the model type, by what the names
+# say (an architecture may be in several).  Besides these, "composite config" (a type whose
+# "<type>_text" is listed too: the causal-LM class takes the text part of a multimodal config),
+# "text part" (the "_text" types) and "other decoder" (in no kind above).
+SLICE_KINDS = [
+    ("mixture of experts", r"moe|mixtral|dbrx|gpt_oss"),
+    ("latent attention", r"deepseek|axk1|kimi_linear|sarvam_mla|minicpm3|longcat_flash"),
+    ("state space / recurrent", r"mamba|rwkv|xlstm|recurrent_gemma"),
+    ("hybrid attention", r"hybrid|jamba|bamba|zamba|falcon_h1|nemotron_h|lfm2|qwen3_next"),
+    ("decoder of an encoder-decoder", r"^(bart|mbart|marian|pegasus|blenderbot|blenderbot-small|"
+                                      r"bigbird_pegasus|plbart|prophetnet|mvp|trocr|whisper|"
+                                      r"musicgen|musicgen_melody)$"),
+    ("BERT-style decoder", r"bert|roberta|electra|^ernie$|xlm|roformer|xmod|big_bird|camembert|"
+                           r"data2vec"),
+    ("gemma", r"gemma"),
+    ("qwen", r"qwen"),
+    ("GPT-2 lineage", r"^gpt|openai-gpt|codegen|ctrl|bloom|^opt$|xglm|biogpt"),
+]
+
+
+def arch_kinds(name, types):
+    """The slice groups of ``model_type/Class`` ``name`` (``types``: every model type listed)."""
+    mt = name.split("/", 1)[0]
+    if name in {"%s/%s" % e for e in ENCODERS}:
+        return [("encoder", name)]
+    groups = [("singled out", mt)] if mt in SINGLED_OUT else []
+    kinds = [label for label, rx in SLICE_KINDS if re.search(rx, mt)]
+    if mt + "_text" in types:
+        kinds.append("composite config")
+    if mt.endswith("_text"):
+        kinds.append("text part")
+    return groups + [("kind", k) for k in (kinds or ["other decoder"])]
+
+
+def slice_archs(names, n):
+    """(kept names, info) of a 1/n slice (slicing.py's rule) keeping every group of arch_kinds;
+    info's left_out counts the architectures left out by their first kind."""
+    types = {x.split("/", 1)[0] for x in names}
+    kept = slicing.deterministic_slice(names, n, lambda x: arch_kinds(x, types))
+    keep, left = set(kept), {}
+    for x in names:
+        if x not in keep:
+            # encoders and the singled-out types are always kept: x has a kind
+            k = next(label for what, label in arch_kinds(x, types) if what == "kind")
+            left[k] = left.get(k, 0) + 1
+    return kept, {"n": n, "kept": len(kept), "total": len(names),
+                  "left_out": dict(sorted(left.items()))}
+
+
+def _tree_hashes(root):
+    """{relative path: sha256} of every file under ``root``."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def _link_tree(src, dst):
+    """Copy directory ``src`` to ``dst`` (hard links where the file system allows)."""
+    def link(a, b):
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dst, copy_function=link)
+
+
+def model_dir_name(name):
+    return "%s--%s" % tuple(name.split("/", 1))
+
+
+def cached_entry(store, name):
+    """The cached upstream record of architecture ``name`` with its model directory (None: a
+    miss, also when the saved model's files are gone or changed)."""
+    e = store.get(store.key("arch", name))
+    if e is None:
+        return None
+    if e.get("model"):
+        root = os.path.join(store.models_dir(), e["model"])
+        try:
+            ok = os.path.isdir(root) and _tree_hashes(root) == e["files"]
+        except OSError:
+            ok = False
+        if not ok:
+            print("arch sweep: oracle cache: the saved model of %s in %s is missing or changed; "
+                  "rebuilding it" % (name, root), file=sys.stderr)
+            return None
+    return e
+
+
+def store_entry(store, name, rec, models):
+    """Adds upstream's record of ``name`` and the model it saved under ``models`` to the cache
+    (not a crash record: that is no result)."""
+    if rec.get("phase") == "crash":
+        return
+    src = os.path.join(models, model_dir_name(name))
+    key = store.key("arch", name)
+    entry = {"rec": {k: v for k, v in rec.items() if k != "i"}, "model": None, "files": {}}
+    if os.path.isdir(src):
+        final = os.path.join(store.models_dir(), key)
+        tmp = final + ".tmp%d" % os.getpid()
+        try:
+            os.makedirs(store.models_dir(), exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(src, tmp)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+            entry["model"], entry["files"] = key, _tree_hashes(final)
+        except OSError as e:
+            print("arch sweep: oracle cache: cannot keep the model of %s: %s" % (name, e),
+                  file=sys.stderr)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+    store.put(key, entry)
+
+
+def oracle_side(args, work, models, store, slice_n):
+    """Upstream's records for the selected architectures, indexed in that order: from the cache
+    where it has them (their models copied into ``models``), the rest built by one oracle run.
+    (records, error, cached, computed, slice info)."""
+    index = store.get(store.key("arch-index")) if store is not None else None
+    if index is None:
+        recs, err = run_side("oracle", args.oracle, "list", models,
+                             os.path.join(work, "oracle-list.jsonl"), None, args.timeout,
+                             os.path.join(work, "oracle.log"))
+        if err:
+            return None, err, 0, 0, None
+        h = next(r for r in recs if r.get("header"))
+        index = {"archs": h["all_archs"], "torch": h["torch"], "transformers": h["transformers"]}
+        if store is not None:
+            store.put(store.key("arch-index"), index)
+    selected = list(index["archs"])
+    if args.only:
+        rx = re.compile(args.only)
+        selected = [n for n in selected if rx.search(n.split("/", 1)[0])]
+    info = None
+    if slice_n is not None:
+        selected, info = slice_archs(selected, slice_n)
+    cached = {}
+    if store is not None:
+        for n in selected:
+            e = cached_entry(store, n)
+            if e is not None:
+                cached[n] = e
+    missing = [n for n in selected if n not in cached]
+    fresh = {}
+    if missing:
+        out = os.path.join(work, "oracle-build.jsonl")
+        recs, err = run_side("oracle", args.oracle, "build", models, out, None, args.timeout,
+                             os.path.join(work, "oracle.log"), names=missing)
+        if err:
+            return None, err, 0, 0, info
+        for r in recs:
+            if "i" in r:
+                fresh[missing[r["i"]]] = r
+        if store is not None:
+            for n, r in fresh.items():
+                store_entry(store, n, r, models)
+    for n, e in cached.items():
+        if e.get("model"):
+            dst = os.path.join(models, model_dir_name(n))
+            shutil.rmtree(dst, ignore_errors=True)
+            _link_tree(os.path.join(store.models_dir(), e["model"]), dst)
+    if store is not None:
+        store.save()
+    orecs = [{"header": True, "torch": index["torch"], "transformers": index["transformers"],
+              "archs": selected}]
+    for i, n in enumerate(selected):
+        r = cached[n]["rec"] if n in cached else fresh.get(n)
+        if r is not None:
+            orecs.append(dict(r, i=i))
+    return orecs, None, len(cached), len(missing), info
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--oracle", required=True, help="command prefix of upstream's python")
     ap.add_argument("--face", required=True, help="command prefix of the face's python")
     ap.add_argument("--only", default=None, help="regex on model types")
+    ap.add_argument("--slice", type=int, default=None, metavar="N",
+                    help="about 1/N of the architectures (by sha256 of the name), keeping every "
+                         "encoder, the singled-out ones and one of each kind")
     ap.add_argument("--report", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per side")
+    oracle_cache.add_options(ap, "arch")
     ap.add_argument("--reuse-oracle", action="store_true",
-                    help="keep --workdir's upstream side (models and results) from an earlier run")
+                    help="(older spelling) use --workdir/oracle-cache as the oracle cache, "
+                         "unless --oracle-cache names one")
     args = ap.parse_args(argv)
+    if args.reuse_oracle and not args.workdir:
+        ap.error("--reuse-oracle needs --workdir")
+    if args.reuse_oracle and not args.oracle_cache:
+        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
+    if args.oracle_cache and args.no_oracle_cache:
+        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+    if args.slice is not None and args.slice < 1:
+        ap.error("--slice N needs N >= 1, not %d" % args.slice)
+    if args.only:
+        try:
+            re.compile(args.only)
+        except re.error as e:
+            ap.error("bad --only: %s" % e)
     work = args.workdir or tempfile.mkdtemp(prefix="arch-sweep-")
     models = os.path.join(work, "models")
+    shutil.rmtree(models, ignore_errors=True)  # no model of an earlier run may be read
     os.makedirs(models, exist_ok=True)
+    for stale in ("oracle.jsonl", "oracle-list.jsonl", "oracle-build.jsonl", "face.jsonl"):
+        if os.path.exists(os.path.join(work, stale)):
+            os.remove(os.path.join(work, stale))
     t0 = time.time()
-    oracle_out = os.path.join(work, "oracle.jsonl")
-    if args.reuse_oracle and any(r.get("header") for r in read(oracle_out)):
-        orecs, err = read(oracle_out), None
+    store, cache_msg = oracle_cache.open_store(args, "arch", shlex.split(args.oracle),
+                                               ["torch", "transformers"], SIDE)
+    info = None
+    if store is None and args.slice is None:
+        # no cache, every architecture --only selects: one upstream run, as the face's
+        orecs, err = run_side("oracle", args.oracle, "build", models,
+                              os.path.join(work, "oracle.jsonl"), args.only, args.timeout,
+                              os.path.join(work, "oracle.log"))
+        names = None
+        ncached = 0
+        ncomputed = 0 if err else len(next(r for r in orecs if r.get("header"))["archs"])
     else:
-        for stale in (oracle_out, os.path.join(work, "face.jsonl")):
-            if os.path.exists(stale):
-                os.remove(stale)
-        orecs, err = run_side("oracle", args.oracle, "build", models, oracle_out,
-                              args.only, args.timeout, os.path.join(work, "oracle.log"))
+        orecs, err, ncached, ncomputed, info = oracle_side(args, work, models, store, args.slice)
+        names = None if err else orecs[0]["archs"]
     if err:
         print("arch sweep: " + err, file=sys.stderr)
         return 2
+    if store is None:
+        print("arch sweep: %s: %d upstream architectures computed" % (cache_msg, ncomputed))
+    else:
+        print("arch sweep: oracle results: %d architectures from the cache, %d computed (%s)" % (
+            ncached, ncomputed, store.path))
+    if info:
+        print("arch sweep: %s (by sha256 of the name; every encoder, %s and one of each kind "
+              "kept)" % (slicing.describe(info, "architectures"), "/".join(SINGLED_OUT)))
     t1 = time.time()
-    if os.path.exists(os.path.join(work, "face.jsonl")):
-        os.remove(os.path.join(work, "face.jsonl"))
     frecs, err = run_side("face", args.face, "run", models, os.path.join(work, "face.jsonl"),
-                          args.only, args.timeout, os.path.join(work, "face.log"))
+                          args.only, args.timeout, os.path.join(work, "face.log"), names=names)
     if err:
         print("arch sweep: " + err, file=sys.stderr)
         return 2
@@ -196,10 +444,14 @@ def main(argv=None):
     judgeable = swept - counts.get("unsweepable", 0)
     print("arch sweep: %d architectures (upstream torch %s, transformers %s; face torch %s)" % (
         swept, oh["torch"], oh["transformers"], fh["torch"]))
+    if info:
+        print("  a %s" % slicing.describe(info, "architectures"))
     for c in ("agree", "disagree", "refused", "face error", "unsweepable"):
         print("  %-12s %4d" % (c, counts.get(c, 0)))
-    print("  forward runs on the face: %d; agree %d of %d judgeable; time: upstream %.0fs, face %.0fs"
-          % (ran, counts.get("agree", 0), judgeable, t1 - t0, t2 - t1))
+    print("  forward runs on the face: %d; agree %d of %d judgeable; time: upstream %.0fs "
+          "(%d of %d from the oracle cache), face %.0fs" % (
+              ran, counts.get("agree", 0), judgeable, t1 - t0, ncached, ncached + ncomputed,
+              t2 - t1))
     refused_ops = {}
     for r in rows:
         if r["category"] == "refused":
@@ -212,15 +464,19 @@ def main(argv=None):
                                            sorted(refused_ops.items(), key=lambda kv: -kv[1])))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"counts": counts, "rows": rows, "upstream": oh, "face_torch": fh["torch"]},
-                      f, indent=1)
+            json.dump({"counts": counts, "rows": rows, "upstream": oh, "face_torch": fh["torch"],
+                       "slice": info}, f, indent=1)
     if args.report:
         lines = ["### Architecture sweep (`torch-face/sweep/arch_sweep.py`)", "",
                  "%d architectures: %s; %d forward runs on the face, %d of %d judgeable agree." % (
                      swept, ", ".join("%s %d" % (c, counts.get(c, 0)) for c in
                                       ("agree", "disagree", "refused", "face error", "unsweepable")),
-                     ran, counts.get("agree", 0), judgeable), "",
-                 "| Architecture | Category | Detail |", "|---|---|---|"]
+                     ran, counts.get("agree", 0), judgeable), ""]
+        if info:
+            lines += ["**A slice**, not every architecture: %s (kept by sha256 of the name; every "
+                      "encoder, %s and one of each kind kept)." % (
+                          slicing.describe(info, "architectures"), ", ".join(SINGLED_OUT)), ""]
+        lines += ["| Architecture | Category | Detail |", "|---|---|---|"]
         for r in rows:
             lines.append("| `%s` | %s | %s |" % (r["arch"], r["category"],
                                                  r["detail"].replace("|", "\\|").replace("\n", " ")))
