@@ -4,7 +4,8 @@
 # qemu-aarch64, whose default user-mode CPU ("max") has NEON, dotprod and i8mm, so every NEON
 # path (KernelPath::Neon and ::NeonDotprod, Isa::Neon) runs against its scalar twin. The
 # oracles (the venv's x86 python, llama.cpp's x86 binaries) run natively beside the emulated
-# tests. Bounded for 2 cores: the left-out tests are named below.
+# tests. Bounded for 2 cores: the left-out tests are named below. The gate (TEST_TIER=gate)
+# runs only core and quant, where the NEON code is.
 # Idempotent: installs qemu-user, the cross gcc and the Rust target only when missing.
 # Extra arguments go to both `cargo test` runs before `--` (e.g. `--no-fail-fast`).
 set -euo pipefail
@@ -27,11 +28,18 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/aarch64}"
 export TORCHNATIVE_HOME="${TORCHNATIVE_HOME:-$HOME/.cache/torchnative}"
 export TORCHNATIVE_MODEL="${TORCHNATIVE_MODEL:-$(scripts/fetch-model.sh)}"
 export TORCHNATIVE_ORACLE_PYTHON="${TORCHNATIVE_ORACLE_PYTHON:-$(scripts/oracle-venv.sh)}"
-scripts/build-llama-cpp.sh >/dev/null
+scripts/build-llama-cpp.sh --tests >/dev/null
 # Parity tests must run, not skip.
 export TORCHNATIVE_REQUIRE_ORACLE=1
 export TORCHNATIVE_REQUIRE_LLAMA_CPP=1
 target=(--target aarch64-unknown-linux-gnu --profile ci)
+# TEST_TIER=gate (the default, as scripts/test.sh sets it): core and quant, where every NEON
+# kernel is; TEST_TIER=full adds formats, tokenizer and the runtime.
+tier="${TEST_TIER:-gate}"
+if [[ $tier == gate ]]; then
+  cargo test "${target[@]}" -p torchnative-core -p torchnative-quant "$@"
+  exit 0
+fi
 # Kernels, formats and tokenizer. Left out under emulation: the K quantizer's quality run
 # against llama-quantize (enormous: ~3.5 min under qemu, and no NEON code on its path).
 cargo test "${target[@]}" -p torchnative-core -p torchnative-quant -p torchnative-formats \
