@@ -509,12 +509,7 @@ def main(argv=None):
         ap.error("--wrong-derivatives needs --face")
     if not args.face and not args.self_test:
         ap.error("--face is required (except with --self-test)")
-    if args.reuse_oracle and not args.workdir:
-        ap.error("--reuse-oracle needs --workdir")
-    if args.reuse_oracle and not args.oracle_cache:
-        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
-    if args.oracle_cache and args.no_oracle_cache:
-        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+    oracle_cache.check_options(ap, args)
     if args.slice is not None and args.slice < 1:
         ap.error("--slice N needs N >= 1, not %d" % args.slice)
     if args.filter:

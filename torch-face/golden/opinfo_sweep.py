@@ -343,12 +343,7 @@ def main(argv=None):
                     help="exit 1 when some OpInfo fails")
     ap.add_argument("--show", type=int, default=30, help="failing OpInfos to print")
     args = ap.parse_args(argv)
-    if args.reuse_oracle and not args.workdir:
-        ap.error("--reuse-oracle needs --workdir")
-    if args.reuse_oracle and not args.oracle_cache:
-        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
-    if args.oracle_cache and args.no_oracle_cache:
-        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+    oracle_cache.check_options(ap, args)
     if args.filter:
         try:
             re.compile(args.filter)

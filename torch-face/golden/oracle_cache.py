@@ -59,6 +59,17 @@ def add_options(ap, tool):
                     help="compute every oracle result, read and write no cache")
 
 
+def check_options(ap, args):
+    """The checks every tool makes of the cache options after parsing (errors through ``ap``):
+    the older ``--reuse-oracle`` spelling means ``--oracle-cache WORKDIR/oracle-cache``."""
+    if args.reuse_oracle and not args.workdir:
+        ap.error("--reuse-oracle needs --workdir")
+    if args.reuse_oracle and not args.oracle_cache:
+        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
+    if args.oracle_cache and args.no_oracle_cache:
+        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+
+
 def cache_dir(args, tool):
     """The cache directory chosen by the options and the environment, or None (off)."""
     if getattr(args, "no_oracle_cache", False):

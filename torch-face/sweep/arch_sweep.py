@@ -375,12 +375,7 @@ def main(argv=None):
                     help="(older spelling) use --workdir/oracle-cache as the oracle cache, "
                          "unless --oracle-cache names one")
     args = ap.parse_args(argv)
-    if args.reuse_oracle and not args.workdir:
-        ap.error("--reuse-oracle needs --workdir")
-    if args.reuse_oracle and not args.oracle_cache:
-        args.oracle_cache = os.path.join(args.workdir, "oracle-cache")
-    if args.oracle_cache and args.no_oracle_cache:
-        ap.error("--oracle-cache and --no-oracle-cache contradict each other")
+    oracle_cache.check_options(ap, args)
     if args.slice is not None and args.slice < 1:
         ap.error("--slice N needs N >= 1, not %d" % args.slice)
     if args.only:
