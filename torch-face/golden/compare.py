@@ -510,8 +510,7 @@ def main(argv=None):
     if not args.face and not args.self_test:
         ap.error("--face is required (except with --self-test)")
     oracle_cache.check_options(ap, args)
-    if args.slice is not None and args.slice < 1:
-        ap.error("--slice N needs N >= 1, not %d" % args.slice)
+    slicing.check_option(ap, args.slice)
     if args.filter:
         try:
             re.compile(args.filter)

@@ -13,6 +13,12 @@ kept name covers, the member with the smallest hash is added (it may cover other
 import hashlib
 
 
+def check_option(ap, n):
+    """The check of a parsed ``--slice N`` (None: no slice), as an argparse error."""
+    if n is not None and n < 1:
+        ap.error("--slice N needs N >= 1, not %d" % n)
+
+
 def name_hash(name):
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big")
 

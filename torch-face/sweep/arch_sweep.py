@@ -376,8 +376,7 @@ def main(argv=None):
                          "unless --oracle-cache names one")
     args = ap.parse_args(argv)
     oracle_cache.check_options(ap, args)
-    if args.slice is not None and args.slice < 1:
-        ap.error("--slice N needs N >= 1, not %d" % args.slice)
+    slicing.check_option(ap, args.slice)
     if args.only:
         try:
             re.compile(args.only)
