@@ -10,7 +10,8 @@
 #   arch         every causal-LM architecture of transformers (and the encoder families) as a
 #                tiny random model, built by upstream, run by the face
 #   opinfo       upstream's OpInfo samples (a measurement, --full only)
-# TEST_TIER=gate (the default, as scripts/test.sh sets it) runs a deterministic slice of the
+# TEST_TIER=gate (the default, as scripts/test.sh sets it) leaves out the pytest cases marked
+# `full` (torch-face/tests/conftest.py), runs a deterministic slice of the
 # golden cases, of the gradient family and of the architectures (`--slice`: every family and
 # every ATen overload the cases name is kept) and leaves out opinfo; TEST_TIER=full runs all.
 # Upstream's side of golden, derivatives, arch and opinfo comes from the oracle cache under
@@ -50,7 +51,11 @@ for part in "${parts[@]}"; do
   echo "test-face: $part ($tier)" >&2
   case "$part" in
     tests)
-      (cd torch-face/tests && TORCHNATIVE_ORACLE_PYTHON="$ORACLE_PYTHON" "$FACE_PYTHON" -m pytest -q -p no:cacheprovider "$@")
+      # The gate leaves the tests marked `full` out (torch-face/tests/conftest.py).
+      tier_marks=()
+      [[ $tier == gate ]] && tier_marks=(-m "not full")
+      (cd torch-face/tests && TORCHNATIVE_ORACLE_PYTHON="$ORACLE_PYTHON" "$FACE_PYTHON" -m pytest -q -p no:cacheprovider \
+        --strict-markers ${tier_marks[@]+"${tier_marks[@]}"} "$@")
       ;;
     golden)
       # The harness's own tests (stdlib only, fake sides): the oracle cache is used when warm

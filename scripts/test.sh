@@ -52,10 +52,23 @@ fetch() {
   scripts/fetch-torch-wheel.sh >/dev/null
 }
 
-# One build of the workspace's tests for x86 (the `ci` profile): the CLI, the Python package
-# and the face reuse it.
+# One build of the workspace's tests for x86 (the `ci` profile), with llama.cpp (built once
+# from the llama-cpp-python sdist, cached; the peer for the native path: the tests need its
+# library and three tools) beside it, niced, so that it fills the cores cargo leaves idle.
+# The CLI, the Python package and the face reuse the cargo build.
 build() {
-  cargo test --workspace --profile ci --no-run ${cargo_args[@]+"${cargo_args[@]}"}
+  local log rc=0
+  log="$(mktemp)"
+  nice -n 10 scripts/build-llama-cpp.sh --tests >"$log" 2>&1 &
+  local llama=$!
+  cargo test --workspace --profile ci --no-run ${cargo_args[@]+"${cargo_args[@]}"} || rc=$?
+  if ! wait "$llama"; then
+    echo "build: scripts/build-llama-cpp.sh --tests failed:" >&2
+    tail -n 40 "$log" >&2
+    rc=1
+  fi
+  rm -f "$log"
+  return "$rc"
 }
 
 # The gate leaves to --full the longest cases of the six longest test binaries (each binary
@@ -85,9 +98,6 @@ stage fetch fetch
 # What the later stages read; each script only prints a path once its stage has made it.
 export TORCHNATIVE_MODEL="$(scripts/fetch-model.sh 2>/dev/null || true)"
 export TORCHNATIVE_ORACLE_PYTHON="$(scripts/oracle-venv.sh 2>/dev/null || true)"
-# llama.cpp (built once from the llama-cpp-python sdist, cached) is the peer for the native
-# path; the tests need only its library and three tools.
-stage llama.cpp scripts/build-llama-cpp.sh --tests >/dev/null
 stage build build
 stage "cargo test" cargo_tests
 # NEON: the aarch64 build of core and quant (every NEON kernel against its scalar twin) under

@@ -94,6 +94,7 @@ def _relative_errors(got, reference, names):
             for n in names}
 
 
+@pytest.mark.full
 def test_smollm2_loss_backward_matches_upstream_for_every_parameter():
     """Every one of the 272 gradients within 4x upstream's worst relative float32 error over the
     model's gradients (its float32 run against the float64 reference). The worst, not each
@@ -144,6 +145,7 @@ def _tent(python, dtype, **over):
     return json.loads(done.stdout)
 
 
+@pytest.mark.full
 def test_tent_on_smollm2_follows_upstreams_entropy_trajectory_and_reverts_bit_for_bit():
     oracle = _oracle()
     face, up32, up64 = _tent(sys.executable, "float32"), _tent(oracle, "float32"), _tent(oracle, "float64")

@@ -26,6 +26,8 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_distributed import _env, _free_port, procs  # noqa: E402,F401  (procs: the fixture)
 from test_torch_face import _oracle  # noqa: E402
@@ -108,6 +110,7 @@ def test_fedavg_on_the_face_equals_central_averaging_exactly(procs):
         assert all(b < a for a, b in zip(evals[c], evals[c][1:])), f"client {c}'s held-out loss: {evals[c]}"
 
 
+@pytest.mark.full
 def test_fedavg_on_the_face_like_upstream_gloo(procs):
     face, up32, up64, up_central = _runs(
         procs,
